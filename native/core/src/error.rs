@@ -1,0 +1,113 @@
+//! Stable error codes and validation reasons. The strings are part of the public contract: messages
+//! may change, codes and reasons may not. `ts/errors.ts` holds the same registry and a test compares
+//! them through the binding.
+
+use std::fmt;
+
+/// Codes of the typed errors a caller can cause (`LitetopicError.code` in TypeScript).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCode {
+    InvalidPattern,
+    InvalidLiteTopic,
+    InvalidArgument,
+    EngineUnavailable,
+}
+
+impl ErrorCode {
+    /// Every code, in registry order.
+    pub const ALL: [ErrorCode; 4] = [
+        ErrorCode::InvalidPattern,
+        ErrorCode::InvalidLiteTopic,
+        ErrorCode::InvalidArgument,
+        ErrorCode::EngineUnavailable,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::InvalidPattern => "INVALID_PATTERN",
+            ErrorCode::InvalidLiteTopic => "INVALID_LITE_TOPIC",
+            ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
+            ErrorCode::EngineUnavailable => "ENGINE_UNAVAILABLE",
+        }
+    }
+}
+
+/// Why a pattern or a name failed validation: a finer, equally stable sub-code.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// The input is the empty string.
+    Empty,
+    /// The input is longer than its limit.
+    TooLong,
+    /// A character the dialect does not allow (or an unpaired surrogate, which arrives as U+FFFD).
+    InvalidCharacter,
+    /// An empty segment where the dialect forbids one (leading, trailing or doubled separator).
+    EmptySegment,
+    /// A wildcard mixed with other characters inside one segment (`pa*`, `a+`, `#x`).
+    PartialWildcard,
+    /// A trailing wildcard (`**`, `#`, `>`) that is not the last segment.
+    MisplacedWildcard,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 6] = [
+        Reason::Empty,
+        Reason::TooLong,
+        Reason::InvalidCharacter,
+        Reason::EmptySegment,
+        Reason::PartialWildcard,
+        Reason::MisplacedWildcard,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Empty => "EMPTY",
+            Reason::TooLong => "TOO_LONG",
+            Reason::InvalidCharacter => "INVALID_CHARACTER",
+            Reason::EmptySegment => "EMPTY_SEGMENT",
+            Reason::PartialWildcard => "PARTIAL_WILDCARD",
+            Reason::MisplacedWildcard => "MISPLACED_WILDCARD",
+        }
+    }
+}
+
+/// A failed validation: the reason, where it happened and a sentence for people.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Violation {
+    pub code: ErrorCode,
+    pub reason: Reason,
+    /// Where it happened, as a JavaScript string index (UTF-16 code units): what both engines report.
+    pub position: usize,
+    /// For [`Reason::TooLong`]: the limit and the actual size, in UTF-8 bytes.
+    pub limit: Option<usize>,
+    pub actual: Option<usize>,
+    pub message: String,
+}
+
+/// Converts a byte offset into `input` to a JavaScript string index (UTF-16 code units).
+pub fn utf16_position(input: &str, byte_position: usize) -> usize {
+    let end = byte_position.min(input.len());
+    input[..end].chars().map(char::len_utf16).sum()
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl std::error::Error for Violation {}
+
+/// Describes a character for an error message the same way the js engine does:
+/// `"x" (U+0078)`, or a note for the replacement character an unpaired surrogate becomes.
+pub fn describe_char(c: char) -> String {
+    if c == char::REPLACEMENT_CHARACTER {
+        return "(unpaired surrogate or U+FFFD)".to_string();
+    }
+    let code = c as u32;
+    if c.is_control() || c == ' ' {
+        format!("U+{code:04X}")
+    } else {
+        format!("\"{c}\" (U+{code:04X})")
+    }
+}

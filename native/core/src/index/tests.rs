@@ -1,0 +1,116 @@
+use super::*;
+use crate::pattern::Pattern;
+
+/// A small deterministic generator, so the randomized comparison below is reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn random_pattern(rng: &mut Rng, dialect: Dialect) -> String {
+    let words = ["a", "b", "c", "", "$s"];
+    let count = 1 + rng.below(4);
+    let mut parts = Vec::new();
+    for i in 0..count {
+        let pick = rng.below(8);
+        let part = match pick {
+            0 => dialect.one_wildcard(),
+            1 if i == count - 1 => dialect.rest_wildcard(),
+            _ => words[rng.below(words.len())],
+        };
+        parts.push(part.to_string());
+    }
+    parts.join(dialect.separator())
+}
+
+fn random_topic(rng: &mut Rng, dialect: Dialect) -> String {
+    let words = ["a", "b", "c", "", "$s", "d"];
+    let count = 1 + rng.below(5);
+    (0..count)
+        .map(|_| words[rng.below(words.len())])
+        .collect::<Vec<_>>()
+        .join(dialect.separator())
+}
+
+#[test]
+fn matches_brute_force_under_random_adds_and_removes() {
+    for dialect in Dialect::ALL {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ u64::from(dialect.id()));
+        let mut index = PatternIndex::new(dialect);
+        let mut live: Vec<(String, u32)> = Vec::new();
+        for step in 0..4000 {
+            let pattern = random_pattern(&mut rng, dialect);
+            let id = rng.below(20) as u32;
+            if rng.below(3) == 0 && !live.is_empty() {
+                let (p, i) = live.swap_remove(rng.below(live.len()));
+                assert!(index.remove(&p, i), "step {step}: remove {p} {i}");
+            } else {
+                let valid = dialect.validate_pattern(&pattern).is_ok();
+                let fresh = !live.contains(&(pattern.clone(), id));
+                match index.add(&pattern, id) {
+                    Ok(added) => {
+                        assert!(valid);
+                        assert_eq!(added, fresh, "step {step}: add {pattern} {id}");
+                        if added {
+                            live.push((pattern, id));
+                        }
+                    }
+                    Err(_) => assert!(!valid),
+                }
+            }
+            assert_eq!(index.len(), live.len());
+            let topic = random_topic(&mut rng, dialect);
+            let mut expected: Vec<u32> = live
+                .iter()
+                .filter(|(p, _)| Pattern::compile(p, dialect).unwrap().matches(&topic))
+                .map(|&(_, i)| i)
+                .collect();
+            expected.sort_unstable();
+            expected.dedup();
+            let mut got = Vec::new();
+            index.match_into(&topic, &mut got);
+            assert_eq!(got, expected, "step {step}: {} topic {topic:?}", dialect.name());
+        }
+        while let Some((p, i)) = live.pop() {
+            assert!(index.remove(&p, i));
+        }
+        let stats = index.stats();
+        assert_eq!((stats.entries, stats.nodes, stats.segments), (0, 1, 0), "memory is given back");
+    }
+}
+
+#[test]
+fn removing_unknown_entries_changes_nothing() {
+    let mut index = PatternIndex::new(Dialect::Lite);
+    assert!(index.add("a__*", 1).unwrap());
+    assert!(!index.add("a__*", 1).unwrap());
+    assert!(!index.remove("a__*", 2));
+    assert!(!index.remove("a__b", 1));
+    assert!(!index.remove("a__", 1));
+    assert!(index.add("a__", 1).is_err());
+    assert_eq!(index.len(), 1);
+    let mut out = Vec::new();
+    assert_eq!(index.match_into("a__x", &mut out), 1);
+    assert_eq!(out, [1]);
+}
+
+#[test]
+fn one_id_under_several_patterns_is_reported_once() {
+    let mut index = PatternIndex::new(Dialect::Lite);
+    for pattern in ["t__**", "t__a__*", "t__a__s", "**"] {
+        index.add(pattern, 7).unwrap();
+    }
+    index.add("t__a__s", 3).unwrap();
+    let mut out = Vec::new();
+    index.match_into("t__a__s", &mut out);
+    assert_eq!(out, [3, 7]);
+}

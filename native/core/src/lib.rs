@@ -1,0 +1,19 @@
+//! litetopic's engine core, pure Rust with no knowledge of Node.
+//!
+//! Module map (each has a twin of the same name in `ts/engine/js/`):
+//! - [`limits`]: every bound, in one place, mirrored by `ts/engine/js/limits.ts`.
+//! - [`error`]: stable error codes and the validation reasons shared with the js engine.
+//! - [`dialect`]: the three pattern dialects (lite, mqtt, nats), their splitting and topic rules.
+//! - [`pattern`]: validation, compilation and single-pattern matching.
+//! - [`index`]: the reverse pattern index (topic → ids of the subscriptions that match it).
+
+pub mod dialect;
+pub mod error;
+pub mod index;
+pub mod limits;
+pub mod pattern;
+
+pub use dialect::Dialect;
+pub use error::{ErrorCode, Reason, Violation};
+pub use index::PatternIndex;
+pub use pattern::Pattern;

@@ -1,0 +1,44 @@
+//! Node-API binding of `litetopic-core`: argument conversions and long-lived handles, nothing else.
+//! Every export is marked `catch_unwind`, so a panic becomes a JavaScript exception instead of
+//! aborting the process. The TypeScript side (`ts/engine/native/*`) is the only caller; it validates
+//! arguments and turns failures into typed errors.
+
+mod index;
+mod pattern;
+
+use litetopic_core::{Dialect, ErrorCode, Reason};
+use napi::{Error, Result, Status};
+use napi_derive::napi;
+
+/// The crate version; the loader refuses a binary whose version differs from the package's.
+#[napi(catch_unwind)]
+pub fn version() -> String {
+    env!("CARGO_PKG_VERSION").to_string()
+}
+
+/// Every stable error code, in registry order, so tests can compare them with the js engine's.
+#[napi(catch_unwind)]
+pub fn error_codes() -> Vec<String> {
+    ErrorCode::ALL.iter().map(|c| c.as_str().to_string()).collect()
+}
+
+/// Every validation reason, in registry order.
+#[napi(catch_unwind)]
+pub fn validation_reasons() -> Vec<String> {
+    Reason::ALL.iter().map(|r| r.as_str().to_string()).collect()
+}
+
+/// The core's limits as `[name, value]` pairs, so tests can compare them with the js engine's.
+#[napi(catch_unwind)]
+pub fn limits() -> Vec<(String, u32)> {
+    use litetopic_core::limits::*;
+    vec![
+        ("MAX_LITE_TOPIC_BYTES".into(), MAX_LITE_TOPIC_BYTES as u32),
+        ("MAX_LITE_TOPIC_BYTES_CEILING".into(), MAX_LITE_TOPIC_BYTES_CEILING as u32),
+        ("MAX_MQTT_TOPIC_BYTES".into(), MAX_MQTT_TOPIC_BYTES as u32),
+    ]
+}
+
+pub(crate) fn dialect(id: u32) -> Result<Dialect> {
+    Dialect::from_id(id).ok_or_else(|| Error::new(Status::InvalidArg, format!("unknown dialect id {id}")))
+}

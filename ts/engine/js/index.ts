@@ -1,0 +1,294 @@
+/**
+ * The reverse pattern index, mirroring `native/core/src/index/`: a trie over interned segment ids
+ * (a node per pattern prefix), literal edges in a per-node map created only for nodes that have
+ * literal children, one `one`-wildcard child per node, and at each node the ids whose pattern ends
+ * there (`exact`) or continues with the trailing wildcard (`rest`). A lookup walks only the branches
+ * the topic's segments can take; nodes and segments are freed on removal.
+ */
+import type { PatternIndexCore, PatternIndexStats } from '../contract.js';
+import { type DialectRules, isValidTopic, validatePattern } from './dialect.js';
+import { Interner } from './interner.js';
+import { tokenize } from './pattern.js';
+
+const NONE = -1;
+const ROOT = 0;
+
+/** Inserts `id` into the ascending array `ids`; false if it was there. */
+function insertSorted(ids: number[], id: number): boolean {
+  let low = 0;
+  let high = ids.length;
+  if (high > 0 && (ids[high - 1] as number) < id) {
+    ids.push(id);
+    return true;
+  }
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if ((ids[mid] as number) < id) low = mid + 1;
+    else high = mid;
+  }
+  if (ids[low] === id) return false;
+  ids.splice(low, 0, id);
+  return true;
+}
+
+function removeSorted(ids: number[], id: number): boolean {
+  let low = 0;
+  let high = ids.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if ((ids[mid] as number) < id) low = mid + 1;
+    else high = mid;
+  }
+  if (ids[low] !== id) return false;
+  ids.splice(low, 1);
+  return true;
+}
+
+export class JsPatternIndex implements PatternIndexCore {
+  // Nodes as parallel arrays (struct of arrays): far less memory than an object per node.
+  private parent: number[] = [NONE];
+  private segment: number[] = [NONE];
+  private oneChild: number[] = [NONE];
+  private children: (Map<number, number> | undefined)[] = [undefined];
+  private exact: (number[] | undefined)[] = [undefined];
+  private rest: (number[] | undefined)[] = [undefined];
+  private freeNodes: number[] = [];
+  private segments = new Interner();
+  private entries = 0;
+  // Scratch reused by every lookup.
+  private readonly topicSegments: number[] = [];
+  private readonly stack: number[] = [];
+  private found: number[] = [];
+
+  constructor(private readonly dialect: DialectRules) {}
+
+  get size(): number {
+    return this.entries;
+  }
+
+  add(pattern: string, id: number): 1 | 0 | -1 {
+    if (validatePattern(this.dialect, pattern) !== null) return -1;
+    let node = ROOT;
+    let endsWithRest = false;
+    for (const token of tokenize(pattern, this.dialect)) {
+      if (token.kind === 'rest') {
+        endsWithRest = true;
+        break;
+      }
+      node = token.kind === 'one' ? this.oneChildOrInsert(node) : this.literalChildOrInsert(node, token.text);
+    }
+    const lists = endsWithRest ? this.rest : this.exact;
+    let ids = lists[node];
+    if (ids === undefined) {
+      ids = [];
+      lists[node] = ids;
+    }
+    if (!insertSorted(ids, id)) return 0;
+    this.entries++;
+    return 1;
+  }
+
+  remove(pattern: string, id: number): boolean {
+    if (validatePattern(this.dialect, pattern) !== null) return false;
+    let node = ROOT;
+    let endsWithRest = false;
+    for (const token of tokenize(pattern, this.dialect)) {
+      if (token.kind === 'rest') {
+        endsWithRest = true;
+        break;
+      }
+      let next = NONE;
+      if (token.kind === 'one') next = this.oneChild[node] as number;
+      else {
+        const segment = this.segments.get(token.text);
+        if (segment !== undefined) next = this.children[node]?.get(segment) ?? NONE;
+      }
+      if (next === NONE) return false;
+      node = next;
+    }
+    const lists = endsWithRest ? this.rest : this.exact;
+    const ids = lists[node];
+    if (ids === undefined || !removeSorted(ids, id)) return false;
+    if (ids.length === 0) lists[node] = undefined;
+    this.entries--;
+    this.prune(node);
+    return true;
+  }
+
+  clear(): void {
+    this.parent = [NONE];
+    this.segment = [NONE];
+    this.oneChild = [NONE];
+    this.children = [undefined];
+    this.exact = [undefined];
+    this.rest = [undefined];
+    this.freeNodes = [];
+    this.segments = new Interner();
+    this.entries = 0;
+    this.found = [];
+  }
+
+  /** Collects the matching ids, ascending and distinct, into `this.found`; returns the count. */
+  private collect(topic: string): number {
+    const found = this.found;
+    found.length = 0;
+    if (this.entries === 0 || !isValidTopic(this.dialect, topic)) return 0;
+    const segments = this.topicSegments;
+    segments.length = 0;
+    const separator = this.dialect.separator;
+    let start = 0;
+    for (;;) {
+      const end = topic.indexOf(separator, start);
+      const text = end === -1 ? topic.slice(start) : topic.slice(start, end);
+      segments.push(this.segments.get(text) ?? NONE);
+      if (end === -1) break;
+      start = end + separator.length;
+    }
+    const total = segments.length;
+    const restMin = this.dialect.restMinSegments;
+    const dollar = this.dialect.name === 'mqtt' && topic.charCodeAt(0) === 36;
+    const stack = this.stack;
+    stack.length = 0;
+    stack.push(ROOT, 0);
+    let lists = 0;
+    while (stack.length > 0) {
+      const depth = stack.pop() as number;
+      const node = stack.pop() as number;
+      const rootOfDollar = dollar && depth === 0;
+      const restIds = this.rest[node];
+      if (restIds !== undefined && !rootOfDollar && total - depth >= restMin) {
+        for (const id of restIds) found.push(id);
+        lists++;
+      }
+      if (depth === total) {
+        const exactIds = this.exact[node];
+        if (exactIds !== undefined) {
+          for (const id of exactIds) found.push(id);
+          lists++;
+        }
+        continue;
+      }
+      const segment = segments[depth] as number;
+      if (segment !== NONE) {
+        const child = this.children[node]?.get(segment);
+        if (child !== undefined) stack.push(child, depth + 1);
+      }
+      const one = this.oneChild[node] as number;
+      if (one !== NONE && !rootOfDollar) stack.push(one, depth + 1);
+    }
+    if (lists > 1) {
+      found.sort((a, b) => a - b);
+      let kept = 1;
+      for (let i = 1; i < found.length; i++) {
+        if (found[i] !== found[kept - 1]) found[kept++] = found[i] as number;
+      }
+      found.length = kept;
+    }
+    return found.length;
+  }
+
+  /** The ids matching `topic`, ascending and distinct, as a new array. */
+  match(topic: string): number[] {
+    this.collect(topic);
+    return this.found.slice();
+  }
+
+  matchInto(topic: string, out: Uint32Array): number {
+    const count = this.collect(topic);
+    const fit = Math.min(count, out.length);
+    for (let i = 0; i < fit; i++) out[i] = this.found[i] as number;
+    return count;
+  }
+
+  matchCounts(topics: readonly string[], out: Uint32Array): number {
+    let total = 0;
+    for (let i = 0; i < topics.length; i++) {
+      const count = this.collect(topics[i] as string);
+      out[i] = count;
+      total += count;
+    }
+    return total;
+  }
+
+  stats(): PatternIndexStats {
+    let idSlots = 0;
+    let maps = 0;
+    for (let node = 0; node < this.parent.length; node++) {
+      idSlots += (this.exact[node]?.length ?? 0) + (this.rest[node]?.length ?? 0);
+      maps += this.children[node]?.size ?? 0;
+    }
+    return {
+      entries: this.entries,
+      nodes: this.parent.length - this.freeNodes.length,
+      segments: this.segments.size,
+      // Six array slots of 8 bytes per node, 8 per id, about 40 per map entry.
+      approximateBytes: this.parent.length * 48 + idSlots * 8 + maps * 40 + this.segments.approximateBytes(),
+    };
+  }
+
+  private allocateNode(parent: number, segment: number): number {
+    const node = this.freeNodes.pop() ?? this.parent.length;
+    this.parent[node] = parent;
+    this.segment[node] = segment;
+    this.oneChild[node] = NONE;
+    this.children[node] = undefined;
+    this.exact[node] = undefined;
+    this.rest[node] = undefined;
+    return node;
+  }
+
+  private literalChildOrInsert(node: number, text: string): number {
+    const known = this.segments.get(text);
+    if (known !== undefined) {
+      const child = this.children[node]?.get(known);
+      if (child !== undefined) return child;
+    }
+    const segment = this.segments.acquire(text);
+    const child = this.allocateNode(node, segment);
+    let map = this.children[node];
+    if (map === undefined) {
+      map = new Map();
+      this.children[node] = map;
+    }
+    map.set(segment, child);
+    return child;
+  }
+
+  private oneChildOrInsert(node: number): number {
+    const known = this.oneChild[node] as number;
+    if (known !== NONE) return known;
+    const child = this.allocateNode(node, NONE);
+    this.oneChild[node] = child;
+    return child;
+  }
+
+  private isUnused(node: number): boolean {
+    return (
+      this.oneChild[node] === NONE &&
+      this.children[node] === undefined &&
+      this.exact[node] === undefined &&
+      this.rest[node] === undefined
+    );
+  }
+
+  /** Frees `node` and its ancestors while they hold nothing. */
+  private prune(start: number): void {
+    let node = start;
+    while (node !== ROOT && this.isUnused(node)) {
+      const parent = this.parent[node] as number;
+      const segment = this.segment[node] as number;
+      if (segment === NONE) this.oneChild[parent] = NONE;
+      else {
+        const map = this.children[parent] as Map<number, number>;
+        map.delete(segment);
+        if (map.size === 0) this.children[parent] = undefined;
+        this.segments.release(segment);
+      }
+      this.parent[node] = NONE;
+      this.freeNodes.push(node);
+      node = parent;
+    }
+    // Nothing left: drop the arrays too, so an emptied index is as small as a new one.
+    if (this.entries === 0) this.clear();
+  }
+}

@@ -1,0 +1,49 @@
+/**
+ * Native adapters for single patterns. Batches cross the boundary as one NUL-joined string (NUL is
+ * invalid in every dialect); when a value contains NUL the joined string splits into more parts than
+ * expected, the binding says so, and these adapters take the per-item path instead.
+ */
+import type { CompiledMatcher, DialectName, Violation } from '../contract.js';
+import { DIALECTS } from '../js/dialect.js';
+import type { NativeBinding } from './binding.js';
+
+export function toViolation(native: ReturnType<NativeBinding['validatePattern']>): Violation | null {
+  if (native === null) return null;
+  const violation: Violation = {
+    code: native.code as Violation['code'],
+    reason: native.reason as Violation['reason'],
+    position: native.position,
+    message: native.message,
+  };
+  if (native.limit !== undefined && native.limit !== null) violation.limit = native.limit;
+  if (native.actual !== undefined && native.actual !== null) violation.actual = native.actual;
+  return violation;
+}
+
+export function nativeCompile(binding: NativeBinding, pattern: string, dialect: DialectName): CompiledMatcher {
+  const matcher = new binding.NativeMatcher(pattern, DIALECTS[dialect].id);
+  return { matches: (topic) => matcher.matches(topic) };
+}
+
+export function nativeExpand(
+  binding: NativeBinding,
+  patterns: readonly string[],
+  candidates: readonly string[],
+  dialect: DialectName,
+): number[] {
+  const id = DIALECTS[dialect].id;
+  // A pattern containing NUL is invalid; dropping it keeps the join unambiguous.
+  const usable = patterns.filter((p) => !p.includes('\0'));
+  const found = binding.expandJoined(usable.join('\0'), candidates.join('\0'), candidates.length, id);
+  if (found !== null) return Array.from(found);
+  // Some candidate holds NUL (so it matches nothing): expand the others and map indexes back.
+  const kept: number[] = [];
+  for (let i = 0; i < candidates.length; i++) if (!(candidates[i] as string).includes('\0')) kept.push(i);
+  const again = binding.expandJoined(
+    usable.join('\0'),
+    kept.map((i) => candidates[i]).join('\0'),
+    kept.length,
+    id,
+  ) as Uint32Array;
+  return Array.from(again, (i) => kept[i] as number);
+}

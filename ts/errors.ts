@@ -1,0 +1,101 @@
+/**
+ * The error registry. Every failure a caller can cause is a `LitetopicError` subclass with a stable
+ * `code` (Node's `error.code` convention), the offending `value` and, for limits, `limit` and
+ * `actual`. Messages may change between versions; codes may not. The Rust core keeps the same list
+ * (`native/core/src/error.rs`) and a test compares the two.
+ */
+
+/** Every stable error code, in registry order. */
+export const ERROR_CODES = [
+  'INVALID_PATTERN',
+  'INVALID_LITE_TOPIC',
+  'INVALID_ARGUMENT',
+  'ENGINE_UNAVAILABLE',
+] as const;
+
+export type ErrorCode = (typeof ERROR_CODES)[number];
+
+/** Why a pattern or a lite topic name failed validation: a finer, equally stable sub-code. */
+export const VALIDATION_REASONS = [
+  'EMPTY',
+  'TOO_LONG',
+  'INVALID_CHARACTER',
+  'EMPTY_SEGMENT',
+  'PARTIAL_WILDCARD',
+  'MISPLACED_WILDCARD',
+] as const;
+
+export type ValidationReason = (typeof VALIDATION_REASONS)[number];
+
+export interface LitetopicErrorDetails {
+  value?: unknown;
+  limit?: number;
+  actual?: number;
+  cause?: unknown;
+}
+
+/** Base class of every error litetopic throws on purpose. */
+export class LitetopicError extends Error {
+  readonly code: ErrorCode;
+  /** The offending input, when there is one. */
+  readonly value?: unknown;
+  /** For limits: the limit that was exceeded. */
+  readonly limit?: number;
+  /** For limits: the actual figure. */
+  readonly actual?: number;
+
+  constructor(code: ErrorCode, message: string, details: LitetopicErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = new.target.name;
+    this.code = code;
+    if ('value' in details) this.value = details.value;
+    if (details.limit !== undefined) this.limit = details.limit;
+    if (details.actual !== undefined) this.actual = details.actual;
+  }
+}
+
+/** A pattern that is not valid in its dialect. `reason` and `position` say what and where. */
+export class InvalidPatternError extends LitetopicError {
+  readonly reason: ValidationReason;
+  readonly position: number;
+  readonly dialect: string;
+
+  constructor(
+    message: string,
+    details: { value: string; reason: ValidationReason; position: number; dialect: string },
+  ) {
+    super('INVALID_PATTERN', message, { value: details.value });
+    this.reason = details.reason;
+    this.position = details.position;
+    this.dialect = details.dialect;
+  }
+}
+
+/** A lite topic name that is empty, too long or has a character outside `[A-Za-z0-9_-]`. */
+export class InvalidLiteTopicError extends LitetopicError {
+  readonly reason: ValidationReason;
+  readonly position: number;
+
+  constructor(
+    message: string,
+    details: { value: string; reason: ValidationReason; position: number; limit?: number; actual?: number },
+  ) {
+    super('INVALID_LITE_TOPIC', message, details);
+    this.reason = details.reason;
+    this.position = details.position;
+  }
+}
+
+/** An argument of the wrong type or out of its range: a programming error in the caller. */
+export class InvalidArgumentError extends LitetopicError {
+  constructor(message: string, details: LitetopicErrorDetails = {}) {
+    super('INVALID_ARGUMENT', message, details);
+  }
+}
+
+/** The native engine was asked for and cannot be loaded; the message says why and where. */
+export class EngineUnavailableError extends LitetopicError {
+  constructor(message: string, details: LitetopicErrorDetails = {}) {
+    super('ENGINE_UNAVAILABLE', message, details);
+  }
+}
