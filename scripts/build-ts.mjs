@@ -11,10 +11,14 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
 rmSync(dist, { recursive: true, force: true });
-const tsc = spawnSync(process.execPath, [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'], {
-  cwd: root,
-  stdio: 'inherit',
-});
+const tsc = spawnSync(
+  process.execPath,
+  [join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.build.json'],
+  {
+    cwd: root,
+    stdio: 'inherit',
+  },
+);
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
 
 // Loading the CommonJS build lists its exports without starting any engine: the loader is lazy.
@@ -27,5 +31,13 @@ const esm = [
   '',
 ].join('\n');
 writeFileSync(join(dist, 'index.mjs'), esm);
-writeFileSync(join(dist, 'index.d.mts'), "export * from './index.js';\n");
+writeFileSync(
+  join(dist, 'index.d.mts'),
+  [
+    "export * from './index.js';",
+    "declare const litetopic: typeof import('./index.js');",
+    'export default litetopic;',
+    '',
+  ].join('\n'),
+);
 console.log(`build:ts: dist/ with ${names.length} exports for require and import`);

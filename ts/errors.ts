@@ -6,12 +6,7 @@
  */
 
 /** Every stable error code, in registry order. */
-export const ERROR_CODES = [
-  'INVALID_PATTERN',
-  'INVALID_LITE_TOPIC',
-  'INVALID_ARGUMENT',
-  'ENGINE_UNAVAILABLE',
-] as const;
+export const ERROR_CODES = ['INVALID_PATTERN', 'INVALID_LITE_TOPIC', 'INVALID_ARGUMENT', 'ENGINE_UNAVAILABLE'] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 

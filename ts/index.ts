@@ -11,9 +11,9 @@ export {
 } from './engine/js/limits.js';
 export { type EngineInfo, type EngineRequest, engineInfo, nativeAvailable } from './engine/load.js';
 export {
+  EngineUnavailableError,
   ERROR_CODES,
   type ErrorCode,
-  EngineUnavailableError,
   InvalidArgumentError,
   InvalidLiteTopicError,
   InvalidPatternError,

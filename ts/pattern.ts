@@ -3,7 +3,14 @@
  * pattern index. Every function takes `{ dialect?, engine? }`; the engine defaults to the active one
  * (see `engineInfo()`), so callers can run both engines side by side.
  */
-import type { CompiledMatcher, DialectName, Engine, EngineName, PatternIndexCore, PatternIndexStats } from './engine/contract.js';
+import type {
+  CompiledMatcher,
+  DialectName,
+  Engine,
+  EngineName,
+  PatternIndexCore,
+  PatternIndexStats,
+} from './engine/contract.js';
 import { DIALECTS } from './engine/js/dialect.js';
 import { MAX_LITE_TOPIC_BYTES, MAX_LITE_TOPIC_BYTES_CEILING } from './engine/js/limits.js';
 import { getEngine } from './engine/load.js';
@@ -212,7 +219,9 @@ export class PatternIndex {
       });
     }
     if (topics.length === 0) return 0;
-    const strings = topics.every((t) => typeof t === 'string') ? topics : topics.map((t) => (typeof t === 'string' ? t : ''));
+    const strings = topics.every((t) => typeof t === 'string')
+      ? topics
+      : topics.map((t) => (typeof t === 'string' ? t : ''));
     return this.core.matchCounts(strings, out.subarray(0, topics.length));
   }
 

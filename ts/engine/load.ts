@@ -31,6 +31,7 @@ export interface EngineInfo {
 
 interface NativeState {
   engine?: Engine;
+  binding?: NativeBinding;
   path: string;
   error?: string;
 }
@@ -81,7 +82,9 @@ function loadNative(): NativeState {
   const path = process.env.LITETOPIC_NATIVE_PATH || prebuildPath(root);
   try {
     if (!existsSync(path)) {
-      throw new Error(`no prebuilt binary at ${path} (run "npm run build:native" with cargo installed to build one)`);
+      throw new Error(
+        `no prebuilt binary at ${path}: none ships for this platform (a source checkout builds one with "npm run build:native", which needs cargo)`,
+      );
     }
     const module = { exports: {} as NativeBinding };
     process.dlopen(module, path);
@@ -91,7 +94,7 @@ function loadNative(): NativeState {
     if (built !== expected) {
       throw new Error(`stale binary at ${path}: built for litetopic ${built}, this package is ${expected}`);
     }
-    nativeState = { engine: createNativeEngine(binding), path };
+    nativeState = { engine: createNativeEngine(binding), binding, path };
   } catch (error) {
     nativeState = { path, error: error instanceof Error ? error.message : String(error) };
   }
@@ -152,4 +155,21 @@ export function engineInfo(): EngineInfo {
   if (state.engine !== undefined) info.nativePath = state.path;
   else info.nativeLoadError = state.error as string;
   return info;
+}
+
+/**
+ * The registries the native binary was built with, for the test that keeps the two engines' codes,
+ * reasons and limits identical. Internal: not exported from the package.
+ */
+export function nativeRegistry():
+  | { version: string; errorCodes: string[]; validationReasons: string[]; limits: [string, number][] }
+  | undefined {
+  const binding = loadNative().binding;
+  if (binding === undefined) return undefined;
+  return {
+    version: binding.version(),
+    errorCodes: binding.errorCodes(),
+    validationReasons: binding.validationReasons(),
+    limits: binding.limits(),
+  };
 }

@@ -89,12 +89,16 @@ impl Dialect {
         }
         match self {
             Dialect::Lite => topic.bytes().all(is_lite_name_byte),
+            // Byte scans: every forbidden character but U+FFFD is ASCII, and UTF-8 never hides an
+            // ASCII byte inside a multi-byte character.
             Dialect::Mqtt => {
                 topic.len() <= MAX_MQTT_TOPIC_BYTES
-                    && !topic.chars().any(|c| is_mqtt_forbidden(c) || c == '+' || c == '#')
+                    && !topic.bytes().any(|b| b == 0 || b == b'+' || b == b'#')
+                    && !topic.contains(char::REPLACEMENT_CHARACTER)
             }
             Dialect::Nats => {
-                !topic.chars().any(is_nats_forbidden)
+                !topic.bytes().any(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0))
+                    && !topic.contains(char::REPLACEMENT_CHARACTER)
                     && topic.split('.').all(|t| !t.is_empty() && t != "*" && t != ">")
             }
         }
@@ -107,7 +111,12 @@ impl Dialect {
             return Err(empty(ErrorCode::InvalidPattern, what));
         }
         if self == Dialect::Mqtt && pattern.len() > MAX_MQTT_TOPIC_BYTES {
-            return Err(too_long(ErrorCode::InvalidPattern, what, pattern, MAX_MQTT_TOPIC_BYTES));
+            return Err(too_long(
+                ErrorCode::InvalidPattern,
+                what,
+                pattern,
+                MAX_MQTT_TOPIC_BYTES,
+            ));
         }
         let forbidden = match self {
             Dialect::Lite => |c: char| !(c.is_ascii() && (is_lite_name_byte(c as u8) || c == '*')),
@@ -215,7 +224,10 @@ pub fn validate_lite_topic(name: &str, max_bytes: usize) -> Result<(), Violation
     if name.is_empty() {
         return Err(empty(ErrorCode::InvalidLiteTopic, what));
     }
-    if let Some((at, c)) = name.char_indices().find(|&(_, c)| !(c.is_ascii() && is_lite_name_byte(c as u8))) {
+    if let Some((at, c)) = name
+        .char_indices()
+        .find(|&(_, c)| !(c.is_ascii() && is_lite_name_byte(c as u8)))
+    {
         return Err(invalid_char(ErrorCode::InvalidLiteTopic, what, name, at, c));
     }
     if name.len() > max_bytes {
@@ -260,6 +272,9 @@ fn invalid_char(code: ErrorCode, what: &str, input: &str, at: usize, c: char) ->
         position,
         limit: None,
         actual: None,
-        message: format!("{what} has invalid character {} at position {position}", describe_char(c)),
+        message: format!(
+            "{what} has invalid character {} at position {position}",
+            describe_char(c)
+        ),
     }
 }

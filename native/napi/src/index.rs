@@ -88,6 +88,11 @@ impl NativePatternIndex {
     #[napi(catch_unwind)]
     pub fn stats(&self) -> Vec<u32> {
         let s = self.index.stats();
-        vec![s.entries as u32, s.nodes as u32, s.segments as u32, s.approximate_bytes as u32]
+        vec![
+            s.entries as u32,
+            s.nodes as u32,
+            s.segments as u32,
+            s.approximate_bytes as u32,
+        ]
     }
 }

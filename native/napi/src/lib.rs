@@ -34,7 +34,10 @@ pub fn limits() -> Vec<(String, u32)> {
     use litetopic_core::limits::*;
     vec![
         ("MAX_LITE_TOPIC_BYTES".into(), MAX_LITE_TOPIC_BYTES as u32),
-        ("MAX_LITE_TOPIC_BYTES_CEILING".into(), MAX_LITE_TOPIC_BYTES_CEILING as u32),
+        (
+            "MAX_LITE_TOPIC_BYTES_CEILING".into(),
+            MAX_LITE_TOPIC_BYTES_CEILING as u32,
+        ),
         ("MAX_MQTT_TOPIC_BYTES".into(), MAX_MQTT_TOPIC_BYTES as u32),
     ]
 }

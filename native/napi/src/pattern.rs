@@ -39,7 +39,9 @@ pub fn validate_pattern(pattern: String, dialect_id: u32) -> Result<Option<Nativ
 /// Validates a lite topic name against a byte limit; `null` when valid.
 #[napi(catch_unwind)]
 pub fn validate_lite_topic(name: String, max_bytes: u32) -> Option<NativeViolation> {
-    core_validate_lite_topic(&name, max_bytes as usize).err().map(convert)
+    core_validate_lite_topic(&name, max_bytes as usize)
+        .err()
+        .map(convert)
 }
 
 /// Whether `topic` matches `pattern`; invalid input never matches.

@@ -4,7 +4,7 @@
  * length, characters left to right, then segments left to right) so both engines agree.
  */
 import type { DialectName, Violation } from '../contract.js';
-import { empty, invalidChar, emptySegment, misplacedWildcard, partialWildcard, tooLong } from './error.js';
+import { empty, emptySegment, invalidChar, misplacedWildcard, partialWildcard, tooLong } from './error.js';
 import { MAX_MQTT_TOPIC_BYTES } from './limits.js';
 
 export interface DialectRules {

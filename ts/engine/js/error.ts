@@ -71,7 +71,12 @@ export function invalidChar(code: Code, what: string, position: number, codePoin
 }
 
 export function emptySegment(position: number): Violation {
-  return violation('INVALID_PATTERN', 'EMPTY_SEGMENT', position, `pattern has an empty segment at position ${position}`);
+  return violation(
+    'INVALID_PATTERN',
+    'EMPTY_SEGMENT',
+    position,
+    `pattern has an empty segment at position ${position}`,
+  );
 }
 
 export function misplacedWildcard(wildcard: string, position: number): Violation {

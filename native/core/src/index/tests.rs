@@ -84,7 +84,11 @@ fn matches_brute_force_under_random_adds_and_removes() {
             assert!(index.remove(&p, i));
         }
         let stats = index.stats();
-        assert_eq!((stats.entries, stats.nodes, stats.segments), (0, 1, 0), "memory is given back");
+        assert_eq!(
+            (stats.entries, stats.nodes, stats.segments),
+            (0, 1, 0),
+            "memory is given back"
+        );
     }
 }
 

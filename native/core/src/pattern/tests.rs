@@ -7,18 +7,41 @@ fn lite(pattern: &str, topic: &str) -> bool {
 }
 
 fn reason(pattern: &str, dialect: Dialect) -> Option<(Reason, usize)> {
-    dialect.validate_pattern(pattern).err().map(|v| (v.reason, v.position))
+    dialect
+        .validate_pattern(pattern)
+        .err()
+        .map(|v| (v.reason, v.position))
 }
 
 #[test]
 fn design_reference_rows() {
     let rows: &[(&str, &[&str], &[&str])] = &[
-        ("pay__refund", &["pay__refund"], &["pay__refund__notify", "notify__refund"]),
-        ("pay__*", &["pay__refund", "pay__success"], &["pay__refund__notify"]),
-        ("*__refund", &["pay__refund", "notify__refund"], &["pay__refund__notify"]),
-        ("pay__*__notify", &["pay__refund__notify", "pay__success__notify"], &["pay__refund"]),
+        (
+            "pay__refund",
+            &["pay__refund"],
+            &["pay__refund__notify", "notify__refund"],
+        ),
+        (
+            "pay__*",
+            &["pay__refund", "pay__success"],
+            &["pay__refund__notify"],
+        ),
+        (
+            "*__refund",
+            &["pay__refund", "notify__refund"],
+            &["pay__refund__notify"],
+        ),
+        (
+            "pay__*__notify",
+            &["pay__refund__notify", "pay__success__notify"],
+            &["pay__refund"],
+        ),
         ("**", &["a", "pay__refund__notify"], &[""]),
-        ("pay__**", &["pay__refund", "pay__refund__notify"], &["notify__refund", "pay"]),
+        (
+            "pay__**",
+            &["pay__refund", "pay__refund__notify"],
+            &["notify__refund", "pay"],
+        ),
     ];
     for (pattern, yes, no) in rows {
         for topic in *yes {
@@ -108,7 +131,10 @@ fn positions_are_utf16_indexes() {
 fn lite_topic_names() {
     assert!(validate_lite_topic("tenant7__session42__tool", 64).is_ok());
     let err = validate_lite_topic(&"a".repeat(65), 64).unwrap_err();
-    assert_eq!((err.reason, err.position, err.limit, err.actual), (Reason::TooLong, 64, Some(64), Some(65)));
+    assert_eq!(
+        (err.reason, err.position, err.limit, err.actual),
+        (Reason::TooLong, 64, Some(64), Some(65))
+    );
     let err = validate_lite_topic("ab/c", 64).unwrap_err();
     assert_eq!((err.reason, err.position), (Reason::InvalidCharacter, 2));
     assert!(err.message.contains("\"/\" (U+002F)"), "{}", err.message);
