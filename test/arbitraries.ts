@@ -71,3 +71,20 @@ export function anyTopic(dialect: DialectName): fc.Arbitrary<string> {
 export function anyPattern(dialect: DialectName): fc.Arbitrary<string> {
   return fc.oneof({ weight: 3, arbitrary: structuredPattern(dialect) }, { weight: 1, arbitrary: hostileString });
 }
+
+/**
+ * Patterns and topics over a two-word alphabet with at most four segments, so random subscriptions
+ * overlap often: what an index test needs to meet the same id in several matching lists.
+ */
+export function densePattern(dialect: DialectName): fc.Arbitrary<string> {
+  const { one, rest } = SYNTAX[dialect];
+  return fc
+    .array(fc.constantFrom('a', 'b', one, one, rest), { minLength: 1, maxLength: 4 })
+    .map((segments) => segments.join(SYNTAX[dialect].separator));
+}
+
+export function denseTopic(dialect: DialectName): fc.Arbitrary<string> {
+  return fc
+    .array(fc.constantFrom('a', 'b'), { minLength: 1, maxLength: 4 })
+    .map((segments) => segments.join(SYNTAX[dialect].separator));
+}

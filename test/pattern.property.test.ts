@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { compilePattern, expand, matches, validateLiteTopic, validatePattern } from '../ts/index.js';
-import { anyPattern, anyTopic, DIALECT_NAMES, hostileString } from './arbitraries.js';
+import { anyPattern, anyTopic, DIALECT_NAMES, densePattern, denseTopic, hostileString } from './arbitraries.js';
 import { ENGINES } from './engines.js';
 import { modelExpand, modelMatches, modelValidPattern, modelValidTopic } from './model/matcher.js';
 
@@ -26,14 +26,18 @@ describe.each(DIALECT_NAMES)('%s dialect', (dialect) => {
 
   it('matching: matches() and compiled matchers of every engine equal the model', () => {
     fc.assert(
-      fc.property(anyPattern(dialect), anyTopic(dialect), (pattern, topic) => {
-        const expected = modelMatches(dialect, pattern, topic);
-        const compiled = modelValidPattern(dialect, pattern);
-        for (const engine of ENGINES) {
-          expect(matches(pattern, topic, { dialect, engine })).toBe(expected);
-          if (compiled) expect(compilePattern(pattern, { dialect, engine }).matches(topic)).toBe(expected);
-        }
-      }),
+      fc.property(
+        fc.oneof(densePattern(dialect), anyPattern(dialect)),
+        fc.oneof(denseTopic(dialect), anyTopic(dialect)),
+        (pattern, topic) => {
+          const expected = modelMatches(dialect, pattern, topic);
+          const compiled = modelValidPattern(dialect, pattern);
+          for (const engine of ENGINES) {
+            expect(matches(pattern, topic, { dialect, engine })).toBe(expected);
+            if (compiled) expect(compilePattern(pattern, { dialect, engine }).matches(topic)).toBe(expected);
+          }
+        },
+      ),
       RUNS,
     );
   });

@@ -74,7 +74,7 @@ impl NativePatternIndex {
         let mut total = 0i64;
         for slot in out.iter_mut() {
             let Some(topic) = topics.next() else { return -1 };
-            let count = self.index.match_count(topic, &mut self.scratch);
+            let count = self.index.match_count(topic);
             *slot = count as u32;
             total += count as i64;
         }

@@ -35,23 +35,97 @@ for (let c = 0; c < 128; c++) {
 
 /** Whether every character of `s` from `from` on is in `[A-Za-z0-9_-]`. */
 export function isLiteNameTail(s: string, from: number): boolean {
-  for (let i = from; i < s.length; i++) {
-    const c = s.charCodeAt(i);
-    if (c >= 128 || LITE_NAME_CHAR[c] === 0) return false;
-  }
-  return true;
+  return isLiteNameRange(s, from, s.length);
 }
 
 // U+0000, U+FFFD and unpaired surrogates (which reach the native engine as U+FFFD).
 const UNPAIRED = '[\\uD800-\\uDBFF](?![\\uDC00-\\uDFFF])|(?<![\\uD800-\\uDBFF])[\\uDC00-\\uDFFF]';
 const MQTT_FORBIDDEN = new RegExp(`[\\0\\uFFFD]|${UNPAIRED}`);
-const MQTT_TOPIC_FORBIDDEN = new RegExp(`[\\0\\uFFFD+#]|${UNPAIRED}`);
 const NATS_FORBIDDEN = new RegExp(`[ \\t\\r\\n\\0\\uFFFD]|${UNPAIRED}`);
+
+/** Strings up to this many UTF-16 code units cannot exceed MQTT's byte limit (3 bytes a unit at most). */
+export const MQTT_SAFE_UNITS = Math.floor(MAX_MQTT_TOPIC_BYTES / 3);
 
 /** UTF-8 byte length, computed only when the string could be over `limit`. */
 function exceedsBytes(s: string, limit: number): boolean {
-  // A UTF-16 code unit encodes to at most 3 UTF-8 bytes.
   return s.length * 3 > limit && Buffer.byteLength(s, 'utf8') > limit;
+}
+
+/** Whether `topic` is within MQTT's 65,535-byte limit. */
+export function fitsMqttLength(topic: string): boolean {
+  return topic.length <= MQTT_SAFE_UNITS || !exceedsBytes(topic, MAX_MQTT_TOPIC_BYTES);
+}
+
+/** Whether `s[start..end)` is free of U+0000, U+FFFD, unpaired surrogates and the dialect's extras. */
+function isCleanRange(s: string, start: number, end: number, nats: boolean): boolean {
+  for (let i = start; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) {
+      if (c === 0) return false;
+      if (nats ? c === 0x20 || c === 0x09 || c === 0x0d || c === 0x0a : c === 0x2b /* + */ || c === 0x23 /* # */) {
+        return false;
+      }
+    } else if (c === 0xfffd) {
+      return false;
+    } else if (c >= 0xd800 && c <= 0xdfff) {
+      // A high surrogate must be followed by a low one inside the range; a lone low one is invalid.
+      if (c > 0xdbff || i + 1 >= end) return false;
+      const next = s.charCodeAt(i + 1);
+      if (next < 0xdc00 || next > 0xdfff) return false;
+      i++;
+    }
+  }
+  return true;
+}
+
+/** Whether `s[start..end)` is one valid NATS token: non-empty and not a wildcard. */
+function isNatsToken(s: string, start: number, end: number): boolean {
+  const width = end - start;
+  if (width === 0) return false;
+  if (width === 1) {
+    const c = s.charCodeAt(start);
+    return c !== 42 /* * */ && c !== 62 /* > */;
+  }
+  return true;
+}
+
+/**
+ * Whether the span `topic[start..end)` that a wildcard takes is valid topic text: one segment for the
+ * one-segment wildcard, the rest of the topic for the trailing one (`rest`). Together with literal
+ * segments (valid because the pattern is) this validates a topic without a separate pass.
+ */
+export function isValidSpan(dialect: DialectRules, topic: string, start: number, end: number, rest: boolean): boolean {
+  switch (dialect.name) {
+    case 'lite':
+      return isLiteNameRange(topic, start, end);
+    case 'mqtt':
+      return isCleanRange(topic, start, end, false);
+    case 'nats': {
+      if (!isCleanRange(topic, start, end, true)) return false;
+      if (!rest) return isNatsToken(topic, start, end);
+      let tokenStart = start;
+      for (;;) {
+        const dot = topic.indexOf('.', tokenStart);
+        const tokenEnd = dot === -1 || dot >= end ? end : dot;
+        if (!isNatsToken(topic, tokenStart, tokenEnd)) return false;
+        if (tokenEnd === end) return true;
+        tokenStart = tokenEnd + 1;
+      }
+    }
+  }
+}
+
+/** Whether the UTF-16 code unit `c` is in `[A-Za-z0-9_-]`. */
+function isLiteNameCode(c: number): boolean {
+  return c < 128 && LITE_NAME_CHAR[c] === 1;
+}
+
+/** Whether every character of `s[start..end)` is in `[A-Za-z0-9_-]`. */
+function isLiteNameRange(s: string, start: number, end: number): boolean {
+  for (let i = start; i < end; i++) {
+    if (!isLiteNameCode(s.charCodeAt(i))) return false;
+  }
+  return true;
 }
 
 /**
@@ -60,28 +134,8 @@ function exceedsBytes(s: string, limit: number): boolean {
  */
 export function isValidTopic(dialect: DialectRules, topic: string): boolean {
   if (topic.length === 0) return false;
-  switch (dialect.name) {
-    case 'lite':
-      return isLiteNameTail(topic, 0);
-    case 'mqtt':
-      return !MQTT_TOPIC_FORBIDDEN.test(topic) && !exceedsBytes(topic, MAX_MQTT_TOPIC_BYTES);
-    case 'nats': {
-      if (NATS_FORBIDDEN.test(topic)) return false;
-      let start = 0;
-      for (;;) {
-        const end = topic.indexOf('.', start);
-        const stop = end === -1 ? topic.length : end;
-        const width = stop - start;
-        if (width === 0) return false;
-        if (width === 1) {
-          const c = topic.charCodeAt(start);
-          if (c === 42 /* * */ || c === 62 /* > */) return false;
-        }
-        if (end === -1) return true;
-        start = end + 1;
-      }
-    }
-  }
+  if (dialect.name === 'mqtt' && !fitsMqttLength(topic)) return false;
+  return isValidSpan(dialect, topic, 0, topic.length, true);
 }
 
 /** The first character (code point) of `s` for which `forbidden` holds, with its index. */

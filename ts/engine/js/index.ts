@@ -55,10 +55,15 @@ export class JsPatternIndex implements PatternIndexCore {
   private freeNodes: number[] = [];
   private segments = new Interner();
   private entries = 0;
+  /** Largest id added since creation or `clear()` (decides the dedup strategy). */
+  private maxId = 0;
   // Scratch reused by every lookup.
   private readonly topicSegments: number[] = [];
   private readonly stack: number[] = [];
-  private found: number[] = [];
+  private readonly lists: number[][] = [];
+  private found = new Uint32Array(64);
+  private stamps = new Uint32Array(0);
+  private generation = 0;
 
   constructor(private readonly dialect: DialectRules) {}
 
@@ -85,6 +90,7 @@ export class JsPatternIndex implements PatternIndexCore {
     }
     if (!insertSorted(ids, id)) return 0;
     this.entries++;
+    if (id > this.maxId) this.maxId = id;
     return 1;
   }
 
@@ -125,14 +131,19 @@ export class JsPatternIndex implements PatternIndexCore {
     this.freeNodes = [];
     this.segments = new Interner();
     this.entries = 0;
-    this.found = [];
+    this.maxId = 0;
+    this.found = new Uint32Array(64);
+    this.stamps = new Uint32Array(0);
   }
 
-  /** Collects the matching ids, ascending and distinct, into `this.found`; returns the count. */
-  private collect(topic: string): number {
-    const found = this.found;
-    found.length = 0;
-    if (this.entries === 0 || !isValidTopic(this.dialect, topic)) return 0;
+  /**
+   * Fills `this.lists` with the id lists of every node the topic reaches, walking only the branches
+   * the topic's segments can take.
+   */
+  private collectLists(topic: string): void {
+    const lists = this.lists;
+    lists.length = 0;
+    if (this.entries === 0 || !isValidTopic(this.dialect, topic)) return;
     const segments = this.topicSegments;
     segments.length = 0;
     const separator = this.dialect.separator;
@@ -146,26 +157,20 @@ export class JsPatternIndex implements PatternIndexCore {
     }
     const total = segments.length;
     const restMin = this.dialect.restMinSegments;
+    // MQTT: a topic starting with `$` is not matched by a leading wildcard.
     const dollar = this.dialect.name === 'mqtt' && topic.charCodeAt(0) === 36;
     const stack = this.stack;
     stack.length = 0;
     stack.push(ROOT, 0);
-    let lists = 0;
     while (stack.length > 0) {
       const depth = stack.pop() as number;
       const node = stack.pop() as number;
       const rootOfDollar = dollar && depth === 0;
       const restIds = this.rest[node];
-      if (restIds !== undefined && !rootOfDollar && total - depth >= restMin) {
-        for (const id of restIds) found.push(id);
-        lists++;
-      }
+      if (restIds !== undefined && !rootOfDollar && total - depth >= restMin) lists.push(restIds);
       if (depth === total) {
         const exactIds = this.exact[node];
-        if (exactIds !== undefined) {
-          for (const id of exactIds) found.push(id);
-          lists++;
-        }
+        if (exactIds !== undefined) lists.push(exactIds);
         continue;
       }
       const segment = segments[depth] as number;
@@ -176,34 +181,105 @@ export class JsPatternIndex implements PatternIndexCore {
       const one = this.oneChild[node] as number;
       if (one !== NONE && !rootOfDollar) stack.push(one, depth + 1);
     }
-    if (lists > 1) {
-      found.sort((a, b) => a - b);
-      let kept = 1;
-      for (let i = 1; i < found.length; i++) {
-        if (found[i] !== found[kept - 1]) found[kept++] = found[i] as number;
-      }
-      found.length = kept;
+  }
+
+  /**
+   * Whether ids are small enough, relative to the number of entries, for a stamp per possible id
+   * (at most 32 bytes per entry plus 16 KiB). Then duplicates are removed in linear time.
+   */
+  private idsAreDense(): boolean {
+    return this.maxId < 8 * this.entries + 4096;
+  }
+
+  /** Counts the distinct ids of `this.lists` by stamping, appending them to `found` when asked. */
+  private distinctByStamp(collect: boolean): number {
+    if (this.stamps.length <= this.maxId) {
+      const grown = new Uint32Array(Math.max(this.maxId + 1, this.stamps.length * 2));
+      grown.set(this.stamps);
+      this.stamps = grown;
     }
-    return found.length;
+    this.generation = (this.generation + 1) >>> 0;
+    if (this.generation === 0) {
+      // Wrapped around: old stamps could collide with the new generation.
+      this.stamps.fill(0);
+      this.generation = 1;
+    }
+    const stamps = this.stamps;
+    const generation = this.generation;
+    let count = 0;
+    for (const ids of this.lists) {
+      for (let i = 0; i < ids.length; i++) {
+        const id = ids[i] as number;
+        if (stamps[id] !== generation) {
+          stamps[id] = generation;
+          if (collect) this.pushFound(count, id);
+          count++;
+        }
+      }
+    }
+    return count;
+  }
+
+  private pushFound(at: number, id: number): void {
+    if (at === this.found.length) {
+      const grown = new Uint32Array(this.found.length * 2);
+      grown.set(this.found);
+      this.found = grown;
+    }
+    this.found[at] = id;
+  }
+
+  /** Collects the matching ids, ascending and distinct, into `this.found`; returns the count. */
+  private collect(topic: string): number {
+    this.collectLists(topic);
+    const lists = this.lists;
+    if (lists.length === 0) return 0;
+    if (lists.length === 1) {
+      // One list is already ascending and distinct.
+      const ids = lists[0] as number[];
+      for (let i = 0; i < ids.length; i++) this.pushFound(i, ids[i] as number);
+      return ids.length;
+    }
+    if (this.idsAreDense()) {
+      const count = this.distinctByStamp(true);
+      this.found.subarray(0, count).sort();
+      return count;
+    }
+    let count = 0;
+    for (const ids of lists) for (const id of ids) this.pushFound(count++, id);
+    const found = this.found.subarray(0, count).sort();
+    let kept = 1;
+    for (let i = 1; i < count; i++) {
+      if (found[i] !== found[kept - 1]) found[kept++] = found[i] as number;
+    }
+    return kept;
   }
 
   /** The ids matching `topic`, ascending and distinct, as a new array. */
   match(topic: string): number[] {
-    this.collect(topic);
-    return this.found.slice();
+    const count = this.collect(topic);
+    return Array.from(this.found.subarray(0, count));
   }
 
   matchInto(topic: string, out: Uint32Array): number {
     const count = this.collect(topic);
-    const fit = Math.min(count, out.length);
-    for (let i = 0; i < fit; i++) out[i] = this.found[i] as number;
+    out.set(this.found.subarray(0, Math.min(count, out.length)));
     return count;
+  }
+
+  /** Counts the distinct ids matching `topic` without ordering them. */
+  private count(topic: string): number {
+    this.collectLists(topic);
+    const lists = this.lists;
+    if (lists.length === 0) return 0;
+    if (lists.length === 1) return (lists[0] as number[]).length;
+    return this.idsAreDense() ? this.distinctByStamp(false) : this.collect(topic);
   }
 
   matchCounts(topics: readonly string[], out: Uint32Array): number {
     let total = 0;
     for (let i = 0; i < topics.length; i++) {
-      const count = this.collect(topics[i] as string);
+      const count = this.count(topics[i] as string);
       out[i] = count;
       total += count;
     }
@@ -222,7 +298,8 @@ export class JsPatternIndex implements PatternIndexCore {
       nodes: this.parent.length - this.freeNodes.length,
       segments: this.segments.size,
       // Six array slots of 8 bytes per node, 8 per id, about 40 per map entry.
-      approximateBytes: this.parent.length * 48 + idSlots * 8 + maps * 40 + this.segments.approximateBytes(),
+      approximateBytes:
+        this.parent.length * 48 + idSlots * 8 + maps * 40 + this.stamps.byteLength + this.segments.approximateBytes(),
     };
   }
 

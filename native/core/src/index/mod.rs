@@ -73,9 +73,37 @@ pub struct PatternIndex {
     edges: FxHashMap<u64, u32>,
     segments: Interner,
     entries: usize,
-    // Scratch buffers reused by every lookup, so matching does not allocate in steady state.
+    /// Largest id added since the index was created or cleared (decides the dedup strategy).
+    max_id: u32,
+    // Scratch reused by every lookup, so matching does not allocate in steady state.
     topic_segments: Vec<u32>,
     stack: Vec<(u32, u32)>,
+    lists: Vec<ListRef>,
+    scratch: Vec<u32>,
+    stamps: Vec<u32>,
+    generation: u32,
+}
+
+/// One id list a lookup reached: a node's exact or rest ids.
+#[derive(Clone, Copy, Debug)]
+struct ListRef {
+    node: u32,
+    rest: bool,
+}
+
+/// Removes adjacent duplicates from a sorted slice in place; returns the distinct count.
+fn dedup_sorted(found: &mut [u32]) -> usize {
+    if found.is_empty() {
+        return 0;
+    }
+    let mut kept = 1;
+    for i in 1..found.len() {
+        if found[i] != found[kept - 1] {
+            found[kept] = found[i];
+            kept += 1;
+        }
+    }
+    kept
 }
 
 fn edge_key(node: u32, segment: u32) -> u64 {
@@ -91,8 +119,13 @@ impl PatternIndex {
             edges: FxHashMap::default(),
             segments: Interner::default(),
             entries: 0,
+            max_id: 0,
             topic_segments: Vec::new(),
             stack: Vec::new(),
+            lists: Vec::new(),
+            scratch: Vec::new(),
+            stamps: Vec::new(),
+            generation: 0,
         }
     }
 
@@ -135,6 +168,7 @@ impl PatternIndex {
         };
         if inserted {
             self.entries += 1;
+            self.max_id = self.max_id.max(id);
         } else {
             self.prune(node);
         }
@@ -192,8 +226,51 @@ impl PatternIndex {
     /// appended.
     pub fn match_into(&mut self, topic: &str, out: &mut Vec<u32>) -> usize {
         let start = out.len();
-        if !self.dialect.is_valid_topic(topic) {
-            return 0;
+        self.collect_lists(topic);
+        match self.lists.len() {
+            0 => {}
+            // One list is already ascending and distinct.
+            1 => out.extend_from_slice(self.list(self.lists[0])),
+            _ if self.ids_are_dense() => {
+                self.distinct_by_stamp(Some(out));
+                out[start..].sort_unstable();
+            }
+            _ => {
+                for i in 0..self.lists.len() {
+                    out.extend_from_slice(self.list(self.lists[i]));
+                }
+                let found = &mut out[start..];
+                found.sort_unstable();
+                let kept = dedup_sorted(found);
+                out.truncate(start + kept);
+            }
+        }
+        out.len() - start
+    }
+
+    /// Counts the distinct ids matching `topic` without listing them in order.
+    pub fn match_count(&mut self, topic: &str) -> usize {
+        self.collect_lists(topic);
+        match self.lists.len() {
+            0 => 0,
+            1 => self.list(self.lists[0]).len(),
+            _ if self.ids_are_dense() => self.distinct_by_stamp(None),
+            _ => {
+                let mut scratch = std::mem::take(&mut self.scratch);
+                scratch.clear();
+                let count = self.match_into(topic, &mut scratch);
+                self.scratch = scratch;
+                count
+            }
+        }
+    }
+
+    /// Fills `self.lists` with the id lists of every node the topic reaches: walks only the branches
+    /// the topic's segments can take.
+    fn collect_lists(&mut self, topic: &str) {
+        self.lists.clear();
+        if self.entries == 0 || !self.dialect.is_valid_topic(topic) {
+            return;
         }
         self.topic_segments.clear();
         for segment in self.dialect.split(topic) {
@@ -209,11 +286,13 @@ impl PatternIndex {
         while let Some((node_id, depth)) = self.stack.pop() {
             let node = &self.nodes[node_id as usize];
             let at_root_of_dollar = dollar && depth == 0;
-            if !at_root_of_dollar && total - depth >= rest_min {
-                out.extend_from_slice(&node.rest_ids);
+            if !node.rest_ids.is_empty() && !at_root_of_dollar && total - depth >= rest_min {
+                self.lists.push(ListRef { node: node_id, rest: true });
             }
             if depth == total {
-                out.extend_from_slice(&node.exact_ids);
+                if !node.exact_ids.is_empty() {
+                    self.lists.push(ListRef { node: node_id, rest: false });
+                }
                 continue;
             }
             let segment = self.topic_segments[depth as usize];
@@ -226,25 +305,53 @@ impl PatternIndex {
                 self.stack.push((node.one_child, depth + 1));
             }
         }
-        let found = &mut out[start..];
-        if found.len() > 1 {
-            found.sort_unstable();
-            let mut kept = 1;
-            for i in 1..found.len() {
-                if found[i] != found[kept - 1] {
-                    found[kept] = found[i];
-                    kept += 1;
-                }
-            }
-            out.truncate(start + kept);
-        }
-        out.len() - start
     }
 
-    /// Counts the distinct ids matching `topic`.
-    pub fn match_count(&mut self, topic: &str, scratch: &mut Vec<u32>) -> usize {
-        scratch.clear();
-        self.match_into(topic, scratch)
+    fn list(&self, list: ListRef) -> &[u32] {
+        let node = &self.nodes[list.node as usize];
+        if list.rest {
+            &node.rest_ids
+        } else {
+            &node.exact_ids
+        }
+    }
+
+    /// Whether ids are small enough, relative to the number of entries, for a stamp per possible id
+    /// (at most 32 bytes per entry plus 16 KiB). Then duplicates are removed in linear time.
+    fn ids_are_dense(&self) -> bool {
+        (self.max_id as usize) < 8 * self.entries + 4096
+    }
+
+    /// Counts the distinct ids of `self.lists` with one stamp per id, appending them to `out` in
+    /// first-seen order when given.
+    fn distinct_by_stamp(&mut self, mut out: Option<&mut Vec<u32>>) -> usize {
+        let needed = self.max_id as usize + 1;
+        if self.stamps.len() < needed {
+            self.stamps.resize(needed, 0);
+        }
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // Wrapped around: old stamps could collide with the new generation.
+            self.stamps.fill(0);
+            self.generation = 1;
+        }
+        let generation = self.generation;
+        let mut count = 0;
+        for list in &self.lists {
+            let node = &self.nodes[list.node as usize];
+            let ids = if list.rest { &node.rest_ids } else { &node.exact_ids };
+            for &id in ids {
+                let stamp = &mut self.stamps[id as usize];
+                if *stamp != generation {
+                    *stamp = generation;
+                    count += 1;
+                    if let Some(out) = out.as_deref_mut() {
+                        out.push(id);
+                    }
+                }
+            }
+        }
+        count
     }
 
     pub fn stats(&self) -> IndexStats {
@@ -255,7 +362,7 @@ impl PatternIndex {
             .map(|n| n.exact_ids.capacity() + n.rest_ids.capacity())
             .sum();
         let approximate_bytes = self.nodes.capacity() * std::mem::size_of::<Node>()
-            + ids * 4
+            + (ids + self.stamps.capacity()) * 4
             + self.edges.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
             + self.segments.approximate_bytes();
         IndexStats {
