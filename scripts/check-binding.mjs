@@ -20,7 +20,9 @@ if (tracked.status !== 0) {
 const diff = spawnSync('git', ['diff', '--exit-code', '--', 'binding.d.ts'], { cwd: root, encoding: 'utf8' });
 if (diff.status !== 0) {
   console.error(diff.stdout);
-  console.error('test:binding: the generated binding.d.ts differs from the committed one: commit it with the Rust change.');
+  console.error(
+    'test:binding: the generated binding.d.ts differs from the committed one: commit it with the Rust change.',
+  );
   process.exit(1);
 }
 console.log('test:binding: binding.d.ts matches the native exports');
