@@ -22,6 +22,7 @@ export interface Violation {
 
 /** A compiled, valid pattern. */
 export interface CompiledMatcher {
+  /** False for anything but a matching topic, non-strings included; never throws. */
   matches(topic: string): boolean;
 }
 

@@ -68,7 +68,8 @@ function liteRegExpMatcher(tokens: readonly Token[]): CompiledMatcher {
   });
   const regExp = new RegExp(`${source}$`);
   // The empty string is no topic, though `*` alone would take it as one empty segment.
-  return { matches: (topic) => topic.length > 0 && regExp.test(topic) };
+  // `typeof` first: RegExp.test would turn a non-string into one and might match it.
+  return { matches: (topic) => typeof topic === 'string' && topic.length > 0 && regExp.test(topic) };
 }
 
 /**
@@ -79,14 +80,18 @@ function liteRegExpMatcher(tokens: readonly Token[]): CompiledMatcher {
 function prefixMatcher(prefix: string, dialect: DialectRules): CompiledMatcher {
   const from = prefix.length;
   if (dialect.name === 'nats') {
-    return { matches: (topic) => topic.startsWith(prefix) && isValidSpan(dialect, topic, from, topic.length, true) };
+    return {
+      matches: (topic) =>
+        typeof topic === 'string' && topic.startsWith(prefix) && isValidSpan(dialect, topic, from, topic.length, true),
+    };
   }
   // MQTT `a/#` also matches `a` itself (but `/#` does not match the empty string, which is no topic).
   const parent = prefix.slice(0, prefix.length - 1);
   return {
     matches: (topic) =>
-      (topic === parent && parent.length > 0) ||
-      (topic.startsWith(prefix) && isValidSpan(dialect, topic, from, topic.length, true) && fitsMqttLength(topic)),
+      typeof topic === 'string' &&
+      ((topic === parent && parent.length > 0) ||
+        (topic.startsWith(prefix) && isValidSpan(dialect, topic, from, topic.length, true) && fitsMqttLength(topic))),
   };
 }
 
@@ -101,7 +106,7 @@ function walkMatcher(tokens: readonly Token[], dialect: DialectRules): CompiledM
   const count = tokens.length;
   return {
     matches(topic: string): boolean {
-      if (topic.length === 0) return false;
+      if (typeof topic !== 'string' || topic.length === 0) return false;
       if (dollarRule && topic.charCodeAt(0) === 36 /* $ */) return false;
       if (isMqtt && !fitsMqttLength(topic)) return false;
       // `position` is where the next segment starts, or -1 once the topic has no segments left.

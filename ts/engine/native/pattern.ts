@@ -22,7 +22,7 @@ export function toViolation(native: ReturnType<NativeBinding['validatePattern']>
 
 export function nativeCompile(binding: NativeBinding, pattern: string, dialect: DialectName): CompiledMatcher {
   const matcher = new binding.NativeMatcher(pattern, DIALECTS[dialect].id);
-  return { matches: (topic) => matcher.matches(topic) };
+  return { matches: (topic) => typeof topic === 'string' && matcher.matches(topic) };
 }
 
 export function nativeExpand(

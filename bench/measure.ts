@@ -1,0 +1,149 @@
+/**
+ * A thin layer over tinybench. Each case runs a whole batch per iteration (a timer read costs about
+ * as much as the cheapest calls measured here) and returns a checksum that must equal the expected
+ * one, so no implementation can skip work or have its result optimized away.
+ *
+ * Cases run interleaved, in several rounds with the order reversed every other round, and each
+ * figure is the median over rounds: on a shared 2-core VM the machine speeds up and slows down by
+ * tens of percent over seconds, and running one case after another would turn that into ratios.
+ */
+import { Bench, type Task } from 'tinybench';
+
+export interface Timing {
+  /** Time budget per case over all rounds, ms. */
+  timeMs: number;
+  /** Warm-up per case before the first round, ms; later rounds only re-warm briefly. */
+  warmupMs: number;
+  /** Minimum iterations per case and round. */
+  iterations: number;
+  rounds: number;
+}
+
+export interface Case {
+  name: string;
+  /** Operations (calls or topics) one iteration performs. */
+  operations: number;
+  /** Runs one iteration and returns its checksum. */
+  run: () => number;
+  expected: number;
+}
+
+/** Per-operation figures of one case. */
+export interface Measurement {
+  name: string;
+  /** Median time per operation, ns: the median over rounds of each round's median. */
+  medianNs: number;
+  /** Mean time per operation over all rounds, ns. */
+  meanNs: number;
+  /** Operations per second at the median. */
+  opsPerSecond: number;
+  /** Range of the rounds' medians relative to their median, %: how steady the figure was. */
+  spreadPercent: number;
+  samples: number;
+}
+
+interface RoundFigures {
+  medianNs: number;
+  meanNs: number;
+  samples: number;
+}
+
+function checked(c: Case): () => void {
+  return () => {
+    const got = c.run();
+    if (got !== c.expected) throw new Error(`${c.name}: checksum ${got}, expected ${c.expected}`);
+  };
+}
+
+function roundFigures(task: Task | undefined, c: Case): RoundFigures {
+  const result = task?.result;
+  if (result?.state !== 'completed') {
+    const why = result?.state === 'errored' ? result.error.message : (result?.state ?? 'missing');
+    throw new Error(`benchmark "${c.name}" did not complete: ${why}`);
+  }
+  // tinybench reports latency per iteration in ms.
+  return {
+    medianNs: (result.latency.p50 * 1e6) / c.operations,
+    meanNs: (result.latency.mean * 1e6) / c.operations,
+    samples: result.latency.samplesCount,
+  };
+}
+
+/** Re-warm-up per case in rounds after the first, ms: the code is optimized by then. */
+const REWARM_MS = 10;
+
+async function runRound(cases: readonly Case[], timing: Timing, round: number): Promise<RoundFigures[]> {
+  const bench = new Bench({
+    time: timing.timeMs / timing.rounds,
+    warmupTime: round === 0 ? timing.warmupMs : Math.min(REWARM_MS, timing.warmupMs),
+    iterations: timing.iterations,
+    warmupIterations: 2,
+    throws: true,
+  });
+  const order = round % 2 === 1 ? [...cases].reverse() : cases;
+  for (const c of order) bench.add(c.name, checked(c), { async: false });
+  await bench.run();
+  return cases.map((c) => roundFigures(bench.getTask(c.name), c));
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+function combine(name: string, rounds: readonly RoundFigures[]): Measurement {
+  const medians = rounds.map((r) => r.medianNs);
+  const medianNs = median(medians);
+  const samples = rounds.reduce((sum, r) => sum + r.samples, 0);
+  return {
+    name,
+    medianNs,
+    meanNs: rounds.reduce((sum, r) => sum + r.meanNs * r.samples, 0) / samples,
+    opsPerSecond: 1e9 / medianNs,
+    spreadPercent: ((Math.max(...medians) - Math.min(...medians)) / medianNs) * 100,
+    samples,
+  };
+}
+
+/** Runs the cases in interleaved rounds and returns their figures in the order given. */
+export async function measure(cases: readonly Case[], timing: Timing): Promise<Measurement[]> {
+  const rounds: RoundFigures[][] = [];
+  for (let round = 0; round < timing.rounds; round++) rounds.push(await runRound(cases, timing, round));
+  return cases.map((c, i) =>
+    combine(
+      c.name,
+      rounds.map((figures) => figures[i] as RoundFigures),
+    ),
+  );
+}
+
+/** Formats a figure for a table: whole from 100 up, else one or two decimals; thousands separated. */
+export function figure(value: number): string {
+  if (!Number.isFinite(value)) return String(value);
+  const digits = Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2;
+  return value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+}
+
+/** A column of figures (blank and `—` cells allowed), to be right-aligned. */
+export function isNumericColumn(cells: readonly string[]): boolean {
+  const filled = cells.filter((cell) => cell !== '' && cell !== '—');
+  return filled.length > 0 && filled.every((cell) => /^[-+]?[\d.,]+( ?(×|%|MiB))?$/.test(cell));
+}
+
+/** Aligned plain-text table: text columns left, numbers right. */
+export function textTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const numeric = headers.map((_, i) => isNumericColumn(rows.map((r) => r[i] ?? '')));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, i) => {
+        const width = widths[i] ?? 0;
+        return numeric[i] ? cell.padStart(width) : cell.padEnd(width);
+      })
+      .join('  ')
+      .trimEnd();
+  return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
+}

@@ -1,0 +1,150 @@
+/**
+ * Machine-readable results (bench/results/<suite>.json) and bench/RESULTS.md, which is regenerated
+ * from them after every full run: nothing in it is typed by hand.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import type { EngineInfo } from '../ts/index.js';
+import { lib } from './lib.js';
+
+const { engineInfo } = lib;
+
+import { isNumericColumn } from './measure.js';
+import type { PatternBenchResult } from './pattern.js';
+import { patternTables, type Table } from './pattern-print.js';
+
+export const BENCH_DIR = __dirname;
+const RESULTS_DIR = join(BENCH_DIR, 'results');
+
+export interface Environment {
+  date: string;
+  cpu: string;
+  cores: number;
+  memoryBytes: number;
+  platform: string;
+  node: string;
+  packageVersion: string;
+  engine: EngineInfo;
+}
+
+export interface SuiteRecord {
+  suite: 'pattern';
+  command: string;
+  environment: Environment;
+  result: PatternBenchResult;
+}
+
+export function environment(): Environment {
+  const manifest = JSON.parse(readFileSync(join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { version: string };
+  return {
+    date: new Date().toISOString(),
+    cpu: cpus()[0]?.model.trim() ?? 'unknown',
+    cores: cpus().length,
+    memoryBytes: totalmem(),
+    platform: `${process.platform}-${process.arch}`,
+    node: process.version,
+    packageVersion: manifest.version,
+    engine: engineInfo(),
+  };
+}
+
+export function writeRecord(record: SuiteRecord): string {
+  mkdirSync(RESULTS_DIR, { recursive: true });
+  const file = join(RESULTS_DIR, `${record.suite}.json`);
+  writeFileSync(file, `${JSON.stringify(record, null, 2)}\n`);
+  return file;
+}
+
+/** The stored records of the given suites, skipping any that has not had a full run yet. */
+export function readRecords(suites: readonly SuiteRecord['suite'][]): SuiteRecord[] {
+  return suites
+    .map((suite) => join(RESULTS_DIR, `${suite}.json`))
+    .filter((file) => existsSync(file))
+    .map((file) => JSON.parse(readFileSync(file, 'utf8')) as SuiteRecord);
+}
+
+/** Puts names like `t__a__*` in code spans, where markdown leaves `_` and `*` alone. */
+function codeSpans(text: string): string {
+  return text.replace(/[\w*'-]*[_*][\w*'-]*/g, '`$&`');
+}
+
+/** Width in characters as markdown formatters count it (code points, so `Δ` and `×` count one). */
+function width(text: string): number {
+  return [...text].length;
+}
+
+/** A markdown table padded the way biome formats one, so the generated file passes `biome check`. */
+function markdownTable(table: Table): string {
+  const escapeCell = (cell: string) => codeSpans(cell.replace(/\|/g, '\\|'));
+  const header = table.headers.map(escapeCell);
+  const body = table.rows.map((row) => table.headers.map((_, i) => escapeCell(row[i] ?? '')));
+  const numeric = table.headers.map((_, i) => isNumericColumn(table.rows.map((r) => r[i] ?? '')));
+  const widths = header.map((h, i) => Math.max(3, width(h), ...body.map((row) => width(row[i] ?? ''))));
+  const pad = (cell: string, i: number) => {
+    const fill = ' '.repeat((widths[i] ?? 0) - width(cell));
+    return numeric[i] ? fill + cell : cell + fill;
+  };
+  const line = (cells: readonly string[]) => `| ${cells.map(pad).join(' | ')} |`;
+  const rule = widths.map((w, i) => (numeric[i] ? `${'-'.repeat(w - 1)}:` : '-'.repeat(w)));
+  const lines = [line(header), `| ${rule.join(' | ')} |`, ...body.map(line)];
+  return [`### ${table.title}`, '', ...(table.note ? [table.note, ''] : []), ...lines].join('\n');
+}
+
+function environmentSection(record: SuiteRecord): string {
+  const env = record.environment;
+  const { config } = record.result;
+  return [
+    `- Date: ${env.date}`,
+    `- Machine: ${env.cpu}, ${env.cores} cores, ${(env.memoryBytes / 2 ** 30).toFixed(1)} GiB memory, ${env.platform}`,
+    `- Node ${env.node}, litetopic ${env.packageVersion}, default engine ${env.engine.active}`,
+    `- Reproduce: \`${record.command}\``,
+    `- Workload: seed ${config.seed}; ${config.topicsPerIteration} topics per reverse-lookup iteration; ` +
+      `${config.timing.timeMs} ms per case in ${config.timing.rounds} interleaved rounds (each figure is the median of ` +
+      `the rounds' medians; spread = range of the rounds' medians over that median)`,
+  ].join('\n');
+}
+
+function patternSection(record: SuiteRecord): string {
+  const tables = patternTables(record.result);
+  const names = (pass: boolean | null) =>
+    record.result.targets
+      .filter((t) => t.pass === pass)
+      .map((t) => codeSpans(t.name))
+      .join('; ');
+  const misses = names(false);
+  const undecided = names(null);
+  const verdict = [
+    misses === '' ? 'Every measured target of issue #2 is met.' : `Missed: ${misses}.`,
+    ...(undecided === '' ? [] : [`Undecided (memory delta below noise): ${undecided}.`]),
+  ].join(' ');
+  return [
+    '## Pattern engine',
+    '',
+    environmentSection(record),
+    '',
+    'Workload: agent-bus names `tenantT__agentA__sessionS[__tool[__phase]]` (3–5 segments, Zipf tenants, agents and',
+    'tools); subscriptions 80% exact names, 20% wildcards (`t__a__s__*`, `t__a__**`, `t__a__*__tool`, `t__**`,',
+    '`*__*__*__tool`), ids standing for subscribers of about two patterns each (bench/workload.ts). Before timing,',
+    "every single-match implementation is checked against `matches()` on its batch, and both engines' ids and counts",
+    "against qlobber's, topic by topic; every timed iteration checks its match count.",
+    '',
+    verdict,
+    '',
+    ...tables.map((t) => `${markdownTable(t)}\n`),
+  ].join('\n');
+}
+
+/** Rewrites bench/RESULTS.md from the stored records. */
+export function writeResultsMarkdown(records: readonly SuiteRecord[]): string {
+  const file = join(BENCH_DIR, 'RESULTS.md');
+  const body = [
+    '# Benchmark results',
+    '',
+    '<!-- Generated by `npm run bench` (bench/report.ts) from bench/results/*.json; do not edit by hand. -->',
+    '',
+    ...records.map(patternSection),
+  ].join('\n');
+  writeFileSync(file, `${body.trimEnd()}\n`);
+  return file;
+}

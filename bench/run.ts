@@ -1,0 +1,70 @@
+/**
+ * Benchmark entry point: `tsx bench/run.ts [suite...] [--quick]` (`npm run bench -- pattern`).
+ * With no suite named, every suite runs. A full run (without --quick) stores its figures in
+ * bench/results/<suite>.json and regenerates bench/RESULTS.md from them; a quick run only prints.
+ */
+import { runPatternBench } from './pattern.js';
+import { environment, readRecords, type SuiteRecord, writeRecord, writeResultsMarkdown } from './report.js';
+
+const SUITES = ['pattern'] as const;
+type Suite = (typeof SUITES)[number];
+
+interface Options {
+  suites: Suite[];
+  quick: boolean;
+}
+
+/** Exit code for a usage error, as shells and most CLIs use it. */
+const USAGE_EXIT = 2;
+
+function parse(argv: readonly string[]): Options | string {
+  const suites: Suite[] = [];
+  let quick = false;
+  for (const arg of argv) {
+    if (arg === '--quick') quick = true;
+    else if ((SUITES as readonly string[]).includes(arg)) suites.push(arg as Suite);
+    else if (arg.startsWith('-')) return `unknown option "${arg}"; options: --quick`;
+    else return `unknown suite "${arg}"; known suites: ${SUITES.join(', ')}`;
+  }
+  return { suites: suites.length > 0 ? [...new Set(suites)] : [...SUITES], quick };
+}
+
+function printEnvironment(): void {
+  const env = environment();
+  console.log(`engine: ${JSON.stringify(env.engine)}`);
+  console.log(`node ${env.node} on ${env.platform}; litetopic ${env.packageVersion}`);
+  console.log(`cpu: ${env.cpu} × ${env.cores}, memory ${(env.memoryBytes / 2 ** 30).toFixed(1)} GiB`);
+}
+
+async function runSuite(suite: Suite, quick: boolean): Promise<void> {
+  const result = await runPatternBench({ quick });
+  if (quick) return;
+  const record: SuiteRecord = { suite, command: `npm run bench -- ${suite}`, environment: environment(), result };
+  console.log(`\nwrote ${writeRecord(record)}`);
+}
+
+async function main(): Promise<number> {
+  const options = parse(process.argv.slice(2));
+  if (typeof options === 'string') {
+    console.error(`bench: ${options}\nusage: tsx bench/run.ts [${SUITES.join('|')}...] [--quick]`);
+    return USAGE_EXIT;
+  }
+  const started = performance.now();
+  printEnvironment();
+  for (const suite of options.suites) await runSuite(suite, options.quick);
+  if (!options.quick) {
+    console.log(`wrote ${writeResultsMarkdown(readRecords(SUITES))}`);
+  }
+  console.log(`\nbenchmarks took ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  return 0;
+}
+
+main().then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  },
+);
