@@ -97,7 +97,9 @@ impl Dialect {
                     && !topic.contains(char::REPLACEMENT_CHARACTER)
             }
             Dialect::Nats => {
-                !topic.bytes().any(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0))
+                !topic
+                    .bytes()
+                    .any(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0))
                     && !topic.contains(char::REPLACEMENT_CHARACTER)
                     && topic.split('.').all(|t| !t.is_empty() && t != "*" && t != ">")
             }

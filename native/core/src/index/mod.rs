@@ -287,11 +287,17 @@ impl PatternIndex {
             let node = &self.nodes[node_id as usize];
             let at_root_of_dollar = dollar && depth == 0;
             if !node.rest_ids.is_empty() && !at_root_of_dollar && total - depth >= rest_min {
-                self.lists.push(ListRef { node: node_id, rest: true });
+                self.lists.push(ListRef {
+                    node: node_id,
+                    rest: true,
+                });
             }
             if depth == total {
                 if !node.exact_ids.is_empty() {
-                    self.lists.push(ListRef { node: node_id, rest: false });
+                    self.lists.push(ListRef {
+                        node: node_id,
+                        rest: false,
+                    });
                 }
                 continue;
             }
@@ -339,7 +345,11 @@ impl PatternIndex {
         let mut count = 0;
         for list in &self.lists {
             let node = &self.nodes[list.node as usize];
-            let ids = if list.rest { &node.rest_ids } else { &node.exact_ids };
+            let ids = if list.rest {
+                &node.rest_ids
+            } else {
+                &node.exact_ids
+            };
             for &id in ids {
                 let stamp = &mut self.stamps[id as usize];
                 if *stamp != generation {
