@@ -11,6 +11,7 @@ import {
   validatePattern,
 } from '../ts/index.js';
 import { ENGINES } from './engines.js';
+import { modelMatches } from './model/matcher.js';
 import matching from './vectors/matching.json';
 import validation from './vectors/validation.json';
 
@@ -150,6 +151,19 @@ describe.each(ENGINES)('%s engine: behaviour', (engine) => {
     expect(matches(starred, `${deep}__more`, { engine })).toBe(false);
     expect(matches(levels.join('/'), levels.join('/'), { dialect: 'mqtt', engine })).toBe(true);
     expect(matches(`${'*.'.repeat(999)}*`, levels.join('.'), { dialect: 'nats', engine })).toBe(true);
+  });
+
+  it('rejects long adversarial topics without backtracking blow-up', () => {
+    // Each of these would take exponential time under an ambiguous pattern translation.
+    const runs = `${'a_'.repeat(32 * 1024)}!`;
+    const underscores = `${'_a'.repeat(32 * 1024)}__`;
+    for (const topic of [runs, runs.slice(0, -1), underscores, underscores.slice(0, -2)]) {
+      for (const pattern of ['*__*__*__x', '*__**', '*', '*__*', 'a__*__b']) {
+        expect(matches(pattern, topic, { engine })).toBe(modelMatches('lite', pattern, topic));
+      }
+    }
+    expect(matches('*', runs.slice(0, -1), { engine })).toBe(true);
+    expect(matches('*__**', underscores, { engine })).toBe(true);
   });
 
   it('expand keeps first-seen order, drops duplicates and ignores invalid patterns', () => {
