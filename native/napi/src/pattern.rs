@@ -3,7 +3,7 @@
 use crate::dialect;
 use litetopic_core::dialect::validate_lite_topic as core_validate_lite_topic;
 use litetopic_core::{Pattern, Violation};
-use napi::bindgen_prelude::Uint32Array;
+use napi::bindgen_prelude::{External, Uint32Array};
 use napi::Result;
 use napi_derive::napi;
 use rustc_hash::FxHashSet;
@@ -90,45 +90,19 @@ pub fn expand_joined(
     Ok(Some(Uint32Array::new(found)))
 }
 
-/// A compiled pattern kept alive on the native side.
-#[napi]
-pub struct NativeMatcher {
-    pattern: Pattern,
+/// Compiles `pattern` into a handle kept alive on the native side (an `External`, for the reason
+/// given in `index.rs`); throws if it is invalid (the caller validates first for a typed error).
+#[napi(catch_unwind, ts_return_type = "ExternalObject<'Matcher'>")]
+pub fn matcher_new(pattern: String, dialect_id: u32) -> Result<External<Pattern>> {
+    let pattern = Pattern::compile(&pattern, dialect(dialect_id)?)
+        .map_err(|v| napi::Error::new(napi::Status::InvalidArg, v.message))?;
+    Ok(External::new(pattern))
 }
 
-#[napi]
-impl NativeMatcher {
-    /// Compiles `pattern`; throws if it is invalid (the caller validates first for a typed error).
-    #[napi(constructor, catch_unwind)]
-    pub fn new(pattern: String, dialect_id: u32) -> Result<Self> {
-        let pattern = Pattern::compile(&pattern, dialect(dialect_id)?)
-            .map_err(|v| napi::Error::new(napi::Status::InvalidArg, v.message))?;
-        Ok(NativeMatcher { pattern })
-    }
-
-    #[napi(catch_unwind)]
-    pub fn matches(&self, topic: String) -> bool {
-        self.pattern.matches(&topic)
-    }
-
-    /// Matches every NUL-joined topic, writing 1 or 0 per topic into `out`; returns how many
-    /// matched, or -1 when the joined string does not split into `out.length` topics.
-    #[napi(catch_unwind)]
-    pub fn matches_joined(&self, topics_joined: String, mut out: Uint32Array) -> i64 {
-        // SAFETY: this call runs synchronously on the JavaScript thread, so nothing else reads or
-        // writes the caller's array while the slice lives.
-        let out: &mut [u32] = unsafe { out.as_mut() };
-        let mut topics = topics_joined.split('\0');
-        let mut matched = 0;
-        for slot in out.iter_mut() {
-            let Some(topic) = topics.next() else { return -1 };
-            let hit = self.pattern.matches(topic);
-            *slot = u32::from(hit);
-            matched += i64::from(hit);
-        }
-        if topics.next().is_some() {
-            return -1;
-        }
-        matched
-    }
+#[napi(catch_unwind)]
+pub fn matcher_matches(
+    #[napi(ts_arg_type = "ExternalObject<'Matcher'>")] handle: &External<Pattern>,
+    topic: String,
+) -> bool {
+    handle.matches(&topic)
 }

@@ -21,8 +21,9 @@ export function toViolation(native: ReturnType<NativeBinding['validatePattern']>
 }
 
 export function nativeCompile(binding: NativeBinding, pattern: string, dialect: DialectName): CompiledMatcher {
-  const matcher = new binding.NativeMatcher(pattern, DIALECTS[dialect].id);
-  return { matches: (topic) => typeof topic === 'string' && matcher.matches(topic) };
+  const handle = binding.matcherNew(pattern, DIALECTS[dialect].id);
+  const matches = binding.matcherMatches;
+  return { matches: (topic) => typeof topic === 'string' && matches(handle, topic) };
 }
 
 export function nativeExpand(
