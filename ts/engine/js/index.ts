@@ -73,16 +73,8 @@ export class JsPatternIndex implements PatternIndexCore {
 
   add(pattern: string, id: number): 1 | 0 | -1 {
     if (validatePattern(this.dialect, pattern) !== null) return -1;
-    let node = ROOT;
-    let endsWithRest = false;
-    for (const token of tokenize(pattern, this.dialect)) {
-      if (token.kind === 'rest') {
-        endsWithRest = true;
-        break;
-      }
-      node = token.kind === 'one' ? this.oneChildOrInsert(node) : this.literalChildOrInsert(node, token.text);
-    }
-    const lists = endsWithRest ? this.rest : this.exact;
+    const { node, rest } = this.locate(pattern, true);
+    const lists = rest ? this.rest : this.exact;
     let ids = lists[node];
     if (ids === undefined) {
       ids = [];
@@ -96,29 +88,38 @@ export class JsPatternIndex implements PatternIndexCore {
 
   remove(pattern: string, id: number): boolean {
     if (validatePattern(this.dialect, pattern) !== null) return false;
-    let node = ROOT;
-    let endsWithRest = false;
-    for (const token of tokenize(pattern, this.dialect)) {
-      if (token.kind === 'rest') {
-        endsWithRest = true;
-        break;
-      }
-      let next = NONE;
-      if (token.kind === 'one') next = this.oneChild[node] as number;
-      else {
-        const segment = this.segments.get(token.text);
-        if (segment !== undefined) next = this.children[node]?.get(segment) ?? NONE;
-      }
-      if (next === NONE) return false;
-      node = next;
-    }
-    const lists = endsWithRest ? this.rest : this.exact;
+    const { node, rest } = this.locate(pattern, false);
+    if (node === NONE) return false;
+    const lists = rest ? this.rest : this.exact;
     const ids = lists[node];
     if (ids === undefined || !removeSorted(ids, id)) return false;
     if (ids.length === 0) lists[node] = undefined;
     this.entries--;
     this.prune(node);
     return true;
+  }
+
+  /**
+   * Follows a valid pattern's tokens from the root to the node its ids hang on, creating missing
+   * nodes when `insert` is set and otherwise stopping at `NONE`. `rest` says whether the pattern
+   * ends with the trailing wildcard (whose ids live on the node before it).
+   */
+  private locate(pattern: string, insert: boolean): { node: number; rest: boolean } {
+    let node = ROOT;
+    for (const token of tokenize(pattern, this.dialect)) {
+      if (token.kind === 'rest') return { node, rest: true };
+      if (insert) {
+        node = token.kind === 'one' ? this.oneChildOrInsert(node) : this.literalChildOrInsert(node, token.text);
+        continue;
+      }
+      if (token.kind === 'one') node = this.oneChild[node] as number;
+      else {
+        const segment = this.segments.get(token.text);
+        node = segment === undefined ? NONE : (this.children[node]?.get(segment) ?? NONE);
+      }
+      if (node === NONE) break;
+    }
+    return { node, rest: false };
   }
 
   clear(): void {
