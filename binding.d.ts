@@ -8,6 +8,42 @@ export declare class ExternalObject<T> {
   }
 }
 
+/** One long-lived native trie. */
+export declare class NativeTopicTrie {
+  /** `max_name_bytes` applies to lite names only. */
+  constructor(dialectId: number, maxNameBytes: number)
+  /**
+   * The name's id; -1 for an invalid lite name, -2 for an invalid MQTT or NATS topic (the
+   * caller builds the typed error). Timestamps arrive validated: integers from 0.
+   */
+  add(name: string, timestampMs?: number | undefined | null): number
+  remove(name: string): boolean
+  /** The id, or -1 when the name is not stored. */
+  idOf(name: string): number
+  nameOf(id: number): string | null
+  get size(): number
+  clear(): void
+  /** The matching names NUL-joined (`""` for none), or `null` for an invalid pattern. */
+  expandJoined(pattern: string): string | null
+  /**
+   * Writes the matching ids into `out` as far as it has room and returns how many there are in
+   * all, or -1 for an invalid pattern.
+   */
+  expandInto(pattern: string, out: Uint32Array): number
+  /** How many names match, or -1 for an invalid pattern. */
+  count(pattern: string): number
+  /** One page of names in list order; `limit` `u32::MAX` means no limit. */
+  listJoined(prefix: string, limitNames: number, after?: string | undefined | null): NativeListPage
+  touch(name: string, timestampMs: number): boolean
+  /**
+   * Names idle since before `cutoff_ms`, oldest first, NUL-joined; `limit` `u32::MAX` means no
+   * limit.
+   */
+  idleSinceJoined(cutoffMs: number, limitNames: number): string
+  /** `[names, nodes, distinct segments, approximate bytes]`. */
+  stats(): Array<number>
+}
+
 /** Every stable error code, in registry order, so tests can compare them with the js engine's. */
 export declare function errorCodes(): Array<string>
 
@@ -32,6 +68,12 @@ export declare function matcherNew(pattern: string, dialectId: number): External
 
 /** Whether `topic` matches `pattern`; invalid input never matches. */
 export declare function matches(pattern: string, topic: string, dialectId: number): boolean
+
+/** One page of `list`: the names NUL-joined, and whether more follow. */
+export interface NativeListPage {
+  names: string
+  more: boolean
+}
 
 /** A failed validation, as the js engine reports it. */
 export interface NativeViolation {

@@ -7,6 +7,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import { TRIE_IDLE_BLOCK_ENTRIES } from '../ts/engine/js/limits.js';
 import { nativeRegistry } from '../ts/engine/load.js';
 import {
   ERROR_CODES,
@@ -116,6 +117,7 @@ describe.runIf(ENGINES.includes('native'))('native binary', () => {
       MAX_LITE_TOPIC_BYTES,
       MAX_LITE_TOPIC_BYTES_CEILING,
       MAX_MQTT_TOPIC_BYTES,
+      TRIE_IDLE_BLOCK_ENTRIES,
     });
   });
 });

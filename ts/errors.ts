@@ -6,7 +6,13 @@
  */
 
 /** Every stable error code, in registry order. */
-export const ERROR_CODES = ['INVALID_PATTERN', 'INVALID_LITE_TOPIC', 'INVALID_ARGUMENT', 'ENGINE_UNAVAILABLE'] as const;
+export const ERROR_CODES = [
+  'INVALID_PATTERN',
+  'INVALID_LITE_TOPIC',
+  'INVALID_ARGUMENT',
+  'ENGINE_UNAVAILABLE',
+  'INVALID_TOPIC',
+] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
 
@@ -78,6 +84,19 @@ export class InvalidLiteTopicError extends LitetopicError {
     super('INVALID_LITE_TOPIC', message, details);
     this.reason = details.reason;
     this.position = details.position;
+  }
+}
+
+/**
+ * A topic name that is not valid in its MQTT or NATS dialect (lite names raise `InvalidLiteTopicError`
+ * with a reason and position instead). DESIGN.md §3 and docs/PATTERNS.md give the rules.
+ */
+export class InvalidTopicError extends LitetopicError {
+  readonly dialect: string;
+
+  constructor(message: string, details: { value: string; dialect: string }) {
+    super('INVALID_TOPIC', message, { value: details.value });
+    this.dialect = details.dialect;
   }
 }
 

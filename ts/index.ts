@@ -17,6 +17,7 @@ export {
   InvalidArgumentError,
   InvalidLiteTopicError,
   InvalidPatternError,
+  InvalidTopicError,
   LitetopicError,
   VALIDATION_REASONS,
   type ValidationReason,
@@ -35,3 +36,4 @@ export {
   validateLiteTopic,
   validatePattern,
 } from './pattern.js';
+export { type TopicListPage, TopicTrie, type TopicTrieOptions, type TopicTrieStats } from './trie.js';

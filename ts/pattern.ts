@@ -38,7 +38,8 @@ export type ValidationResult =
       actual?: number;
     };
 
-function resolve(options: PatternOptions | undefined): { engine: Engine; dialect: DialectName } {
+/** The engine and dialect of the options, checked. Internal: shared with ts/trie.ts. */
+export function resolve(options: PatternOptions | undefined): { engine: Engine; dialect: DialectName } {
   const dialect = options?.dialect ?? 'lite';
   if (!Object.hasOwn(DIALECTS, dialect)) {
     throw new InvalidArgumentError(`dialect must be "lite", "mqtt" or "nats" (got ${JSON.stringify(dialect)})`, {
@@ -48,7 +49,8 @@ function resolve(options: PatternOptions | undefined): { engine: Engine; dialect
   return { engine: getEngine(options?.engine), dialect };
 }
 
-function requireString(value: unknown, what: string): string {
+/** Internal: shared with ts/trie.ts. */
+export function requireString(value: unknown, what: string): string {
   if (typeof value !== 'string') {
     throw new InvalidArgumentError(`${what} must be a string (got ${typeof value})`, { value });
   }
@@ -83,7 +85,8 @@ export function validateLiteTopic(name: string, options?: LiteTopicOptions): Val
   return violation === null ? { ok: true } : { ok: false, ...violation };
 }
 
-function invalidPattern(engine: Engine, pattern: string, dialect: DialectName): InvalidPatternError | undefined {
+/** The typed error for an invalid pattern, or undefined when it is valid. Internal: shared with ts/trie.ts. */
+export function invalidPattern(engine: Engine, pattern: string, dialect: DialectName): InvalidPatternError | undefined {
   const violation = engine.validatePattern(pattern, dialect);
   if (violation === null) return undefined;
   return new InvalidPatternError(violation.message, {

@@ -51,6 +51,43 @@ export interface PatternIndexCore {
   stats(): PatternIndexStats;
 }
 
+/** Shape and memory figures of a topic-name trie. */
+export interface TopicTrieStats {
+  names: number;
+  nodes: number;
+  segments: number;
+  /** The engine's own estimate of the memory it holds for the trie, in bytes. */
+  approximateBytes: number;
+}
+
+/** `limit` value meaning "no limit" for `TopicTrieCore.list` and `idleSince`. */
+export const NO_LIMIT = 0xffff_ffff;
+
+/** The topic-name trie as an engine implements it (ts/trie.ts validates arguments first). */
+export interface TopicTrieCore {
+  /** The name's id; -1 for an invalid lite name, -2 for an invalid MQTT or NATS topic (nothing changed). */
+  add(name: string, timestampMs: number | undefined): number;
+  remove(name: string): boolean;
+  /** The id, or -1 when the name is not stored. */
+  idOf(name: string): number;
+  /** `id` is an integer from 0 to 2^32-1. */
+  nameOf(id: number): string | undefined;
+  readonly size: number;
+  /** Every stored name the pattern matches, or null for an invalid pattern. */
+  expand(pattern: string): string[] | null;
+  /** Fills `out` with matching ids as far as it has room; the full count, or -1 for an invalid pattern. */
+  expandInto(pattern: string, out: Uint32Array): number;
+  /** How many names match, or -1 for an invalid pattern. */
+  count(pattern: string): number;
+  /** Up to `limit` names in list order under `prefix` ('' for all), strictly after `after`. */
+  list(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean };
+  touch(name: string, timestampMs: number): boolean;
+  /** Names whose last activity is before `cutoffMs`, oldest first (ties by id), at most `limit`. */
+  idleSince(cutoffMs: number, limit: number): string[];
+  clear(): void;
+  stats(): TopicTrieStats;
+}
+
 export interface Engine {
   readonly name: EngineName;
   validatePattern(pattern: string, dialect: DialectName): Violation | null;
@@ -61,4 +98,6 @@ export interface Engine {
   /** Indexes of the candidates matched by any valid pattern, in candidate order, each distinct value once. */
   expand(patterns: readonly string[], candidates: readonly string[], dialect: DialectName): number[];
   createPatternIndex(dialect: DialectName): PatternIndexCore;
+  /** `maxNameBytes` bounds lite names only (MQTT has its own limit, NATS none). */
+  createTopicTrie(dialect: DialectName, maxNameBytes: number): TopicTrieCore;
 }

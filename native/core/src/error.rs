@@ -11,15 +11,18 @@ pub enum ErrorCode {
     InvalidLiteTopic,
     InvalidArgument,
     EngineUnavailable,
+    /// A topic name that is not valid in its MQTT or NATS dialect (lite names have their own code).
+    InvalidTopic,
 }
 
 impl ErrorCode {
     /// Every code, in registry order.
-    pub const ALL: [ErrorCode; 4] = [
+    pub const ALL: [ErrorCode; 5] = [
         ErrorCode::InvalidPattern,
         ErrorCode::InvalidLiteTopic,
         ErrorCode::InvalidArgument,
         ErrorCode::EngineUnavailable,
+        ErrorCode::InvalidTopic,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -28,6 +31,7 @@ impl ErrorCode {
             ErrorCode::InvalidLiteTopic => "INVALID_LITE_TOPIC",
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
             ErrorCode::EngineUnavailable => "ENGINE_UNAVAILABLE",
+            ErrorCode::InvalidTopic => "INVALID_TOPIC",
         }
     }
 }

@@ -6,14 +6,18 @@
 //! - [`dialect`]: the three pattern dialects (lite, mqtt, nats), their splitting and topic rules.
 //! - [`pattern`]: validation, compilation and single-pattern matching.
 //! - [`index`]: the reverse pattern index (topic → ids of the subscriptions that match it).
+//! - [`trie`]: the topic-name trie (pattern → stored names, idle names), over the same interner.
 
 pub mod dialect;
 pub mod error;
 pub mod index;
+mod interner;
 pub mod limits;
 pub mod pattern;
+pub mod trie;
 
 pub use dialect::Dialect;
 pub use error::{ErrorCode, Reason, Violation};
 pub use index::PatternIndex;
 pub use pattern::Pattern;
+pub use trie::TopicTrie;

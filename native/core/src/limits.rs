@@ -11,3 +11,7 @@ pub const MAX_LITE_TOPIC_BYTES_CEILING: usize = 1024;
 /// MQTT topic names and filters are UTF-8 strings with a 16-bit length prefix (MQTT 3.1.1 §1.5.3),
 /// so neither may exceed this many bytes.
 pub const MAX_MQTT_TOPIC_BYTES: usize = 65_535;
+
+/// Keys per block of the trie's idle set (names ordered by last activity). A block is moved in one
+/// piece on insert and removal, so this bounds that cost; appends fill blocks to exactly this size.
+pub const TRIE_IDLE_BLOCK_ENTRIES: usize = 512;

@@ -5,6 +5,7 @@
 
 mod index;
 mod pattern;
+mod trie;
 
 use litetopic_core::{Dialect, ErrorCode, Reason};
 use napi::{Error, Result, Status};
@@ -39,6 +40,7 @@ pub fn limits() -> Vec<(String, u32)> {
             MAX_LITE_TOPIC_BYTES_CEILING as u32,
         ),
         ("MAX_MQTT_TOPIC_BYTES".into(), MAX_MQTT_TOPIC_BYTES as u32),
+        ("TRIE_IDLE_BLOCK_ENTRIES".into(), TRIE_IDLE_BLOCK_ENTRIES as u32),
     ]
 }
 

@@ -3,6 +3,7 @@ import type { CompiledMatcher, DialectName, Engine } from '../contract.js';
 import { DIALECTS, isValidTopic, validateLiteTopic, validatePattern } from './dialect.js';
 import { JsPatternIndex } from './index.js';
 import { compile } from './pattern.js';
+import { JsTopicTrie } from './trie.js';
 
 function expand(patterns: readonly string[], candidates: readonly string[], dialectName: DialectName): number[] {
   const dialect = DIALECTS[dialectName];
@@ -39,4 +40,5 @@ export const jsEngine: Engine = {
   },
   expand,
   createPatternIndex: (dialect) => new JsPatternIndex(DIALECTS[dialect]),
+  createTopicTrie: (dialect, maxNameBytes) => new JsTopicTrie(dialect, maxNameBytes),
 };

@@ -1,6 +1,7 @@
 /**
  * Segment strings interned to dense ids, reference-counted by the edges that use them, so segments of
- * removed patterns are forgotten and their ids reused. Mirrors `native/core/src/index/interner.rs`.
+ * removed patterns or names are forgotten and their ids reused. Shared by the pattern index and the
+ * topic-name trie. Mirrors `native/core/src/interner.rs`.
  */
 export class Interner {
   private readonly ids = new Map<string, number>();
@@ -35,6 +36,11 @@ export class Interner {
       this.strings[id] = '';
       this.free.push(id);
     }
+  }
+
+  /** The string of a live id. */
+  text(id: number): string {
+    return this.strings[id] as string;
   }
 
   get size(): number {

@@ -4,6 +4,7 @@ import { DIALECTS } from '../js/dialect.js';
 import type { NativeBinding } from './binding.js';
 import { NativePatternIndexAdapter } from './index.js';
 import { nativeCompile, nativeExpand, toViolation } from './pattern.js';
+import { NativeTopicTrieAdapter } from './trie.js';
 
 export function createNativeEngine(binding: NativeBinding): Engine {
   return {
@@ -14,5 +15,6 @@ export function createNativeEngine(binding: NativeBinding): Engine {
     matches: (pattern, topic, dialect) => binding.matches(pattern, topic, DIALECTS[dialect].id),
     expand: (patterns, candidates, dialect) => nativeExpand(binding, patterns, candidates, dialect),
     createPatternIndex: (dialect) => new NativePatternIndexAdapter(binding, dialect),
+    createTopicTrie: (dialect, maxNameBytes) => new NativeTopicTrieAdapter(binding, dialect, maxNameBytes),
   };
 }

@@ -11,12 +11,10 @@
 #[cfg(test)]
 mod tests;
 
-mod interner;
-
 use crate::dialect::Dialect;
 use crate::error::Violation;
+use crate::interner::Interner;
 use crate::pattern::{tokenize, Token};
-use interner::Interner;
 use rustc_hash::FxHashMap;
 
 const NONE: u32 = u32::MAX;

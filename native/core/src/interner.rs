@@ -1,10 +1,11 @@
 //! Segment strings interned to dense u32 ids, reference-counted by the edges that use them, so
-//! segments of removed patterns are forgotten and their ids reused.
+//! segments of removed patterns or names are forgotten and their ids reused. Shared by the pattern
+//! index and the topic-name trie.
 
 use rustc_hash::FxHashMap;
 
 #[derive(Debug, Default)]
-pub struct Interner {
+pub(crate) struct Interner {
     ids: FxHashMap<Box<str>, u32>,
     /// Per id: the string (empty when free) and how many edges use it.
     slots: Vec<(Box<str>, u32)>,
@@ -46,6 +47,11 @@ impl Interner {
             self.ids.remove(&segment);
             self.free.push(id);
         }
+    }
+
+    /// The string of a live id (empty for a freed one).
+    pub fn text(&self, id: u32) -> &str {
+        &self.slots[id as usize].0
     }
 
     pub fn len(&self) -> usize {

@@ -1,0 +1,123 @@
+//! The edge table of the trie: (parent node, segment id) → child node, stored as bare child ids in
+//! one open-addressing table with linear probing. The key is not stored: it is read back from the
+//! child node itself, so an edge costs 4 bytes a slot instead of the 16 of a map entry — at a million
+//! names that is the difference between fitting the memory target and not (docs/TRIE.md).
+
+use super::{Node, NONE};
+
+/// The table grows when more than this share of its slots, in percent, is taken. Linear probing
+/// stays short below three quarters.
+const MAX_LOAD_PERCENT: usize = 75;
+
+/// Slots of a new table; a power of two so a hash maps to a slot with a mask.
+const INITIAL_SLOTS: usize = 16;
+
+#[derive(Debug)]
+pub(super) struct ChildTable {
+    /// Child node ids, `NONE` for an empty slot.
+    slots: Vec<u32>,
+    len: usize,
+}
+
+fn home(parent: u32, segment: u32, mask: usize) -> usize {
+    // Fibonacci hashing of the packed key: the top bits of the product depend on every key bit
+    // (the low bits would depend only on the key's low bits), so the slot is taken from the top.
+    let key = (u64::from(parent) << 32) | u64::from(segment);
+    let bits = mask.count_ones();
+    (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+}
+
+impl ChildTable {
+    pub(super) fn new() -> ChildTable {
+        ChildTable {
+            slots: vec![NONE; INITIAL_SLOTS],
+            len: 0,
+        }
+    }
+
+    fn mask(&self) -> usize {
+        self.slots.len() - 1
+    }
+
+    /// The child of `parent` along `segment`, or `NONE`.
+    pub(super) fn get(&self, nodes: &[Node], parent: u32, segment: u32) -> u32 {
+        let mask = self.mask();
+        let mut slot = home(parent, segment, mask);
+        loop {
+            let child = self.slots[slot];
+            if child == NONE {
+                return NONE;
+            }
+            let node = &nodes[child as usize];
+            if node.parent == parent && node.segment == segment {
+                return child;
+            }
+            slot = (slot + 1) & mask;
+        }
+    }
+
+    /// Records `child` (whose node already holds its parent and segment). The edge must be new.
+    pub(super) fn insert(&mut self, nodes: &[Node], child: u32) {
+        if (self.len + 1) * 100 > self.slots.len() * MAX_LOAD_PERCENT {
+            self.grow(nodes);
+        }
+        self.place(nodes, child);
+        self.len += 1;
+    }
+
+    fn place(&mut self, nodes: &[Node], child: u32) {
+        let mask = self.mask();
+        let node = &nodes[child as usize];
+        let mut slot = home(node.parent, node.segment, mask);
+        while self.slots[slot] != NONE {
+            slot = (slot + 1) & mask;
+        }
+        self.slots[slot] = child;
+    }
+
+    fn grow(&mut self, nodes: &[Node]) {
+        let doubled = vec![NONE; self.slots.len() * 2];
+        let old = std::mem::replace(&mut self.slots, doubled);
+        for child in old.into_iter().filter(|&c| c != NONE) {
+            self.place(nodes, child);
+        }
+    }
+
+    /// Forgets the edge to `child`, whose node must still hold its parent and segment. Uses
+    /// backward-shift deletion, so no tombstones accumulate as names come and go.
+    pub(super) fn remove(&mut self, nodes: &[Node], child: u32) {
+        let mask = self.mask();
+        let node = &nodes[child as usize];
+        let mut hole = home(node.parent, node.segment, mask);
+        while self.slots[hole] != child {
+            debug_assert!(
+                self.slots[hole] != NONE,
+                "removing an edge that is not in the table"
+            );
+            hole = (hole + 1) & mask;
+        }
+        let mut next = (hole + 1) & mask;
+        loop {
+            let moved = self.slots[next];
+            if moved == NONE {
+                break;
+            }
+            let n = &nodes[moved as usize];
+            let wanted = home(n.parent, n.segment, mask);
+            // `moved` may fill the hole unless its home lies cyclically in (hole, next].
+            let distance_to_hole = next.wrapping_sub(hole) & mask;
+            let distance_to_home = next.wrapping_sub(wanted) & mask;
+            if distance_to_home >= distance_to_hole {
+                self.slots[hole] = moved;
+                hole = next;
+            }
+            next = (next + 1) & mask;
+        }
+        self.slots[hole] = NONE;
+        self.len -= 1;
+    }
+
+    pub(super) fn approximate_bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<u32>()
+    }
+}

@@ -1,0 +1,326 @@
+use super::list::compare_segments;
+use super::*;
+use crate::limits::MAX_LITE_TOPIC_BYTES;
+use crate::pattern::Pattern;
+use std::cmp::Ordering;
+
+/// A small deterministic generator, so the randomized comparison below is reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+}
+
+fn lite() -> TopicTrie {
+    TopicTrie::new(Dialect::Lite, MAX_LITE_TOPIC_BYTES)
+}
+
+fn expand(trie: &mut TopicTrie, pattern: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    trie.expand_into(pattern, &mut ids).unwrap();
+    let mut names: Vec<String> = ids.iter().map(|&id| trie.name_of(id).unwrap()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn design_reference_rows() {
+    let mut trie = lite();
+    for name in [
+        "pay__refund",
+        "pay__success",
+        "notify__refund",
+        "pay__refund__notify",
+        "pay__success__notify",
+        "pay",
+    ] {
+        trie.add(name, None).unwrap();
+    }
+    assert_eq!(expand(&mut trie, "pay__refund"), ["pay__refund"]);
+    assert_eq!(expand(&mut trie, "pay__*"), ["pay__refund", "pay__success"]);
+    assert_eq!(expand(&mut trie, "*__refund"), ["notify__refund", "pay__refund"]);
+    assert_eq!(
+        expand(&mut trie, "pay__*__notify"),
+        ["pay__refund__notify", "pay__success__notify"]
+    );
+    assert_eq!(expand(&mut trie, "**").len(), 6);
+    assert_eq!(
+        expand(&mut trie, "pay__**"),
+        [
+            "pay__refund",
+            "pay__refund__notify",
+            "pay__success",
+            "pay__success__notify"
+        ]
+    );
+    assert_eq!(trie.count("pay__**").unwrap(), 4);
+    assert_eq!(trie.count("**").unwrap(), 6);
+    assert!(trie.count("pay__").is_err());
+}
+
+#[test]
+fn mqtt_hash_includes_the_parent_and_skips_dollar_topics() {
+    let mut trie = TopicTrie::new(Dialect::Mqtt, 0);
+    for name in ["a", "a/b", "$SYS/x", "/", "b"] {
+        trie.add(name, None).unwrap();
+    }
+    assert_eq!(expand(&mut trie, "a/#"), ["a", "a/b"]);
+    assert_eq!(expand(&mut trie, "#"), ["/", "a", "a/b", "b"]);
+    assert_eq!(expand(&mut trie, "+"), ["a", "b"]);
+    assert_eq!(expand(&mut trie, "$SYS/#"), ["$SYS/x"]);
+    assert_eq!(expand(&mut trie, "+/+"), ["/", "a/b"]);
+    assert_eq!(trie.count("#").unwrap(), 4);
+    assert_eq!(trie.add("a/+", None), Err(ErrorCode::InvalidTopic));
+}
+
+#[test]
+fn ids_are_stable_and_reused_only_after_removal() {
+    let mut trie = lite();
+    let a = trie.add("t__a", Some(5)).unwrap();
+    assert_eq!(trie.add("t__a", None), Ok(a));
+    assert_eq!(trie.last_active_ms("t__a"), Some(5));
+    let b = trie.add("t__b", None).unwrap();
+    assert_ne!(a, b);
+    assert_eq!(trie.name_of(a).as_deref(), Some("t__a"));
+    assert_eq!(trie.name_of(0), None, "the root is no name");
+    assert_eq!(trie.name_of(NONE), None);
+    assert!(trie.remove("t__a"));
+    assert!(!trie.remove("t__a"));
+    assert_eq!(trie.name_of(a), None);
+    assert_eq!(trie.add("t__c", None), Ok(a), "the freed id is reused");
+    assert_eq!(trie.add("t__d__", None).map(|_| ()), Ok(()));
+    assert_eq!(trie.add("t d", None), Err(ErrorCode::InvalidLiteTopic));
+    assert_eq!(trie.add(&"x".repeat(65), None), Err(ErrorCode::InvalidLiteTopic));
+    assert_eq!(trie.len(), 3);
+}
+
+#[test]
+fn touch_keeps_the_latest_activity_and_idle_is_oldest_first() {
+    let mut trie = lite();
+    let ids: Vec<u32> = ["a", "b", "c", "d"]
+        .iter()
+        .map(|n| trie.add(n, Some(10)).unwrap())
+        .collect();
+    assert!(trie.touch("b", 30));
+    assert!(trie.touch("c", 20));
+    assert!(
+        trie.touch("c", 15),
+        "an older touch is accepted but changes nothing"
+    );
+    assert!(!trie.touch("zz", 1));
+    let mut out = Vec::new();
+    trie.idle_since(25, usize::MAX, &mut out);
+    assert_eq!(out, [ids[0], ids[3], ids[2]]);
+    out.clear();
+    trie.idle_since(25, 2, &mut out);
+    assert_eq!(out, [ids[0], ids[3]]);
+    out.clear();
+    trie.idle_since(10, usize::MAX, &mut out);
+    assert!(out.is_empty());
+}
+
+#[test]
+fn list_pages_in_segment_order_from_any_cursor() {
+    let mut trie = lite();
+    for name in ["b", "a__c", "ab", "a", "a__b__x", "a__b", "B"] {
+        trie.add(name, None).unwrap();
+    }
+    let page = |trie: &TopicTrie, prefix: &str, limit: usize, after: Option<&str>| {
+        let mut ids = Vec::new();
+        let more = trie.list(prefix, limit, after, &mut ids);
+        let names: Vec<String> = ids.iter().map(|&id| trie.name_of(id).unwrap()).collect();
+        (names, more)
+    };
+    let all = ["B", "a", "a__b", "a__b__x", "a__c", "ab", "b"];
+    assert_eq!(
+        page(&trie, "", usize::MAX, None),
+        (all.map(String::from).to_vec(), false)
+    );
+    assert_eq!(page(&trie, "", 2, None), (vec!["B".into(), "a".into()], true));
+    assert_eq!(
+        page(&trie, "", 2, Some("a")),
+        (vec!["a__b".into(), "a__b__x".into()], true)
+    );
+    assert_eq!(
+        page(&trie, "", 9, Some("a__bb")),
+        (vec!["a__c".into(), "ab".into(), "b".into()], false)
+    );
+    assert_eq!(page(&trie, "a", 9, None).0, ["a", "a__b", "a__b__x", "a__c"]);
+    assert_eq!(page(&trie, "a", 9, Some("a__b")).0, ["a__b__x", "a__c"]);
+    assert_eq!(page(&trie, "a", 9, Some("A")).0.len(), 4);
+    assert_eq!(page(&trie, "a", 9, Some("ab")).0.len(), 0);
+    assert_eq!(page(&trie, "zz", 9, None).0.len(), 0);
+    assert_eq!(page(&trie, "", 9, Some("b")), (vec![], false));
+}
+
+#[test]
+fn utf16_order_differs_from_utf8_past_the_bmp() {
+    assert_eq!(compare_segments("\u{FFFD}", "\u{1F600}"), Ordering::Greater);
+    assert_eq!("\u{FFFD}".cmp("\u{1F600}"), Ordering::Less);
+    assert_eq!(compare_segments("a", "ab"), Ordering::Less);
+}
+
+fn random_name(rng: &mut Rng, dialect: Dialect) -> String {
+    let words = ["a", "b", "c", "", "$s", "_b"];
+    let count = 1 + rng.below(4);
+    (0..count)
+        .map(|_| words[rng.below(words.len())])
+        .collect::<Vec<_>>()
+        .join(dialect.separator())
+}
+
+fn random_pattern(rng: &mut Rng, dialect: Dialect) -> String {
+    let words = ["a", "b", "c", "$s"];
+    let count = 1 + rng.below(4);
+    let mut parts = Vec::new();
+    for i in 0..count {
+        let part = match rng.below(6) {
+            0 | 1 => dialect.one_wildcard(),
+            2 if i == count - 1 => dialect.rest_wildcard(),
+            _ => words[rng.below(words.len())],
+        };
+        parts.push(part.to_string());
+    }
+    parts.join(dialect.separator())
+}
+
+fn sorted_by_segments(names: &mut [String], dialect: Dialect) {
+    names.sort_by(|a, b| {
+        let a: Vec<&str> = dialect.split(a).collect();
+        let b: Vec<&str> = dialect.split(b).collect();
+        for (x, y) in a.iter().zip(&b) {
+            match compare_segments(x, y) {
+                Ordering::Equal => {}
+                other => return other,
+            }
+        }
+        a.len().cmp(&b.len())
+    });
+}
+
+/// Random adds, removes and touches against a brute-force model: a list of (name, last activity).
+#[test]
+fn matches_brute_force_under_random_operations() {
+    for dialect in Dialect::ALL {
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d ^ u64::from(dialect.id()));
+        let mut trie = TopicTrie::new(dialect, 12);
+        let mut live: Vec<(String, u64)> = Vec::new();
+        for step in 0..3000 {
+            let name = random_name(&mut rng, dialect);
+            let timestamp = rng.below(50) as u64;
+            match rng.below(4) {
+                0 if !live.is_empty() => {
+                    let (n, _) = live.swap_remove(rng.below(live.len()));
+                    assert!(trie.remove(&n), "step {step}: remove {n}");
+                }
+                1 => {
+                    let known = live.iter_mut().find(|(n, _)| *n == name);
+                    let touched = trie.touch(&name, timestamp);
+                    assert_eq!(touched, known.is_some());
+                    if let Some((_, last)) = known {
+                        *last = (*last).max(timestamp);
+                    }
+                }
+                _ => match trie.add(&name, Some(timestamp)) {
+                    Ok(id) => {
+                        assert_eq!(trie.name_of(id).as_deref(), Some(name.as_str()));
+                        match live.iter_mut().find(|(n, _)| *n == name) {
+                            Some((_, last)) => *last = (*last).max(timestamp),
+                            None => live.push((name.clone(), timestamp)),
+                        }
+                    }
+                    Err(_) => {
+                        assert!(trie.check_name(&name).is_err() && !live.iter().any(|(n, _)| *n == name))
+                    }
+                },
+            }
+            assert_eq!(trie.len(), live.len());
+            let pattern = random_pattern(&mut rng, dialect);
+            let Ok(compiled) = Pattern::compile(&pattern, dialect) else {
+                assert!(
+                    trie.count(&pattern).is_err() && trie.expand_into(&pattern, &mut Vec::new()).is_err()
+                );
+                continue;
+            };
+            let mut expected: Vec<String> = live
+                .iter()
+                .filter(|(n, _)| compiled.matches(n))
+                .map(|(n, _)| n.clone())
+                .collect();
+            expected.sort();
+            assert_eq!(
+                expand(&mut trie, &pattern),
+                expected,
+                "step {step}: {} {pattern}",
+                dialect.name()
+            );
+            assert_eq!(
+                trie.count(&pattern).unwrap(),
+                expected.len(),
+                "step {step}: count {pattern}"
+            );
+            let cutoff = rng.below(50) as u64;
+            let mut idle: Vec<(u64, u32)> = live
+                .iter()
+                .filter(|&&(_, t)| t < cutoff)
+                .map(|(n, t)| (*t, trie.id_of(n).unwrap()))
+                .collect();
+            idle.sort_unstable();
+            let mut got = Vec::new();
+            trie.idle_since(cutoff, usize::MAX, &mut got);
+            assert_eq!(
+                got,
+                idle.iter().map(|&(_, id)| id).collect::<Vec<_>>(),
+                "step {step}: idle"
+            );
+            if step % 50 == 0 {
+                check_list(&trie, &live, dialect, &mut rng);
+            }
+        }
+        while let Some((n, _)) = live.pop() {
+            assert!(trie.remove(&n));
+        }
+        let stats = trie.stats();
+        assert_eq!(
+            (stats.names, stats.nodes, stats.segments),
+            (0, 1, 0),
+            "memory is given back"
+        );
+        assert_eq!(stats, TopicTrie::new(dialect, 12).stats());
+    }
+}
+
+fn check_list(trie: &TopicTrie, live: &[(String, u64)], dialect: Dialect, rng: &mut Rng) {
+    let mut expected: Vec<String> = live.iter().map(|(n, _)| n.clone()).collect();
+    sorted_by_segments(&mut expected, dialect);
+    let limit = 1 + rng.below(4);
+    let mut got = Vec::new();
+    let mut after: Option<String> = None;
+    loop {
+        let mut ids = Vec::new();
+        let more = trie.list("", limit, after.as_deref(), &mut ids);
+        got.extend(ids.iter().map(|&id| trie.name_of(id).unwrap()));
+        if !more {
+            break;
+        }
+        after = got.last().cloned();
+    }
+    assert_eq!(got, expected, "{} list", dialect.name());
+}
+
+#[test]
+fn deep_names_round_trip() {
+    let mut trie = TopicTrie::new(Dialect::Nats, 0);
+    let name = (0..40).map(|i| format!("s{i}")).collect::<Vec<_>>().join(".");
+    let id = trie.add(&name, None).unwrap();
+    assert_eq!(trie.name_of(id).as_deref(), Some(name.as_str()));
+    assert_eq!(trie.count("s0.>").unwrap(), 1);
+}

@@ -1,0 +1,379 @@
+/**
+ * The topic-name trie on every engine: behaviour and errors, then model-based property tests where
+ * random add/remove/touch sequences run against each engine and a naive model (a Map of live names
+ * and their last activity, `modelMatches` as the filter, sorting for list and idle order).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  type DialectName,
+  InvalidArgumentError,
+  InvalidLiteTopicError,
+  InvalidPatternError,
+  InvalidTopicError,
+  TopicTrie,
+} from '../ts/index.js';
+import { DIALECT_NAMES, densePattern, hostileString, structuredPattern } from './arbitraries.js';
+import { ENGINES } from './engines.js';
+import { modelMatches, modelValidPattern, modelValidTopic } from './model/matcher.js';
+
+const SEPARATOR = { lite: '__', mqtt: '/', nats: '.' } as const;
+
+const sorted = (names: readonly string[]) => [...names].sort();
+
+describe.each(ENGINES)('%s engine', (engine) => {
+  it('gives each name a stable id and rebuilds names from ids', () => {
+    const trie = new TopicTrie({ engine });
+    expect(trie.engine).toBe(engine);
+    const a = trie.add('tenant1__agent7__s1');
+    expect(trie.add('tenant1__agent7__s1')).toBe(a);
+    const b = trie.add('tenant1__agent7');
+    expect(b).not.toBe(a);
+    expect(trie.size).toBe(2);
+    expect(trie.has('tenant1__agent7')).toBe(true);
+    expect(trie.has('tenant1')).toBe(false);
+    expect(trie.idOf('tenant1__agent7__s1')).toBe(a);
+    expect(trie.idOf('tenant1')).toBeUndefined();
+    expect(trie.idOf(7 as unknown as string)).toBeUndefined();
+    expect(trie.nameOf(a)).toBe('tenant1__agent7__s1');
+    expect(trie.nameOf(0)).toBeUndefined();
+    expect(trie.nameOf(-1)).toBeUndefined();
+    expect(trie.nameOf(1.5)).toBeUndefined();
+    expect(trie.nameOf(2 ** 32)).toBeUndefined();
+    expect(trie.remove('tenant1__agent7__s1')).toBe(true);
+    expect(trie.remove('tenant1__agent7__s1')).toBe(false);
+    expect(trie.nameOf(a)).toBeUndefined();
+    expect(trie.add('tenant2')).toBe(a);
+    expect(trie.nameOf(a)).toBe('tenant2');
+  });
+
+  it('expands the reference rows of DESIGN.md §3', () => {
+    const trie = new TopicTrie({ engine });
+    for (const name of ['pay__refund', 'pay__success', 'notify__refund', 'pay__refund__notify', 'pay']) trie.add(name);
+    trie.add('pay__success__notify');
+    expect(trie.expand('pay__refund')).toEqual(['pay__refund']);
+    expect(sorted(trie.expand('pay__*'))).toEqual(['pay__refund', 'pay__success']);
+    expect(sorted(trie.expand('*__refund'))).toEqual(['notify__refund', 'pay__refund']);
+    expect(sorted(trie.expand('pay__*__notify'))).toEqual(['pay__refund__notify', 'pay__success__notify']);
+    expect(trie.expand('**')).toHaveLength(6);
+    expect(sorted(trie.expand('pay__**'))).toEqual([
+      'pay__refund',
+      'pay__refund__notify',
+      'pay__success',
+      'pay__success__notify',
+    ]);
+    expect(trie.expand('nothing__**')).toEqual([]);
+    expect(trie.count('pay__**')).toBe(4);
+    expect(trie.count('*')).toBe(1);
+    expect(() => trie.expand('pay__')).toThrow(InvalidPatternError);
+    expect(() => trie.count('pa*')).toThrow(InvalidPatternError);
+    expect(() => trie.expandIds('**__a')).toThrow(InvalidPatternError);
+    expect(() => trie.expand(1 as unknown as string)).toThrow(InvalidArgumentError);
+  });
+
+  it('applies MQTT # to the parent level and the $ rule, and NATS > to one or more tokens', () => {
+    const mqtt = new TopicTrie({ dialect: 'mqtt', engine });
+    for (const name of ['a', 'a/b', '$SYS/x', '/', 'b']) mqtt.add(name);
+    expect(sorted(mqtt.expand('a/#'))).toEqual(['a', 'a/b']);
+    expect(sorted(mqtt.expand('#'))).toEqual(['/', 'a', 'a/b', 'b']);
+    expect(sorted(mqtt.expand('+'))).toEqual(['a', 'b']);
+    expect(mqtt.expand('$SYS/#')).toEqual(['$SYS/x']);
+    expect(mqtt.count('#')).toBe(4);
+    const nats = new TopicTrie({ dialect: 'nats', engine });
+    for (const name of ['a', 'a.b', 'a.b.c']) nats.add(name);
+    expect(sorted(nats.expand('a.>'))).toEqual(['a.b', 'a.b.c']);
+    expect(nats.count('>')).toBe(3);
+    expect(nats.expand('*.b')).toEqual(['a.b']);
+  });
+
+  it('rejects invalid names with typed errors and adds nothing', () => {
+    const trie = new TopicTrie({ engine, maxNameBytes: 8 });
+    expect(() => trie.add('a b')).toThrow(InvalidLiteTopicError);
+    try {
+      trie.add('abcdefghi');
+    } catch (error) {
+      expect(error).toMatchObject({ code: 'INVALID_LITE_TOPIC', reason: 'TOO_LONG', limit: 8, actual: 9 });
+    }
+    expect(() => trie.add('')).toThrow(InvalidLiteTopicError);
+    expect(() => trie.add(3 as unknown as string)).toThrow(InvalidArgumentError);
+    for (const [dialect, name] of [
+      ['mqtt', 'a/+'],
+      ['mqtt', ''],
+      ['nats', 'a..b'],
+      ['nats', 'a.*'],
+    ] as const) {
+      const other = new TopicTrie({ dialect, engine });
+      expect(() => other.add(name)).toThrow(InvalidTopicError);
+      expect(() => other.add(name)).toThrow(expect.objectContaining({ code: 'INVALID_TOPIC', dialect, value: name }));
+      expect(other.size).toBe(0);
+    }
+    expect(trie.size).toBe(0);
+    expect(trie.stats().nodes).toBe(1);
+    expect(() => new TopicTrie({ engine, maxNameBytes: 0 })).toThrow(InvalidArgumentError);
+    expect(() => new TopicTrie({ engine, dialect: 'amqp' as 'lite' })).toThrow(InvalidArgumentError);
+    expect(() => trie.add('a', -1)).toThrow(InvalidArgumentError);
+    expect(() => trie.add('a', 1.5)).toThrow(InvalidArgumentError);
+    expect(() => trie.touch('a', 2 ** 53)).toThrow(InvalidArgumentError);
+    expect(() => trie.idleSince(Number.NaN)).toThrow(InvalidArgumentError);
+    expect(() => trie.idleSince(1, -1)).toThrow(InvalidArgumentError);
+    expect(() => trie.list('', 0)).toThrow(InvalidArgumentError);
+    expect(() => trie.list('\uD800')).toThrow(InvalidArgumentError);
+    expect(() => trie.remove(1 as unknown as string)).toThrow(InvalidArgumentError);
+    expect(trie.size).toBe(0);
+  });
+
+  it('expandIds fills what fits and returns the full count, or a new array', () => {
+    const trie = new TopicTrie({ engine });
+    const ids = Array.from({ length: 100 }, (_, i) => trie.add(`t__a${i}`));
+    const small = new Uint32Array(10);
+    expect(trie.expandIds('t__*', small)).toBe(100);
+    const all = trie.expandIds('t__*');
+    expect(all).toBeInstanceOf(Uint32Array);
+    expect(sorted([...all].map(String))).toEqual(sorted(ids.map(String)));
+    expect([...small]).toEqual([...all.subarray(0, 10)]);
+    expect([...all].map((id) => trie.nameOf(id))).toEqual(trie.expand('t__*'));
+    expect(trie.expandIds('u__*')).toHaveLength(0);
+    expect(() => trie.expandIds('t__*', [] as unknown as Uint32Array)).toThrow(InvalidArgumentError);
+  });
+
+  it('lists in segment order, by prefix, page by page', () => {
+    const trie = new TopicTrie({ engine });
+    for (const name of ['b', 'a__c', 'ab', 'a', 'a__b__x', 'a__b', 'B', 'a___b']) trie.add(name);
+    // `a___b` is `a`,`_b`, and `_` sorts after `B` but before `b`.
+    const all = ['B', 'a', 'a___b', 'a__b', 'a__b__x', 'a__c', 'ab', 'b'];
+    expect(trie.list()).toEqual({ names: all });
+    expect(trie.list('', 3)).toEqual({ names: ['B', 'a', 'a___b'], next: 'a___b' });
+    expect(trie.list('', 3, 'a___b')).toEqual({ names: ['a__b', 'a__b__x', 'a__c'], next: 'a__c' });
+    expect(trie.list('', 3, 'a__c')).toEqual({ names: ['ab', 'b'] });
+    expect(trie.list('', 8)).toEqual({ names: all });
+    expect(trie.list('a')).toEqual({ names: ['a', 'a___b', 'a__b', 'a__b__x', 'a__c'] });
+    expect(trie.list('a__b', 1)).toEqual({ names: ['a__b'], next: 'a__b' });
+    expect(trie.list('a__b', 1, 'a__b')).toEqual({ names: ['a__b__x'] });
+    expect(trie.list('a', 10, 'a__bb')).toEqual({ names: ['a__c'] });
+    expect(trie.list('a', 10, 'A')).toEqual({ names: ['a', 'a___b', 'a__b', 'a__b__x', 'a__c'] });
+    expect(trie.list('a', 10, 'b')).toEqual({ names: [] });
+    expect(trie.list('zz')).toEqual({ names: [] });
+  });
+
+  it('tracks the latest activity and lists idle names oldest first', () => {
+    const trie = new TopicTrie({ engine });
+    trie.add('a', 10);
+    trie.add('b', 10);
+    trie.add('c');
+    trie.add('d', 40);
+    expect(trie.touch('b', 30)).toBe(true);
+    expect(trie.touch('a', 5)).toBe(true);
+    expect(trie.touch('zz', 5)).toBe(false);
+    trie.add('d', 20);
+    expect(trie.idleSince(25)).toEqual(['c', 'a']);
+    expect(trie.idleSince(31, 2)).toEqual(['c', 'a']);
+    expect(trie.idleSince(41)).toEqual(['c', 'a', 'b', 'd']);
+    expect(trie.idleSince(0)).toEqual([]);
+    expect(trie.idleSince(41, 0)).toEqual([]);
+    trie.remove('c');
+    expect(trie.idleSince(11)).toEqual(['a']);
+  });
+
+  it('keeps idle order over many blocks under out-of-order timestamps', () => {
+    // Well past TRIE_IDLE_BLOCK_ENTRIES keys, so blocks split and merge; timestamps in random order.
+    const trie = new TopicTrie({ engine });
+    const last = new Map<string, number>();
+    let state = 7;
+    const next = () => {
+      state = (state * 1_103_515_245 + 12_345) % 2 ** 31;
+      return state % 5000;
+    };
+    for (let i = 0; i < 4000; i++) {
+      const name = `t${i % 40}__s${i}`;
+      const timestamp = next();
+      trie.add(name, timestamp);
+      last.set(name, timestamp);
+    }
+    for (let i = 0; i < 3000; i++) {
+      const name = `t${i % 40}__s${(i * 7) % 4000}`;
+      const timestamp = next();
+      if (i % 3 === 0) {
+        trie.remove(name);
+        last.delete(name);
+      } else if (last.has(name)) {
+        trie.touch(name, timestamp);
+        last.set(name, Math.max(last.get(name) as number, timestamp));
+      }
+    }
+    const byAge = (cutoff: number) =>
+      [...last.keys()]
+        .filter((name) => (last.get(name) as number) < cutoff)
+        .sort(
+          (a, b) =>
+            (last.get(a) as number) - (last.get(b) as number) || (trie.idOf(a) as number) - (trie.idOf(b) as number),
+        );
+    for (const cutoff of [1, 700, 2500, 5001]) expect(trie.idleSince(cutoff)).toEqual(byAge(cutoff));
+    expect(trie.idleSince(5001, 100)).toEqual(byAge(5001).slice(0, 100));
+  });
+
+  it('gives memory back as names are removed, and clear() empties it', () => {
+    const trie = new TopicTrie({ engine });
+    const empty = trie.stats();
+    const names = Array.from({ length: 3000 }, (_, i) => `t${i % 50}__a${i % 300}__s${i}`);
+    for (const [i, name] of names.entries()) trie.add(name, i);
+    expect(trie.stats()).toMatchObject({ names: 3000, segments: 50 + 300 + 3000 });
+    expect(trie.stats().approximateBytes).toBeGreaterThan(empty.approximateBytes);
+    for (const name of names) expect(trie.remove(name)).toBe(true);
+    expect(trie.stats()).toEqual(empty);
+    trie.add('x');
+    trie.clear();
+    expect(trie.size).toBe(0);
+    expect(trie.expand('**')).toEqual([]);
+    expect(trie.stats()).toEqual(empty);
+  });
+});
+
+describe.runIf(ENGINES.length > 1)('engines agree', () => {
+  it('on ids and on the order of expand results', () => {
+    const tries = ENGINES.map((engine) => new TopicTrie({ engine }));
+    const names = Array.from({ length: 500 }, (_, i) => `t${i % 7}__a${i % 13}__s${i % 29}`);
+    for (const trie of tries) {
+      for (const [i, name] of names.entries()) {
+        trie.add(name);
+        if (i % 5 === 0) trie.remove(names[i >> 1] as string);
+      }
+    }
+    const [first, ...others] = tries as [TopicTrie, ...TopicTrie[]];
+    for (const other of others) {
+      for (const name of names) expect(other.idOf(name)).toBe(first.idOf(name));
+      for (const pattern of ['**', 't1__**', '*__a3__*', 't2__*__s5', '*__*__*']) {
+        expect(other.expand(pattern)).toEqual(first.expand(pattern));
+      }
+    }
+  });
+});
+
+// ---- Model-based property tests -------------------------------------------------------------------
+
+type Op =
+  | { kind: 'add'; name: string; timestamp: number | undefined }
+  | { kind: 'remove'; name: string }
+  | { kind: 'touch'; name: string; timestamp: number };
+
+/** Names over a tiny alphabet (with the empty segment and `$x`), so they share prefixes all the time. */
+function denseName(dialect: DialectName): fc.Arbitrary<string> {
+  return fc
+    .array(fc.constantFrom('a', 'b', 'c', '', '$x'), { minLength: 1, maxLength: 4 })
+    .map((segments) => segments.join(SEPARATOR[dialect]));
+}
+
+function ops(dialect: DialectName): fc.Arbitrary<Op[]> {
+  const name = fc.oneof({ weight: 9, arbitrary: denseName(dialect) }, { weight: 1, arbitrary: hostileString });
+  // Few distinct timestamps: ties and out-of-order touches are the interesting cases.
+  const timestamp = fc.integer({ min: 0, max: 12 });
+  const op: fc.Arbitrary<Op> = fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc.record({
+        kind: fc.constant('add' as const),
+        name,
+        timestamp: fc.option(timestamp, { nil: undefined }),
+      }),
+    },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('remove' as const), name }) },
+    { weight: 2, arbitrary: fc.record({ kind: fc.constant('touch' as const), name, timestamp }) },
+  );
+  return fc.array(op, { minLength: 5, maxLength: 60 });
+}
+
+function compareBySegments(dialect: DialectName, a: string, b: string): number {
+  const x = a.split(SEPARATOR[dialect]);
+  const y = b.split(SEPARATOR[dialect]);
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    const s = x[i] as string;
+    const t = y[i] as string;
+    if (s !== t) return s < t ? -1 : 1;
+  }
+  return x.length - y.length;
+}
+
+function validName(dialect: DialectName, name: string): boolean {
+  return dialect === 'lite' ? /^[A-Za-z0-9_-]{1,64}$/.test(name) : modelValidTopic(dialect, name);
+}
+
+function apply(trie: TopicTrie, op: Op): void {
+  if (op.kind === 'add') trie.add(op.name, op.timestamp);
+  else if (op.kind === 'remove') trie.remove(op.name);
+  else trie.touch(op.name, op.timestamp);
+}
+
+/** Reads every page of `list` with pages of `limit` names. */
+function allPages(trie: TopicTrie, limit: number): string[] {
+  const names: string[] = [];
+  let after: string | undefined;
+  for (let pages = 0; pages <= trie.size; pages++) {
+    const page = trie.list('', limit, after);
+    names.push(...page.names);
+    if (page.next === undefined) return names;
+    after = page.next;
+  }
+  throw new Error('list never ends: a page made no progress');
+}
+
+describe.each(DIALECT_NAMES)('%s dialect: trie ≡ model', (dialect) => {
+  it('under random add/remove/touch sequences', () => {
+    fc.assert(
+      fc.property(
+        ops(dialect),
+        fc.array(fc.oneof(densePattern(dialect), structuredPattern(dialect)), { minLength: 1, maxLength: 6 }),
+        fc.integer({ min: 1, max: 4 }),
+        (sequence, patterns, pageSize) => {
+          const tries = ENGINES.map((engine) => new TopicTrie({ dialect, engine }));
+          const invalidName = dialect === 'lite' ? InvalidLiteTopicError : InvalidTopicError;
+          const live = new Map<string, number>();
+          for (const op of sequence) {
+            const valid = validName(dialect, op.name);
+            for (const trie of tries) {
+              if (op.kind === 'add' && !valid) expect(() => apply(trie, op)).toThrow(invalidName);
+              else apply(trie, op);
+            }
+            const last = live.get(op.name);
+            if (op.kind === 'add' && valid) live.set(op.name, Math.max(last ?? 0, op.timestamp ?? 0));
+            if (op.kind === 'remove') live.delete(op.name);
+            if (op.kind === 'touch' && last !== undefined) live.set(op.name, Math.max(last, op.timestamp));
+            const ids = tries.map((trie) => [...live.keys()].map((name) => trie.idOf(name)));
+            for (const other of ids.slice(1)) expect(other).toEqual(ids[0]);
+            for (const trie of tries) expect(trie.size).toBe(live.size);
+          }
+          const names = [...live.keys()];
+          for (const pattern of patterns) {
+            const expected = sorted(names.filter((name) => modelMatches(dialect, pattern, name)));
+            if (!modelValidPattern(dialect, pattern)) {
+              for (const trie of tries) expect(() => trie.expand(pattern)).toThrow(InvalidPatternError);
+              continue;
+            }
+            const results = tries.map((trie) => trie.expand(pattern));
+            for (const result of results) expect(sorted(result)).toEqual(expected);
+            for (const result of results.slice(1)) expect(result).toEqual(results[0]);
+            if (modelValidPattern(dialect, pattern))
+              for (const trie of tries) expect(trie.count(pattern)).toBe(expected.length);
+          }
+          const listed = [...names].sort((a, b) => compareBySegments(dialect, a, b));
+          for (const trie of tries) {
+            expect(allPages(trie, pageSize)).toEqual(listed);
+            for (const cutoff of [0, 1, 6, 13]) {
+              const idle = names
+                .filter((name) => (live.get(name) as number) < cutoff)
+                .sort(
+                  (a, b) =>
+                    (live.get(a) as number) - (live.get(b) as number) ||
+                    (trie.idOf(a) as number) - (trie.idOf(b) as number),
+                );
+              expect(trie.idleSince(cutoff)).toEqual(idle);
+            }
+          }
+          for (const trie of tries) {
+            for (const name of names) expect(trie.remove(name)).toBe(true);
+            expect(trie.stats()).toEqual(new TopicTrie({ dialect, engine: trie.engine }).stats());
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

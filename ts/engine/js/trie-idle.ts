@@ -1,0 +1,106 @@
+/**
+ * Names ordered by last activity, mirroring `native/core/src/trie/idle.rs`: a sorted list of sorted
+ * blocks of (timestamp, id) keys. The oldest names are read from the front in time proportional to
+ * the answer; an insert or removal finds its block by binary search and moves at most one block's
+ * worth of keys, whatever order the timestamps arrive in. Appends (non-decreasing timestamps, the
+ * usual case) fill blocks completely.
+ */
+import { TRIE_IDLE_BLOCK_ENTRIES } from './limits.js';
+
+/** One block: keys as two parallel arrays, sorted by (timestamp, id). */
+interface Block {
+  timestamps: number[];
+  ids: number[];
+}
+
+function lastBelow(block: Block, timestamp: number, id: number): boolean {
+  const at = block.ids.length - 1;
+  const t = block.timestamps[at] as number;
+  return t < timestamp || (t === timestamp && (block.ids[at] as number) < id);
+}
+
+/** The first position in `block` whose key is not below (timestamp, id). */
+function positionIn(block: Block, timestamp: number, id: number): number {
+  let low = 0;
+  let high = block.ids.length;
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    const t = block.timestamps[mid] as number;
+    if (t < timestamp || (t === timestamp && (block.ids[mid] as number) < id)) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+export class IdleSet {
+  /** Non-empty blocks, every key of a block below every key of the next. */
+  private blocks: Block[] = [];
+
+  /** The block that holds the key or where it belongs: the first whose last key is not below it. */
+  private blockFor(timestamp: number, id: number): number {
+    let low = 0;
+    let high = this.blocks.length;
+    while (low < high) {
+      const mid = (low + high) >>> 1;
+      if (lastBelow(this.blocks[mid] as Block, timestamp, id)) low = mid + 1;
+      else high = mid;
+    }
+    return low;
+  }
+
+  insert(timestamp: number, id: number): void {
+    const at = this.blockFor(timestamp, id);
+    if (at === this.blocks.length) {
+      // Past every key: append, opening a new block when the last is full.
+      const last = this.blocks[at - 1];
+      if (last !== undefined && last.ids.length < TRIE_IDLE_BLOCK_ENTRIES) {
+        last.timestamps.push(timestamp);
+        last.ids.push(id);
+      } else {
+        this.blocks.push({ timestamps: [timestamp], ids: [id] });
+      }
+      return;
+    }
+    const block = this.blocks[at] as Block;
+    const position = positionIn(block, timestamp, id);
+    block.timestamps.splice(position, 0, timestamp);
+    block.ids.splice(position, 0, id);
+    if (block.ids.length > TRIE_IDLE_BLOCK_ENTRIES) {
+      const half = block.ids.length >>> 1;
+      this.blocks.splice(at + 1, 0, { timestamps: block.timestamps.splice(half), ids: block.ids.splice(half) });
+    }
+  }
+
+  /** Removes the key, which must be present. */
+  remove(timestamp: number, id: number): void {
+    const at = this.blockFor(timestamp, id);
+    const block = this.blocks[at];
+    if (block === undefined) throw new Error(`idle set: key (${timestamp}, ${id}) is missing`);
+    const position = positionIn(block, timestamp, id);
+    if (block.ids[position] !== id || block.timestamps[position] !== timestamp) {
+      throw new Error(`idle set: key (${timestamp}, ${id}) is missing`);
+    }
+    block.timestamps.splice(position, 1);
+    block.ids.splice(position, 1);
+    if (block.ids.length === 0) this.blocks.splice(at, 1);
+  }
+
+  /** The ids whose timestamp is below `cutoffMs`, oldest first, at most `limit`. */
+  olderThan(cutoffMs: number, limit: number): number[] {
+    const out: number[] = [];
+    for (const block of this.blocks) {
+      for (let i = 0; i < block.ids.length; i++) {
+        if ((block.timestamps[i] as number) >= cutoffMs || out.length >= limit) return out;
+        out.push(block.ids[i] as number);
+      }
+    }
+    return out;
+  }
+
+  /** A rough figure: two 8-byte slots per key plus the block headers. */
+  approximateBytes(): number {
+    let keys = 0;
+    for (const block of this.blocks) keys += block.ids.length;
+    return keys * 16 + this.blocks.length * 64;
+  }
+}

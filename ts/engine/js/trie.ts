@@ -1,0 +1,253 @@
+/**
+ * The topic-name trie, mirroring `native/core/src/trie/`: one node per name prefix over interned
+ * segment ids; a name's id is its terminal node, so no full name is stored (`nameOf` walks parents,
+ * `idOf` walks down). Nodes are parallel typed arrays (parent, segment, names in the subtree, last
+ * activity), children a Map per node with children (segment id → child, in order of creation, which
+ * is also the Rust engine's sibling order). Ids are allocated and freed exactly as in Rust, so both
+ * engines hand out the same ids for the same history. Walks live in trie-walk.ts and trie-list.ts.
+ */
+import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
+import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from './dialect.js';
+import { Interner } from './interner.js';
+import { IdleSet } from './trie-idle.js';
+import { listNames } from './trie-list.js';
+import { countMatches, expandIds, NONE, ROOT } from './trie-walk.js';
+
+/** `lastActive` of a node that is a prefix but not itself a name. */
+export const NOT_A_NAME = -1;
+/** Nodes a new trie has room for before its arrays grow. */
+const INITIAL_NODES = 64;
+
+export class JsTopicTrie implements TopicTrieCore {
+  // Internal to the js engine (read by trie-walk.ts and trie-list.ts); nothing outside changes them.
+  parent = new Int32Array(INITIAL_NODES);
+  segment = new Int32Array(INITIAL_NODES);
+  /** Names in each node's subtree, the node included. */
+  names = new Int32Array(INITIAL_NODES);
+  lastActive = new Float64Array(INITIAL_NODES);
+  children: (Map<number, number> | undefined)[] = [];
+  segments = new Interner();
+  nameCount = 0;
+  /** MQTT: names whose first level starts with `$`, which a leading wildcard does not reach. */
+  dollarNames = 0;
+  readonly dialect: DialectRules;
+  private nodeCount = 1;
+  private freeNodes: number[] = [];
+  private idle = new IdleSet();
+
+  constructor(
+    dialectName: DialectName,
+    private readonly maxNameBytes: number,
+  ) {
+    this.dialect = DIALECTS[dialectName];
+    this.reset();
+  }
+
+  private reset(): void {
+    this.parent = new Int32Array(INITIAL_NODES);
+    this.segment = new Int32Array(INITIAL_NODES);
+    this.names = new Int32Array(INITIAL_NODES);
+    this.lastActive = new Float64Array(INITIAL_NODES);
+    this.children = [];
+    this.segments = new Interner();
+    this.nameCount = 0;
+    this.dollarNames = 0;
+    this.nodeCount = 1;
+    this.freeNodes = [];
+    this.idle = new IdleSet();
+    this.parent[ROOT] = NONE;
+    this.segment[ROOT] = NONE;
+    this.lastActive[ROOT] = NOT_A_NAME;
+  }
+
+  get size(): number {
+    return this.nameCount;
+  }
+
+  isName(node: number): boolean {
+    return (this.lastActive[node] as number) !== NOT_A_NAME;
+  }
+
+  /** 0 when valid, else -1 (invalid lite name) or -2 (invalid MQTT or NATS topic). */
+  private check(name: string): number {
+    if (this.dialect.name === 'lite') return validateLiteTopic(name, this.maxNameBytes) === null ? 0 : -1;
+    return isValidTopic(this.dialect, name) ? 0 : -2;
+  }
+
+  add(name: string, timestampMs: number | undefined): number {
+    const problem = this.check(name);
+    if (problem !== 0) return problem;
+    let node = ROOT;
+    for (const segment of name.split(this.dialect.separator)) node = this.childOrInsert(node, segment);
+    if (this.isName(node)) {
+      if (timestampMs !== undefined) this.touchId(node, timestampMs);
+      return node;
+    }
+    const timestamp = timestampMs ?? 0;
+    this.lastActive[node] = timestamp;
+    this.idle.insert(timestamp, node);
+    this.adjustCounts(node, 1);
+    this.nameCount++;
+    if (this.isDollar(name)) this.dollarNames++;
+    return node;
+  }
+
+  remove(name: string): boolean {
+    const node = this.idOf(name);
+    if (node === NONE) return false;
+    this.idle.remove(this.lastActive[node] as number, node);
+    this.lastActive[node] = NOT_A_NAME;
+    this.adjustCounts(node, -1);
+    this.nameCount--;
+    if (this.isDollar(name)) this.dollarNames--;
+    this.prune(node);
+    return true;
+  }
+
+  idOf(name: string): number {
+    if (this.nameCount === 0) return NONE;
+    let node = ROOT;
+    for (const segment of name.split(this.dialect.separator)) {
+      const id = this.segments.get(segment);
+      const child = id === undefined ? undefined : this.children[node]?.get(id);
+      if (child === undefined) return NONE;
+      node = child;
+    }
+    return this.isName(node) ? node : NONE;
+  }
+
+  nameOf(id: number): string | undefined {
+    if (id >= this.nodeCount || !this.isName(id)) return undefined;
+    const parts: string[] = [];
+    for (let node = id; node !== ROOT; node = this.parent[node] as number) {
+      parts.push(this.segments.text(this.segment[node] as number));
+    }
+    return parts.reverse().join(this.dialect.separator);
+  }
+
+  expand(pattern: string): string[] | null {
+    const ids = expandIds(this, pattern);
+    return ids === null ? null : ids.map((id) => this.nameOf(id) as string);
+  }
+
+  expandInto(pattern: string, out: Uint32Array): number {
+    const ids = expandIds(this, pattern);
+    if (ids === null) return -1;
+    const fit = Math.min(ids.length, out.length);
+    for (let i = 0; i < fit; i++) out[i] = ids[i] as number;
+    return ids.length;
+  }
+
+  count(pattern: string): number {
+    return countMatches(this, pattern);
+  }
+
+  list(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean } {
+    const { ids, more } = listNames(this, prefix, limit, after);
+    return { names: ids.map((id) => this.nameOf(id) as string), more };
+  }
+
+  touch(name: string, timestampMs: number): boolean {
+    const id = this.idOf(name);
+    if (id === NONE) return false;
+    this.touchId(id, timestampMs);
+    return true;
+  }
+
+  /** The last activity becomes the later of the two. */
+  private touchId(id: number, timestampMs: number): void {
+    const old = this.lastActive[id] as number;
+    if (timestampMs > old) {
+      this.idle.remove(old, id);
+      this.idle.insert(timestampMs, id);
+      this.lastActive[id] = timestampMs;
+    }
+  }
+
+  idleSince(cutoffMs: number, limit: number): string[] {
+    return this.idle.olderThan(cutoffMs, limit).map((id) => this.nameOf(id) as string);
+  }
+
+  clear(): void {
+    this.reset();
+  }
+
+  stats(): TopicTrieStats {
+    let maps = 0;
+    for (const map of this.children) if (map !== undefined) maps += 64 + map.size * 24;
+    const approximateBytes =
+      this.parent.length * 20 +
+      maps +
+      this.freeNodes.length * 8 +
+      this.segments.approximateBytes() +
+      this.idle.approximateBytes();
+    return {
+      names: this.nameCount,
+      nodes: this.nodeCount - this.freeNodes.length,
+      segments: this.segments.size,
+      approximateBytes,
+    };
+  }
+
+  private isDollar(name: string): boolean {
+    return this.dialect.name === 'mqtt' && name.charCodeAt(0) === 36; /* $ */
+  }
+
+  private adjustCounts(node: number, delta: number): void {
+    for (let n = node; n !== NONE; n = this.parent[n] as number) this.names[n] = (this.names[n] as number) + delta;
+  }
+
+  private childOrInsert(parent: number, text: string): number {
+    const known = this.segments.get(text);
+    if (known !== undefined) {
+      const child = this.children[parent]?.get(known);
+      if (child !== undefined) return child;
+    }
+    const segment = this.segments.acquire(text);
+    const child = this.freeNodes.pop() ?? this.nodeCount++;
+    if (child >= this.parent.length) this.grow();
+    this.parent[child] = parent;
+    this.segment[child] = segment;
+    this.names[child] = 0;
+    this.lastActive[child] = NOT_A_NAME;
+    this.children[child] = undefined;
+    let map = this.children[parent];
+    if (map === undefined) {
+      map = new Map();
+      this.children[parent] = map;
+    }
+    map.set(segment, child);
+    return child;
+  }
+
+  private grow(): void {
+    const capacity = this.parent.length * 2;
+    const grown = <T extends Int32Array | Float64Array>(old: T, make: (n: number) => T): T => {
+      const next = make(capacity);
+      next.set(old);
+      return next;
+    };
+    this.parent = grown(this.parent, (n) => new Int32Array(n));
+    this.segment = grown(this.segment, (n) => new Int32Array(n));
+    this.names = grown(this.names, (n) => new Int32Array(n));
+    this.lastActive = grown(this.lastActive, (n) => new Float64Array(n));
+  }
+
+  /** Frees `node` and its ancestors while they are neither names nor prefixes of names. */
+  private prune(start: number): void {
+    let node = start;
+    while (node !== ROOT && this.names[node] === 0) {
+      const parent = this.parent[node] as number;
+      const map = this.children[parent] as Map<number, number>;
+      map.delete(this.segment[node] as number);
+      if (map.size === 0) this.children[parent] = undefined;
+      this.segments.release(this.segment[node] as number);
+      this.children[node] = undefined;
+      this.parent[node] = NONE;
+      this.freeNodes.push(node);
+      node = parent;
+    }
+    // Nothing left: start afresh, so an emptied trie is as small as a new one (as in Rust).
+    if (this.nameCount === 0) this.reset();
+  }
+}
