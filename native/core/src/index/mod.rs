@@ -143,20 +143,8 @@ impl PatternIndex {
     /// Adds `id` under `pattern`. Returns `Ok(false)` if that exact entry was already present.
     pub fn add(&mut self, pattern: &str, id: u32) -> Result<bool, Violation> {
         self.dialect.validate_pattern(pattern)?;
-        let tokens = tokenize(pattern, self.dialect);
-        let mut node = ROOT;
-        let mut ends_with_rest = false;
-        for token in &tokens {
-            node = match token {
-                Token::Literal(literal) => self.literal_child_or_insert(node, literal),
-                Token::One => self.one_child_or_insert(node),
-                Token::Rest => {
-                    ends_with_rest = true;
-                    break;
-                }
-            };
-        }
-        let ids = self.ids_mut(node, ends_with_rest);
+        let (node, rest) = self.locate(pattern, true);
+        let ids = self.ids_mut(node, rest);
         let inserted = match ids.binary_search(&id) {
             Ok(_) => false,
             Err(at) => {
@@ -167,8 +155,6 @@ impl PatternIndex {
         if inserted {
             self.entries += 1;
             self.max_id = self.max_id.max(id);
-        } else {
-            self.prune(node);
         }
         Ok(inserted)
     }
@@ -179,26 +165,11 @@ impl PatternIndex {
         if self.dialect.validate_pattern(pattern).is_err() {
             return false;
         }
-        let mut node = ROOT;
-        let mut ends_with_rest = false;
-        for token in tokenize(pattern, self.dialect) {
-            let next = match token {
-                Token::Literal(literal) => match self.segments.get(&literal) {
-                    Some(segment) => self.edges.get(&edge_key(node, segment)).copied().unwrap_or(NONE),
-                    None => NONE,
-                },
-                Token::One => self.nodes[node as usize].one_child,
-                Token::Rest => {
-                    ends_with_rest = true;
-                    break;
-                }
-            };
-            if next == NONE {
-                return false;
-            }
-            node = next;
+        let (node, rest) = self.locate(pattern, false);
+        if node == NONE {
+            return false;
         }
-        let ids = self.ids_mut(node, ends_with_rest);
+        let ids = self.ids_mut(node, rest);
         match ids.binary_search(&id) {
             Ok(at) => {
                 ids.remove(at);
@@ -212,6 +183,29 @@ impl PatternIndex {
             }
             Err(_) => false,
         }
+    }
+
+    /// Follows a valid pattern's tokens from the root to the node its ids hang on, creating missing
+    /// nodes when `insert` is set and otherwise stopping at `NONE`. The flag says whether the pattern
+    /// ends with the trailing wildcard (whose ids live on the node before it).
+    fn locate(&mut self, pattern: &str, insert: bool) -> (u32, bool) {
+        let mut node = ROOT;
+        for token in tokenize(pattern, self.dialect) {
+            node = match (token, insert) {
+                (Token::Rest, _) => return (node, true),
+                (Token::Literal(literal), true) => self.literal_child_or_insert(node, &literal),
+                (Token::One, true) => self.one_child_or_insert(node),
+                (Token::Literal(literal), false) => match self.segments.get(&literal) {
+                    Some(segment) => self.edges.get(&edge_key(node, segment)).copied().unwrap_or(NONE),
+                    None => NONE,
+                },
+                (Token::One, false) => self.nodes[node as usize].one_child,
+            };
+            if node == NONE {
+                break;
+            }
+        }
+        (node, false)
     }
 
     /// Removes every entry and frees all memory but the root.
