@@ -73,8 +73,20 @@ function liteRegExpMatcher(tokens: readonly Token[]): CompiledMatcher {
     else source += '[A-Za-z0-9_-]*';
   });
   const regExp = new RegExp(`${source}$`);
-  // The empty string is no topic, though `*` alone would take it as one empty segment.
-  // `typeof` first: RegExp.test would turn a non-string into one and might match it.
+  const first = tokens[0] as Token;
+  if (first.kind === 'literal') {
+    // Sibling names tend to differ at the end of a segment (tenant1, tenant2; session41, session42),
+    // so one character compared there turns most non-matching topics away before the RegExp runs,
+    // as a Boyer-Moore search starts from the end of its literal. A topic too short to hold the
+    // literal yields NaN, which matches nothing.
+    const at = first.text.length - 1;
+    const code = first.text.charCodeAt(at);
+    // `typeof` first: RegExp.test would turn a non-string into one and might match it.
+    return { matches: (topic) => typeof topic === 'string' && topic.charCodeAt(at) === code && regExp.test(topic) };
+  }
+  // A pattern of several segments contains `__`, so only a lone `*` or `**` could meet the empty
+  // string, which is no topic.
+  if (tokens.length > 1) return { matches: (topic) => typeof topic === 'string' && regExp.test(topic) };
   return { matches: (topic) => typeof topic === 'string' && topic.length > 0 && regExp.test(topic) };
 }
 
