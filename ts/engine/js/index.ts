@@ -13,35 +13,48 @@ import { tokenize } from './pattern.js';
 const NONE = -1;
 const ROOT = 0;
 
-/** Inserts `id` into the ascending array `ids`; false if it was there. */
-function insertSorted(ids: number[], id: number): boolean {
+/**
+ * The ids on one node: a lone id inline (most exact subscriptions have one subscriber, and an array
+ * per leaf would cost about a hundred bytes), or an ascending array of two or more.
+ */
+type Ids = number | number[];
+
+function lowerBound(ids: readonly number[], id: number): number {
   let low = 0;
   let high = ids.length;
-  if (high > 0 && (ids[high - 1] as number) < id) {
-    ids.push(id);
-    return true;
-  }
   while (low < high) {
     const mid = (low + high) >>> 1;
     if ((ids[mid] as number) < id) low = mid + 1;
     else high = mid;
   }
-  if (ids[low] === id) return false;
-  ids.splice(low, 0, id);
-  return true;
+  return low;
 }
 
-function removeSorted(ids: number[], id: number): boolean {
-  let low = 0;
-  let high = ids.length;
-  while (low < high) {
-    const mid = (low + high) >>> 1;
-    if ((ids[mid] as number) < id) low = mid + 1;
-    else high = mid;
+/** `ids` with `id` added, or null when it was already there. */
+function withId(ids: Ids | undefined, id: number): Ids | null {
+  if (ids === undefined) return id;
+  if (typeof ids === 'number') {
+    if (ids === id) return null;
+    return ids < id ? [ids, id] : [id, ids];
   }
-  if (ids[low] !== id) return false;
-  ids.splice(low, 1);
-  return true;
+  const at = lowerBound(ids, id);
+  if (ids[at] === id) return null;
+  ids.splice(at, 0, id);
+  return ids;
+}
+
+/** `ids` without `id` (undefined when none is left), or null when it was not there. */
+function withoutId(ids: Ids | undefined, id: number): Ids | undefined | null {
+  if (ids === undefined) return null;
+  if (typeof ids === 'number') return ids === id ? undefined : null;
+  const at = lowerBound(ids, id);
+  if (ids[at] !== id) return null;
+  ids.splice(at, 1);
+  return ids.length === 1 ? (ids[0] as number) : ids;
+}
+
+function idCount(ids: Ids): number {
+  return typeof ids === 'number' ? 1 : ids.length;
 }
 
 export class JsPatternIndex implements PatternIndexCore {
@@ -50,8 +63,8 @@ export class JsPatternIndex implements PatternIndexCore {
   private segment: number[] = [NONE];
   private oneChild: number[] = [NONE];
   private children: (Map<number, number> | undefined)[] = [undefined];
-  private exact: (number[] | undefined)[] = [undefined];
-  private rest: (number[] | undefined)[] = [undefined];
+  private exact: (Ids | undefined)[] = [undefined];
+  private rest: (Ids | undefined)[] = [undefined];
   private freeNodes: number[] = [];
   private segments = new Interner();
   private entries = 0;
@@ -60,7 +73,7 @@ export class JsPatternIndex implements PatternIndexCore {
   // Scratch reused by every lookup.
   private readonly topicSegments: number[] = [];
   private readonly stack: number[] = [];
-  private readonly lists: number[][] = [];
+  private readonly lists: Ids[] = [];
   private found = new Uint32Array(64);
   private stamps = new Uint32Array(0);
   private generation = 0;
@@ -75,12 +88,9 @@ export class JsPatternIndex implements PatternIndexCore {
     if (validatePattern(this.dialect, pattern) !== null) return -1;
     const { node, rest } = this.locate(pattern, true);
     const lists = rest ? this.rest : this.exact;
-    let ids = lists[node];
-    if (ids === undefined) {
-      ids = [];
-      lists[node] = ids;
-    }
-    if (!insertSorted(ids, id)) return 0;
+    const ids = withId(lists[node], id);
+    if (ids === null) return 0;
+    lists[node] = ids;
     this.entries++;
     if (id > this.maxId) this.maxId = id;
     return 1;
@@ -91,9 +101,9 @@ export class JsPatternIndex implements PatternIndexCore {
     const { node, rest } = this.locate(pattern, false);
     if (node === NONE) return false;
     const lists = rest ? this.rest : this.exact;
-    const ids = lists[node];
-    if (ids === undefined || !removeSorted(ids, id)) return false;
-    if (ids.length === 0) lists[node] = undefined;
+    const ids = withoutId(lists[node], id);
+    if (ids === null) return false;
+    lists[node] = ids;
     this.entries--;
     this.prune(node);
     return true;
@@ -209,6 +219,14 @@ export class JsPatternIndex implements PatternIndexCore {
     const generation = this.generation;
     let count = 0;
     for (const ids of this.lists) {
+      if (typeof ids === 'number') {
+        if (stamps[ids] !== generation) {
+          stamps[ids] = generation;
+          if (collect) this.pushFound(count, ids);
+          count++;
+        }
+        continue;
+      }
       for (let i = 0; i < ids.length; i++) {
         const id = ids[i] as number;
         if (stamps[id] !== generation) {
@@ -219,6 +237,16 @@ export class JsPatternIndex implements PatternIndexCore {
       }
     }
     return count;
+  }
+
+  /** Copies `ids` into `found` from slot `at`; returns the slot after the last one written. */
+  private appendFound(ids: Ids, at: number): number {
+    if (typeof ids === 'number') {
+      this.pushFound(at, ids);
+      return at + 1;
+    }
+    for (let i = 0; i < ids.length; i++) this.pushFound(at + i, ids[i] as number);
+    return at + ids.length;
   }
 
   private pushFound(at: number, id: number): void {
@@ -235,19 +263,15 @@ export class JsPatternIndex implements PatternIndexCore {
     this.collectLists(topic);
     const lists = this.lists;
     if (lists.length === 0) return 0;
-    if (lists.length === 1) {
-      // One list is already ascending and distinct.
-      const ids = lists[0] as number[];
-      for (let i = 0; i < ids.length; i++) this.pushFound(i, ids[i] as number);
-      return ids.length;
-    }
+    // One list is already ascending and distinct.
+    if (lists.length === 1) return this.appendFound(lists[0] as Ids, 0);
     if (this.idsAreDense()) {
       const count = this.distinctByStamp(true);
       this.found.subarray(0, count).sort();
       return count;
     }
     let count = 0;
-    for (const ids of lists) for (const id of ids) this.pushFound(count++, id);
+    for (const ids of lists) count = this.appendFound(ids, count);
     const found = this.found.subarray(0, count).sort();
     let kept = 1;
     for (let i = 1; i < count; i++) {
@@ -273,7 +297,7 @@ export class JsPatternIndex implements PatternIndexCore {
     this.collectLists(topic);
     const lists = this.lists;
     if (lists.length === 0) return 0;
-    if (lists.length === 1) return (lists[0] as number[]).length;
+    if (lists.length === 1) return idCount(lists[0] as Ids);
     return this.idsAreDense() ? this.distinctByStamp(false) : this.collect(topic);
   }
 
@@ -291,7 +315,9 @@ export class JsPatternIndex implements PatternIndexCore {
     let idSlots = 0;
     let maps = 0;
     for (let node = 0; node < this.parent.length; node++) {
-      idSlots += (this.exact[node]?.length ?? 0) + (this.rest[node]?.length ?? 0);
+      const exact = this.exact[node];
+      const rest = this.rest[node];
+      idSlots += (exact === undefined ? 0 : idCount(exact)) + (rest === undefined ? 0 : idCount(rest));
       maps += this.children[node]?.size ?? 0;
     }
     return {
