@@ -40,6 +40,19 @@ export interface Measurement {
   /** Range of the rounds' medians relative to their median, %: how steady the figure was. */
   spreadPercent: number;
   samples: number;
+  /** Each round's median time per operation, ns, in round order (for paired comparisons). */
+  roundMediansNs: number[];
+}
+
+/**
+ * How many times faster `ours` is than `theirs`, paired by round: the median over rounds of the
+ * ratio of the two cases' medians in that round. Cases of one round run back to back, so a pair
+ * sees nearly the same machine speed, while the VM's speed drifts between rounds; pairing keeps
+ * that drift out of the ratio, where a ratio of overall medians would carry it.
+ */
+export function pairedSpeedup(ours: Measurement, theirs: Measurement): number {
+  const ratios = ours.roundMediansNs.map((ns, round) => (theirs.roundMediansNs[round] as number) / ns);
+  return median(ratios);
 }
 
 interface RoundFigures {
@@ -105,6 +118,7 @@ function combine(name: string, rounds: readonly RoundFigures[]): Measurement {
     opsPerSecond: 1e9 / medianNs,
     spreadPercent: ((Math.max(...medians) - Math.min(...medians)) / medianNs) * 100,
     samples,
+    roundMediansNs: medians,
   };
 }
 

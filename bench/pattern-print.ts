@@ -119,6 +119,7 @@ export function targetText(t: TargetCheck): string {
 function targetsTable(rows: readonly TargetCheck[]): Table {
   return {
     title: 'Targets (issue #2)',
+    note: 'Speed ratios are paired by round: the median over rounds of the ratio of the two cases measured back to back in that round, which keeps the VM’s drift between rounds out of the comparison (the tables above divide overall medians instead).',
     headers: ['target', 'measured', 'required', 'result'],
     rows: rows.map((t) => [
       t.name,

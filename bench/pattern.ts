@@ -6,7 +6,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { Timing } from './measure.js';
+import { pairedSpeedup, type Timing } from './measure.js';
 import { benchCrossing, type CrossingRow } from './pattern-crossing.js';
 import type { MemorySample } from './pattern-memory.js';
 import { printPatternResult } from './pattern-print.js';
@@ -119,7 +119,7 @@ function check(name: string, ratio: number, target: number, strict = false): Tar
 function singleMatchTargets(rows: readonly SingleMatchRow[]): TargetCheck[] {
   return [...new Set(rows.map((r) => r.shape))].map((shape) => {
     const ofShape = rows.filter((r) => r.shape === shape);
-    const ratio = byImplementation(ofShape, 'js ').opsPerSecond / byImplementation(ofShape, 'RegExp').opsPerSecond;
+    const ratio = pairedSpeedup(byImplementation(ofShape, 'js '), byImplementation(ofShape, 'RegExp'));
     return check(`single match ${shape}: js / RegExp`, ratio, 1);
   });
 }
@@ -128,13 +128,13 @@ function singleMatchTargets(rows: readonly SingleMatchRow[]): TargetCheck[] {
 function reverseTargets(rows: readonly ReverseRow[]): TargetCheck[] {
   return [...new Set(rows.map((r) => r.subscriptions))].flatMap((size) => {
     const ofSize = rows.filter((r) => r.subscriptions === size);
-    const qlobber = byImplementation(ofSize, 'qlobber').opsPerSecond;
-    const native = byImplementation(ofSize, 'native matchCounts').opsPerSecond;
-    const js = byImplementation(ofSize, 'js matchCounts').opsPerSecond;
+    const qlobber = byImplementation(ofSize, 'qlobber');
+    const native = byImplementation(ofSize, 'native matchCounts');
+    const js = byImplementation(ofSize, 'js matchCounts');
     const label = `reverse ${size / 1000}k`;
     return [
-      check(`${label}: native batched / qlobber`, native / qlobber, 5),
-      check(`${label}: js batched / qlobber`, js / qlobber, 1.5),
+      check(`${label}: native batched / qlobber`, pairedSpeedup(native, qlobber), 5),
+      check(`${label}: js batched / qlobber`, pairedSpeedup(js, qlobber), 1.5),
     ];
   });
 }
