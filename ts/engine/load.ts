@@ -58,11 +58,17 @@ function packageVersion(root: string): string {
   return (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
-/** `glibc` or `musl` on Linux; undefined elsewhere. */
+let libcTag: 'glibc' | 'musl' | undefined | null = null;
+
+/** `glibc` or `musl` on Linux; undefined elsewhere. Asked once: a process report takes milliseconds. */
 export function libc(): 'glibc' | 'musl' | undefined {
-  if (process.platform !== 'linux') return undefined;
-  const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
-  return report?.header?.glibcVersionRuntime ? 'glibc' : 'musl';
+  if (libcTag !== null) return libcTag;
+  if (process.platform !== 'linux') libcTag = undefined;
+  else {
+    const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
+    libcTag = report?.header?.glibcVersionRuntime ? 'glibc' : 'musl';
+  }
+  return libcTag;
 }
 
 /** Where the prebuilt addon for this platform is expected, relative to the package root. */
