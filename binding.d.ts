@@ -8,42 +8,6 @@ export declare class ExternalObject<T> {
   }
 }
 
-/** One long-lived native trie. */
-export declare class NativeTopicTrie {
-  /** `max_name_bytes` applies to lite names only. */
-  constructor(dialectId: number, maxNameBytes: number)
-  /**
-   * The name's id; -1 for an invalid lite name, -2 for an invalid MQTT or NATS topic (the
-   * caller builds the typed error). Timestamps arrive validated: integers from 0.
-   */
-  add(name: string, timestampMs?: number | undefined | null): number
-  remove(name: string): boolean
-  /** The id, or -1 when the name is not stored. */
-  idOf(name: string): number
-  nameOf(id: number): string | null
-  get size(): number
-  clear(): void
-  /** The matching names NUL-joined (`""` for none), or `null` for an invalid pattern. */
-  expandJoined(pattern: string): string | null
-  /**
-   * Writes the matching ids into `out` as far as it has room and returns how many there are in
-   * all, or -1 for an invalid pattern.
-   */
-  expandInto(pattern: string, out: Uint32Array): number
-  /** How many names match, or -1 for an invalid pattern. */
-  count(pattern: string): number
-  /** One page of names in list order; `limit` `u32::MAX` means no limit. */
-  listJoined(prefix: string, limitNames: number, after?: string | undefined | null): NativeListPage
-  touch(name: string, timestampMs: number): boolean
-  /**
-   * Names idle since before `cutoff_ms`, oldest first, NUL-joined; `limit` `u32::MAX` means no
-   * limit.
-   */
-  idleSinceJoined(cutoffMs: number, limitNames: number): string
-  /** `[names, nodes, distinct segments, approximate bytes]`. */
-  stats(): Array<number>
-}
-
 /** Every stable error code, in registry order, so tests can compare them with the js engine's. */
 export declare function errorCodes(): Array<string>
 
@@ -113,6 +77,55 @@ export declare function patternIndexSize(handle: ExternalObject<'PatternIndex'>)
 
 /** `[entries, nodes, distinct segments, approximate bytes]`. */
 export declare function patternIndexStats(handle: ExternalObject<'PatternIndex'>): Array<number>
+
+/**
+ * The name's id; -1 for an invalid lite name, -2 for an invalid MQTT or NATS topic (the caller
+ * builds the typed error). Timestamps arrive validated: integers from 0.
+ */
+export declare function topicTrieAdd(handle: ExternalObject<'TopicTrie'>, name: string, timestampMs?: number | undefined | null): number
+
+export declare function topicTrieClear(handle: ExternalObject<'TopicTrie'>): void
+
+/** How many names match, or -1 for an invalid pattern. */
+export declare function topicTrieCount(handle: ExternalObject<'TopicTrie'>, pattern: string): number
+
+/**
+ * Writes the matching ids into `out` as far as it has room and returns how many there are in
+ * all, or -1 for an invalid pattern.
+ */
+export declare function topicTrieExpandInto(handle: ExternalObject<'TopicTrie'>, pattern: string, out: Uint32Array): number
+
+/**
+ * The matching names NUL-joined (`""` for none), or `null` for an invalid pattern. The names are
+ * written during the walk, so the whole answer crosses in this one call.
+ */
+export declare function topicTrieExpandJoined(handle: ExternalObject<'TopicTrie'>, pattern: string): string | null
+
+/**
+ * Names idle since before `cutoff_ms`, oldest first, NUL-joined; `limit` `u32::MAX` means no
+ * limit.
+ */
+export declare function topicTrieIdleSinceJoined(handle: ExternalObject<'TopicTrie'>, cutoffMs: number, limitNames: number): string
+
+/** The id, or -1 when the name is not stored. */
+export declare function topicTrieIdOf(handle: ExternalObject<'TopicTrie'>, name: string): number
+
+/** One page of names in list order; `limit` `u32::MAX` means no limit. */
+export declare function topicTrieListJoined(handle: ExternalObject<'TopicTrie'>, prefix: string, limitNames: number, after?: string | undefined | null): NativeListPage
+
+export declare function topicTrieNameOf(handle: ExternalObject<'TopicTrie'>, id: number): string | null
+
+/** `max_name_bytes` applies to lite names only. */
+export declare function topicTrieNew(dialectId: number, maxNameBytes: number): ExternalObject<'TopicTrie'>
+
+export declare function topicTrieRemove(handle: ExternalObject<'TopicTrie'>, name: string): boolean
+
+export declare function topicTrieSize(handle: ExternalObject<'TopicTrie'>): number
+
+/** `[names, nodes, distinct segments, approximate bytes]`. */
+export declare function topicTrieStats(handle: ExternalObject<'TopicTrie'>): Array<number>
+
+export declare function topicTrieTouch(handle: ExternalObject<'TopicTrie'>, name: string, timestampMs: number): boolean
 
 /** Validates a lite topic name against a byte limit; `null` when valid. */
 export declare function validateLiteTopic(name: string, maxBytes: number): NativeViolation | null

@@ -116,9 +116,9 @@ export function targetText(t: TargetCheck): string {
   return `${t.strict ? '>' : '≥'} ${figure(t.target)}×`;
 }
 
-function targetsTable(rows: readonly TargetCheck[]): Table {
+export function targetsTable(rows: readonly TargetCheck[], title = 'Targets (issue #2)'): Table {
   return {
-    title: 'Targets (issue #2)',
+    title,
     note: 'Speed ratios are paired by round: the median over rounds of the ratio of the two cases measured back to back in that round, which keeps the VM’s drift between rounds out of the comparison (the tables above divide overall medians instead).',
     headers: ['target', 'measured', 'required', 'result'],
     rows: rows.map((t) => [

@@ -111,7 +111,7 @@ function byImplementation<T extends { implementation: string }>(rows: readonly T
   return row;
 }
 
-function check(name: string, ratio: number, target: number, strict = false): TargetCheck {
+export function check(name: string, ratio: number, target: number, strict = false): TargetCheck {
   return { name, ratio, target, strict, pass: strict ? ratio > target : ratio >= target };
 }
 

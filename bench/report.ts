@@ -11,8 +11,10 @@ import { lib } from './lib.js';
 const { engineInfo } = lib;
 
 import { isNumericColumn } from './measure.js';
-import type { PatternBenchResult } from './pattern.js';
+import type { PatternBenchResult, TargetCheck } from './pattern.js';
 import { patternTables, type Table } from './pattern-print.js';
+import type { TrieBenchResult } from './trie.js';
+import { trieTables } from './trie-print.js';
 
 export const BENCH_DIR = __dirname;
 const RESULTS_DIR = join(BENCH_DIR, 'results');
@@ -28,12 +30,14 @@ export interface Environment {
   engine: EngineInfo;
 }
 
-export interface SuiteRecord {
-  suite: 'pattern';
+interface RecordOf<S extends string, R> {
+  suite: S;
   command: string;
   environment: Environment;
-  result: PatternBenchResult;
+  result: R;
 }
+
+export type SuiteRecord = RecordOf<'pattern', PatternBenchResult> | RecordOf<'trie', TrieBenchResult>;
 
 export function environment(): Environment {
   const manifest = JSON.parse(readFileSync(join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { version: string };
@@ -91,37 +95,43 @@ function markdownTable(table: Table): string {
   return [`### ${table.title}`, '', ...(table.note ? [table.note, ''] : []), ...lines].join('\n');
 }
 
-function environmentSection(record: SuiteRecord): string {
+/** `workload` is the suite's own line about its inputs (seed, sizes). */
+function environmentSection(record: SuiteRecord, workload: string): string {
   const env = record.environment;
-  const { config } = record.result;
+  const { timing } = record.result.config;
   return [
     `- Date: ${env.date}`,
     `- Machine: ${env.cpu}, ${env.cores} cores, ${(env.memoryBytes / 2 ** 30).toFixed(1)} GiB memory, ${env.platform}`,
     `- Node ${env.node}, litetopic ${env.packageVersion}, default engine ${env.engine.active}`,
     `- Reproduce: \`${record.command}\``,
-    `- Workload: seed ${config.seed}; ${config.topicsPerIteration} topics per reverse-lookup iteration; ` +
-      `${config.timing.timeMs} ms per case in ${config.timing.rounds} interleaved rounds (each figure is the median of ` +
+    `- Workload: ${workload}; ` +
+      `${timing.timeMs} ms per case in ${timing.rounds} interleaved rounds (each figure is the median of ` +
       `the rounds' medians; spread = range of the rounds' medians over that median)`,
   ].join('\n');
 }
 
-function patternSection(record: SuiteRecord): string {
-  const tables = patternTables(record.result);
+/** One sentence on the targets: all met, or which were missed or undecided. */
+function verdict(targets: readonly TargetCheck[], issue: string): string {
   const names = (pass: boolean | null) =>
-    record.result.targets
+    targets
       .filter((t) => t.pass === pass)
       .map((t) => codeSpans(t.name))
       .join('; ');
   const misses = names(false);
   const undecided = names(null);
-  const verdict = [
-    misses === '' ? 'Every measured target of issue #2 is met.' : `Missed: ${misses}.`,
+  return [
+    misses === '' ? `Every measured target of issue #${issue} is met.` : `Missed: ${misses}.`,
     ...(undecided === '' ? [] : [`Undecided (memory delta below noise): ${undecided}.`]),
   ].join(' ');
+}
+
+function patternSection(record: RecordOf<'pattern', PatternBenchResult>): string {
+  const tables = patternTables(record.result);
+  const { config } = record.result;
   return [
     '## Pattern engine',
     '',
-    environmentSection(record),
+    environmentSection(record, `seed ${config.seed}; ${config.topicsPerIteration} topics per reverse-lookup iteration`),
     '',
     'Workload: agent-bus names `tenantT__agentA__sessionS[__tool[__phase]]` (3–5 segments, Zipf tenants, agents and',
     'tools); subscriptions 80% exact names, 20% wildcards (`t__a__s__*`, `t__a__**`, `t__a__*__tool`, `t__**`,',
@@ -129,10 +139,36 @@ function patternSection(record: SuiteRecord): string {
     "every single-match implementation is checked against `matches()` on its batch, and both engines' ids and counts",
     "against qlobber's, topic by topic; every timed iteration checks its match count.",
     '',
-    verdict,
+    verdict(record.result.targets, '2'),
     '',
     ...tables.map((t) => `${markdownTable(t)}\n`),
   ].join('\n');
+}
+
+function trieSection(record: RecordOf<'trie', TrieBenchResult>): string {
+  const { config } = record.result;
+  return [
+    '## Topic-name trie',
+    '',
+    environmentSection(
+      record,
+      `seed ${config.seed}; ${config.names.toLocaleString('en-US')} distinct agent-bus names${config.quick ? ' (quick run)' : ''}`,
+    ),
+    '',
+    'Workload: distinct agent-bus names `tenantT__agentA__sessionS[__tool[__phase]]` (3–5 segments, Zipf tenants,',
+    'agents and tools; bench/workload.ts). The expand patterns run from one stored name of `tenant7` (an ordinary',
+    'tenant, about 2% of the names) through its session, agent and whole tenant to a leading wildcard, plus the',
+    'hottest tenant, `tenant0`; every timed iteration checks its match count against the linear scan. Speed targets',
+    "against the scan are paired by round; the memory and 36 µs targets compare this run's figure with the bar.",
+    '',
+    verdict(record.result.targets, '3'),
+    '',
+    ...trieTables(record.result).map((t) => `${markdownTable(t)}\n`),
+  ].join('\n');
+}
+
+function section(record: SuiteRecord): string {
+  return record.suite === 'pattern' ? patternSection(record) : trieSection(record);
 }
 
 /** Rewrites bench/RESULTS.md from the stored records. */
@@ -143,7 +179,7 @@ export function writeResultsMarkdown(records: readonly SuiteRecord[]): string {
     '',
     '<!-- Generated by `npm run bench` (bench/report.ts) from bench/results/*.json; do not edit by hand. -->',
     '',
-    ...records.map(patternSection),
+    ...records.map(section),
   ].join('\n');
   writeFileSync(file, `${body.trimEnd()}\n`);
   return file;

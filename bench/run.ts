@@ -5,8 +5,9 @@
  */
 import { runPatternBench } from './pattern.js';
 import { environment, readRecords, type SuiteRecord, writeRecord, writeResultsMarkdown } from './report.js';
+import { runTrieBench } from './trie.js';
 
-const SUITES = ['pattern'] as const;
+const SUITES = ['pattern', 'trie'] as const;
 type Suite = (typeof SUITES)[number];
 
 interface Options {
@@ -37,9 +38,14 @@ function printEnvironment(): void {
 }
 
 async function runSuite(suite: Suite, quick: boolean): Promise<void> {
-  const result = await runPatternBench({ quick });
+  const command = `npm run bench -- ${suite}`;
+  let record: SuiteRecord;
+  if (suite === 'pattern') {
+    record = { suite, command, environment: environment(), result: await runPatternBench({ quick }) };
+  } else {
+    record = { suite, command, environment: environment(), result: await runTrieBench({ quick }) };
+  }
   if (quick) return;
-  const record: SuiteRecord = { suite, command: `npm run bench -- ${suite}`, environment: environment(), result };
   console.log(`\nwrote ${writeRecord(record)}`);
 }
 

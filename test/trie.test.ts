@@ -228,6 +228,49 @@ describe.each(ENGINES)('%s engine', (engine) => {
   });
 });
 
+/** Multi-level names per dialect, with unusual but valid characters, and patterns over them. */
+const WALK_CASES: Record<DialectName, { names: string[]; patterns: string[] }> = {
+  lite: {
+    names: [
+      't1__a__s1',
+      't1__a__s1__x',
+      't1__a__s1__x__y',
+      't1',
+      't1__a___s',
+      't1___',
+      '_-__-_',
+      't1__b-c__s2__x',
+      `${'z'.repeat(30)}__${'Z9'.repeat(15)}`,
+      't10__a',
+    ],
+    patterns: ['**', 't1__**', 't1__*__*__x', '*__a__**', 't1__a__s1__*', 't1', '*', '_-__*'],
+  },
+  mqtt: {
+    names: ['a/b/c', 'a//c', '/', '//', 'a', 'a/b', '$sys/x', 'a/é/𝄞', 'a/ sp ace/%x!', 'a/b/c/d/e/f', '\u00a0/\uffff'],
+    patterns: ['#', 'a/#', '+/+/#', '+', 'a/+/c', '/#', '$sys/#', 'a/é/+', '+/+'],
+  },
+  nats: {
+    names: ['a.b.c', 'a.b', 'a.b.c.d', 'x.y', 'a.ü.c', 'a.$x.c', 'a.b-c_d/e.f'],
+    patterns: ['>', 'a.>', '*.b.*', 'a.*.c', '*.*', 'a.*.>'],
+  },
+};
+
+describe.each(ENGINES)('%s engine: expand writes names during the walk', (engine) => {
+  it.each(DIALECT_NAMES)('%s: the names of expandIds, in the same order', (dialect) => {
+    const { names, patterns } = WALK_CASES[dialect];
+    const trie = new TopicTrie({ dialect, engine });
+    for (const name of names) trie.add(name);
+    // A removed and re-added name lands elsewhere in creation order.
+    trie.remove(names[1] as string);
+    trie.add(names[1] as string);
+    for (const pattern of patterns) {
+      const expanded = trie.expand(pattern);
+      expect(expanded).toEqual([...trie.expandIds(pattern)].map((id) => trie.nameOf(id)));
+      expect(sorted(expanded)).toEqual(sorted(names.filter((n) => modelMatches(dialect, pattern, n))));
+    }
+  });
+});
+
 describe.runIf(ENGINES.length > 1)('engines agree', () => {
   it('on ids and on the order of expand results', () => {
     const tries = ENGINES.map((engine) => new TopicTrie({ engine }));
@@ -243,6 +286,7 @@ describe.runIf(ENGINES.length > 1)('engines agree', () => {
       for (const name of names) expect(other.idOf(name)).toBe(first.idOf(name));
       for (const pattern of ['**', 't1__**', '*__a3__*', 't2__*__s5', '*__*__*']) {
         expect(other.expand(pattern)).toEqual(first.expand(pattern));
+        expect(other.expandIds(pattern)).toEqual(first.expandIds(pattern));
       }
     }
   });
@@ -349,6 +393,10 @@ describe.each(DIALECT_NAMES)('%s dialect: trie ≡ model', (dialect) => {
             }
             const results = tries.map((trie) => trie.expand(pattern));
             for (const result of results) expect(sorted(result)).toEqual(expected);
+            // Names are written during the walk: the same as the names of the ids, in the same order.
+            for (const [i, trie] of tries.entries()) {
+              expect(results[i]).toEqual([...trie.expandIds(pattern)].map((id) => trie.nameOf(id)));
+            }
             for (const result of results.slice(1)) expect(result).toEqual(results[0]);
             if (modelValidPattern(dialect, pattern))
               for (const trie of tries) expect(trie.count(pattern)).toBe(expected.length);

@@ -90,6 +90,81 @@ export function expandIds(trie: JsTopicTrie, pattern: string): number[] | null {
   return out;
 }
 
+/**
+ * `collectSubtree`, handing out names instead of ids: each written as the walk reaches it, from the
+ * text of its parent and its own segment, rather than rebuilt from parent links afterwards. `path`
+ * is the text of `top`.
+ */
+function collectSubtreeNames(trie: JsTopicTrie, top: number, path: string, out: string[]): void {
+  if (trie.isName(top)) out.push(path);
+  const first = trie.children[top];
+  if (first === undefined) return;
+  const separator = trie.dialect.separator;
+  const iterators: Iterator<number>[] = [first.values()];
+  /** The text of the node whose children each iterator runs over. */
+  const prefixes: string[] = [path];
+  while (iterators.length > 0) {
+    const step = (iterators[iterators.length - 1] as Iterator<number>).next();
+    if (step.done === true) {
+      iterators.pop();
+      prefixes.pop();
+      continue;
+    }
+    const node = step.value;
+    const text = `${prefixes[prefixes.length - 1] as string}${separator}${trie.segments.text(trie.segment[node] as number)}`;
+    if (trie.isName(node)) out.push(text);
+    const map = trie.children[node];
+    if (map !== undefined) {
+      iterators.push(map.values());
+      prefixes.push(text);
+    }
+  }
+}
+
+/**
+ * The names `expandIds` would return the ids of, in the same order, or null for an invalid
+ * pattern. The walk keeps the text of each level as it goes down (a node on the stack with token
+ * index `at` is `at` levels deep), so a name costs one concatenation instead of a walk up its parents.
+ */
+export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null {
+  if (validatePattern(trie.dialect, pattern) !== null) return null;
+  const tokens = tokenize(pattern, trie.dialect);
+  const literals = literalIds(trie, tokens);
+  const separator = trie.dialect.separator;
+  const out: string[] = [];
+  /** `paths[d]`: the text of the node last reached at depth d (the root's is empty). */
+  const paths: string[] = [''];
+  const stack: number[] = trie.size > 0 ? [ROOT, 0] : [];
+  while (stack.length > 0) {
+    const at = stack.pop() as number;
+    const node = stack.pop() as number;
+    if (at > 0) {
+      const text = trie.segments.text(trie.segment[node] as number);
+      paths[at] = at === 1 ? text : `${paths[at - 1] as string}${separator}${text}`;
+    }
+    const path = paths[at] as string;
+    const token = tokens[at];
+    if (token === undefined) {
+      if (trie.isName(node)) out.push(path);
+    } else if (token.kind !== 'rest') {
+      pushNext(trie, node, token, literals[at] as number, at + 1, stack);
+    } else if (trie.dialect.name === 'mqtt' && node !== ROOT) {
+      // MQTT's `#` also matches the parent level: the node itself.
+      collectSubtreeNames(trie, node, path, out);
+    } else {
+      const map = trie.children[node];
+      if (map !== undefined) {
+        for (const child of map.values()) {
+          if (skipsDollar(trie, node, child)) continue;
+          const text = trie.segments.text(trie.segment[child] as number);
+          collectSubtreeNames(trie, child, node === ROOT ? text : `${path}${separator}${text}`, out);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 /** How many stored names `pattern` matches, or -1 for an invalid pattern. */
 export function countMatches(trie: JsTopicTrie, pattern: string): number {
   if (validatePattern(trie.dialect, pattern) !== null) return -1;

@@ -11,7 +11,7 @@ import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from './
 import { Interner } from './interner.js';
 import { IdleSet } from './trie-idle.js';
 import { listNames } from './trie-list.js';
-import { countMatches, expandIds, NONE, ROOT } from './trie-walk.js';
+import { countMatches, expandIds, expandNames, NONE, ROOT } from './trie-walk.js';
 
 /** `lastActive` of a node that is a prefix but not itself a name. */
 export const NOT_A_NAME = -1;
@@ -126,8 +126,7 @@ export class JsTopicTrie implements TopicTrieCore {
   }
 
   expand(pattern: string): string[] | null {
-    const ids = expandIds(this, pattern);
-    return ids === null ? null : ids.map((id) => this.nameOf(id) as string);
+    return expandNames(this, pattern);
   }
 
   expandInto(pattern: string, out: Uint32Array): number {

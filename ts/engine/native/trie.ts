@@ -1,75 +1,82 @@
 /**
- * Native adapter for the topic-name trie: one long-lived native object; lists of names cross as one
+ * Native adapter for the topic-name trie: one long-lived native handle; lists of names cross as one
  * NUL-joined string (NUL is invalid in every dialect's names), ids in typed arrays, so a bulk call
- * crosses the boundary once whatever the size of its answer.
+ * crosses the boundary once whatever the size of its answer. The binding exports free functions
+ * over the handle (see native/napi/src/index.rs for why).
  */
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
 import { DIALECTS } from '../js/dialect.js';
 import type { NativeBinding } from './binding.js';
+
+type Handle = ReturnType<NativeBinding['topicTrieNew']>;
 
 function split(joined: string): string[] {
   return joined === '' ? [] : joined.split('\0');
 }
 
 export class NativeTopicTrieAdapter implements TopicTrieCore {
-  private readonly native: InstanceType<NativeBinding['NativeTopicTrie']>;
+  private readonly handle: Handle;
 
-  constructor(binding: NativeBinding, dialect: DialectName, maxNameBytes: number) {
-    this.native = new binding.NativeTopicTrie(DIALECTS[dialect].id, maxNameBytes);
+  constructor(
+    private readonly binding: NativeBinding,
+    dialect: DialectName,
+    maxNameBytes: number,
+  ) {
+    this.handle = binding.topicTrieNew(DIALECTS[dialect].id, maxNameBytes);
   }
 
   add(name: string, timestampMs: number | undefined): number {
-    return this.native.add(name, timestampMs);
+    return this.binding.topicTrieAdd(this.handle, name, timestampMs);
   }
 
   remove(name: string): boolean {
-    return this.native.remove(name);
+    return this.binding.topicTrieRemove(this.handle, name);
   }
 
   idOf(name: string): number {
-    return this.native.idOf(name);
+    return this.binding.topicTrieIdOf(this.handle, name);
   }
 
   nameOf(id: number): string | undefined {
-    return this.native.nameOf(id) ?? undefined;
+    return this.binding.topicTrieNameOf(this.handle, id) ?? undefined;
   }
 
   get size(): number {
-    return this.native.size;
+    return this.binding.topicTrieSize(this.handle);
   }
 
   expand(pattern: string): string[] | null {
-    const joined = this.native.expandJoined(pattern);
+    const joined = this.binding.topicTrieExpandJoined(this.handle, pattern);
     return joined === null || joined === undefined ? null : split(joined);
   }
 
   expandInto(pattern: string, out: Uint32Array): number {
-    return this.native.expandInto(pattern, out);
+    return this.binding.topicTrieExpandInto(this.handle, pattern, out);
   }
 
   count(pattern: string): number {
-    return this.native.count(pattern);
+    return this.binding.topicTrieCount(this.handle, pattern);
   }
 
   list(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean } {
-    const page = this.native.listJoined(prefix, limit, after);
+    const page = this.binding.topicTrieListJoined(this.handle, prefix, limit, after);
     return { names: split(page.names), more: page.more };
   }
 
   touch(name: string, timestampMs: number): boolean {
-    return this.native.touch(name, timestampMs);
+    return this.binding.topicTrieTouch(this.handle, name, timestampMs);
   }
 
   idleSince(cutoffMs: number, limit: number): string[] {
-    return split(this.native.idleSinceJoined(cutoffMs, limit));
+    return split(this.binding.topicTrieIdleSinceJoined(this.handle, cutoffMs, limit));
   }
 
   clear(): void {
-    this.native.clear();
+    this.binding.topicTrieClear(this.handle);
   }
 
   stats(): TopicTrieStats {
-    const [names = 0, nodes = 0, segments = 0, approximateBytes = 0] = this.native.stats();
+    const [names = 0, nodes = 0, segments = 0, approximateBytes = 0] = this.binding.topicTrieStats(this.handle);
     return { names, nodes, segments, approximateBytes };
   }
 }

@@ -104,7 +104,7 @@ impl TopicTrie {
         }
     }
 
-    fn segment_text(&self, node: u32) -> &str {
+    pub(super) fn segment_text(&self, node: u32) -> &str {
         self.segments.text(self.nodes[node as usize].segment)
     }
 

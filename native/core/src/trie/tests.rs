@@ -23,11 +23,25 @@ fn lite() -> TopicTrie {
     TopicTrie::new(Dialect::Lite, MAX_LITE_TOPIC_BYTES)
 }
 
+/// The names `pattern` matches, sorted; checks on the way that the names written during the walk
+/// are those of the ids, in the same order.
 fn expand(trie: &mut TopicTrie, pattern: &str) -> Vec<String> {
-    let mut ids = Vec::new();
-    trie.expand_into(pattern, &mut ids).unwrap();
-    let mut names: Vec<String> = ids.iter().map(|&id| trie.name_of(id).unwrap()).collect();
+    let mut names = expand_in_walk_order(trie, pattern);
     names.sort();
+    names
+}
+
+fn expand_in_walk_order(trie: &mut TopicTrie, pattern: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let count = trie.expand_into(pattern, &mut ids).unwrap();
+    let names: Vec<String> = ids.iter().map(|&id| trie.name_of(id).unwrap()).collect();
+    let mut joined = String::from("before");
+    assert_eq!(trie.expand_joined(pattern, &mut joined).unwrap(), count);
+    let written: Vec<&str> = match joined.strip_prefix("before").unwrap() {
+        "" if count == 0 => Vec::new(),
+        rest => rest.split('\0').collect(),
+    };
+    assert_eq!(written, names, "{pattern}: names written during the walk");
     names
 }
 
@@ -323,4 +337,67 @@ fn deep_names_round_trip() {
     let id = trie.add(&name, None).unwrap();
     assert_eq!(trie.name_of(id).as_deref(), Some(name.as_str()));
     assert_eq!(trie.count("s0.>").unwrap(), 1);
+}
+
+/// Names written during the walk equal the names of the ids, in order, on a multi-level tree with
+/// names at several depths, empty MQTT levels and non-ASCII segments.
+#[test]
+fn expand_writes_names_in_walk_order() {
+    let cases: [(Dialect, &[&str], &[&str]); 3] = [
+        (
+            Dialect::Lite,
+            &[
+                "t1__a__s1",
+                "t1__a__s1__x",
+                "t1__a__s1__x__y",
+                "t1__b__s2",
+                "t1",
+                "t2__a__s1__x",
+                "t1__a___s",
+                "t1__a__s1__z",
+                "t10__a",
+            ],
+            &[
+                "**",
+                "t1__**",
+                "t1__*__*__x",
+                "*__a__**",
+                "t1__a__s1__*",
+                "t1",
+                "*",
+                "t9__**",
+            ],
+        ),
+        (
+            Dialect::Mqtt,
+            &["a/b/c", "a//c", "/", "a", "a/b", "$sys/x", "a/é/𝄞", "a/b/c/d/e/f"],
+            &["#", "a/#", "+/+/#", "+", "a/+/c", "/#", "$sys/#", "a/é/+"],
+        ),
+        (
+            Dialect::Nats,
+            &["a.b.c", "a.b", "a.b.c.d", "x.y", "a.ü.c"],
+            &[">", "a.>", "*.b.*", "a.*.c", "*.*"],
+        ),
+    ];
+    for (dialect, names, patterns) in cases {
+        let mut trie = TopicTrie::new(dialect, MAX_LITE_TOPIC_BYTES);
+        for name in names {
+            trie.add(name, None).unwrap();
+        }
+        trie.remove(names[1]);
+        trie.add(names[1], None).unwrap();
+        for pattern in patterns {
+            let walked = expand_in_walk_order(&mut trie, pattern);
+            let compiled = Pattern::compile(pattern, dialect).unwrap();
+            let mut expected: Vec<String> = names
+                .iter()
+                .filter(|n| compiled.matches(n))
+                .map(|n| n.to_string())
+                .collect();
+            expected.sort();
+            let mut got = walked.clone();
+            got.sort();
+            assert_eq!(got, expected, "{} {pattern}", dialect.name());
+        }
+    }
 }

@@ -1,0 +1,97 @@
+/**
+ * The trie suite's figures as tables: the same headers and cells feed the console (aligned text)
+ * and bench/RESULTS.md (markdown), as pattern-print.ts does for the pattern suite.
+ */
+import { figure, type Measurement, textTable } from './measure.js';
+import { type Table, targetsTable } from './pattern-print.js';
+import type { TrieBenchResult } from './trie.js';
+
+function mebibytes(bytes: number): string {
+  return `${figure(bytes / 2 ** 20)} MiB`;
+}
+
+function memoryTable(result: Pick<TrieBenchResult, 'config' | 'memory'>): Table {
+  return {
+    title: `Build and memory (${result.config.names.toLocaleString('en-US')} names, fresh process per engine)`,
+    note:
+      'Deltas over a baseline taken after the names were generated and the engine loaded, after global.gc(); the ' +
+      'native trie lives outside the JS heap, so its RSS growth is its cost.',
+    headers: ['engine', 'names', 'build ms', 'rss Δ', 'heapUsed Δ', 'external Δ', 'stats().approximateBytes', 'nodes'],
+    rows: result.memory.map((m) => [
+      m.kind,
+      figure(m.names),
+      figure(m.buildMs),
+      mebibytes(m.rssBytes),
+      mebibytes(m.heapUsedBytes),
+      mebibytes(m.externalBytes),
+      mebibytes(m.approximateBytes),
+      figure(m.nodes),
+    ]),
+  };
+}
+
+function expandTable(rows: TrieBenchResult['expand']): Table {
+  return {
+    title: 'expand vs a linear scan with a compiled matcher (µs per call)',
+    note:
+      '`expand` returns the names (built during the walk; on native one NUL-joined string across), `expandIds` fills ' +
+      'a reused Uint32Array. The scan runs a compiled js Matcher over every stored name. The × columns are scan time ' +
+      'over expand (names) time, paired by round.',
+    headers: ['pattern', 'matched', 'native µs', 'js µs', 'native ids µs', 'js ids µs', 'scan µs', 'native ×', 'js ×'],
+    rows: rows.map((r) => [
+      r.pattern,
+      figure(r.matched),
+      figure(r.nativeNs / 1000),
+      figure(r.jsNs / 1000),
+      figure(r.nativeIdsNs / 1000),
+      figure(r.jsIdsNs / 1000),
+      figure(r.scanNs / 1000),
+      `${figure(r.nativeSpeedup)}×`,
+      `${figure(r.jsSpeedup)}×`,
+    ]),
+  };
+}
+
+function timesTable(title: string, rows: readonly Measurement[], note?: string): Table {
+  return {
+    title,
+    ...(note === undefined ? {} : { note }),
+    headers: ['case', 'median µs', 'spread %'],
+    rows: rows.map((m) => [m.name, figure(m.medianNs / 1000), figure(m.spreadPercent)]),
+  };
+}
+
+/** The tables for whichever sections `result` holds, in suite order. */
+export function trieTables(result: Partial<TrieBenchResult>): Table[] {
+  const tables: Table[] = [];
+  if (result.memory && result.config) tables.push(memoryTable({ config: result.config, memory: result.memory }));
+  if (result.expand) tables.push(expandTable(result.expand));
+  if (result.smallShape) {
+    tables.push(
+      timesTable(
+        '1,000 names × 5 patterns (one iteration expands all five; target under 36 µs)',
+        result.smallShape,
+        'The shape the RocketMQ design measured at about 360 µs.',
+      ),
+    );
+  }
+  if (result.idle) {
+    tables.push(
+      timesTable(
+        'idleSince with 1% idle',
+        result.idle,
+        'The same idle count among all the names and among a tenth of them: the cost follows the answer.',
+      ),
+    );
+  }
+  if (result.targets) tables.push(targetsTable(result.targets, 'Targets (issue #3)'));
+  return tables;
+}
+
+export function printTrieResult(result: Partial<TrieBenchResult>): void {
+  for (const table of trieTables(result)) {
+    console.log(`\n## ${table.title}`);
+    if (table.note) console.log(table.note);
+    console.log(textTable(table.headers, table.rows));
+  }
+}
