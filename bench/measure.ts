@@ -161,3 +161,15 @@ export function textTable(headers: readonly string[], rows: readonly (readonly s
       .trimEnd();
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
+
+/**
+ * Memory after a full collection, for the fresh-process memory measurements (run with
+ * `--expose-gc`). Twice: the first pass can leave work (weak references, finalizers) for the second.
+ */
+export function collectedMemory(): NodeJS.MemoryUsage {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error('run with --expose-gc');
+  gc();
+  gc();
+  return process.memoryUsage();
+}

@@ -4,7 +4,9 @@
  *   node --expose-gc --import tsx bench/pattern-memory.ts <native|js|qlobber> <patterns> <seed>
  * A fresh process per index keeps one index's garbage and heap growth out of another's figures.
  */
+
 import { lib } from './lib.js';
+import { collectedMemory } from './measure.js';
 
 const { PatternIndex } = lib;
 
@@ -25,25 +27,16 @@ export interface MemorySample {
   buildMs: number;
 }
 
-function collect(): NodeJS.MemoryUsage {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error('run with --expose-gc');
-  // Twice: the first pass can leave work (weak references, finalizers) for the second.
-  gc();
-  gc();
-  return process.memoryUsage();
-}
-
 function build(kind: Kind, patterns: number, seed: number): MemorySample {
   // Inputs and loaded code exist before the baseline, so only the index itself is counted.
   const subscriptions = makeSubscriptions(patterns, seed);
   if (kind !== 'qlobber') new PatternIndex({ engine: kind }).add('warm__up', 0);
   else buildQlobber([{ pattern: 'warm__**', id: 0 }]);
-  const before = collect();
+  const before = collectedMemory();
   const started = performance.now();
   const index = kind === 'qlobber' ? buildQlobber(subscriptions) : buildIndex(kind, subscriptions);
   const buildMs = performance.now() - started;
-  const after = collect();
+  const after = collectedMemory();
   const approximateBytes = index instanceof PatternIndex ? index.stats().approximateBytes : null;
   // Both stay reachable until after the measurement.
   if (subscriptions.length !== patterns || (index instanceof PatternIndex && index.size !== patterns)) {

@@ -4,7 +4,9 @@
  *   node --expose-gc --import tsx bench/trie-memory.ts <native|js> <names> <seed>
  * A fresh process per engine keeps one trie's garbage out of the other's figures.
  */
+
 import { lib } from './lib.js';
+import { collectedMemory } from './measure.js';
 import { makeTopics } from './workload.js';
 
 const KINDS = ['native', 'js'] as const;
@@ -34,24 +36,16 @@ export function distinctNames(n: number, seed: number): string[] {
   return [...names];
 }
 
-function collect(): NodeJS.MemoryUsage {
-  const gc = (globalThis as { gc?: () => void }).gc;
-  if (gc === undefined) throw new Error('run with --expose-gc');
-  gc();
-  gc();
-  return process.memoryUsage();
-}
-
 function build(kind: Kind, count: number, seed: number): TrieMemorySample {
   // Inputs and loaded code exist before the baseline, so only the trie itself is counted.
   const names = distinctNames(count, seed);
   new lib.TopicTrie({ engine: kind }).add('warm__up');
-  const before = collect();
+  const before = collectedMemory();
   const started = performance.now();
   const trie = new lib.TopicTrie({ engine: kind });
   for (let i = 0; i < names.length; i++) trie.add(names[i] as string, i);
   const buildMs = performance.now() - started;
-  const after = collect();
+  const after = collectedMemory();
   // The names stay reachable until after the measurement: the native engine copied them, and their
   // collection would otherwise be counted against its growth.
   if (trie.size !== count || names.length !== count) throw new Error('trie lost names');

@@ -16,6 +16,9 @@ pub mod limits;
 pub mod pattern;
 pub mod trie;
 
+#[cfg(test)]
+mod test_rng;
+
 pub use dialect::Dialect;
 pub use error::{ErrorCode, Reason, Violation};
 pub use index::PatternIndex;

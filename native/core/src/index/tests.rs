@@ -1,20 +1,6 @@
 use super::*;
 use crate::pattern::Pattern;
-
-/// A small deterministic generator, so the randomized comparison below is reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
+use crate::test_rng::Rng;
 
 fn random_pattern(rng: &mut Rng, dialect: Dialect) -> String {
     let words = ["a", "b", "c", "", "$s"];

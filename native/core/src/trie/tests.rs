@@ -2,22 +2,8 @@ use super::list::compare_segments;
 use super::*;
 use crate::limits::MAX_LITE_TOPIC_BYTES;
 use crate::pattern::Pattern;
+use crate::test_rng::Rng;
 use std::cmp::Ordering;
-
-/// A small deterministic generator, so the randomized comparison below is reproducible.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 fn lite() -> TopicTrie {
     TopicTrie::new(Dialect::Lite, MAX_LITE_TOPIC_BYTES)
