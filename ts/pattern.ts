@@ -71,16 +71,25 @@ export function validatePattern(pattern: string, options?: PatternOptions): Vali
   return violation === null ? { ok: true } : { ok: false, ...violation };
 }
 
-/** Validates a lite topic name: 1..`maxBytes` (default 64) UTF-8 bytes of `[A-Za-z0-9_-]`. */
-export function validateLiteTopic(name: string, options?: LiteTopicOptions): ValidationResult {
-  const maxBytes = options?.maxBytes ?? MAX_LITE_TOPIC_BYTES;
-  if (!Number.isInteger(maxBytes) || maxBytes < 1 || maxBytes > MAX_LITE_TOPIC_BYTES_CEILING) {
-    throw new InvalidArgumentError(`maxBytes must be an integer from 1 to ${MAX_LITE_TOPIC_BYTES_CEILING}`, {
-      value: maxBytes,
+/**
+ * A lite topic name length limit from the options: default 64, else an integer from 1 to 1024.
+ * Internal: shared with ts/trie.ts.
+ */
+export function requireNameLimit(value: number | undefined, option: string): number {
+  const limit = value ?? MAX_LITE_TOPIC_BYTES;
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LITE_TOPIC_BYTES_CEILING) {
+    throw new InvalidArgumentError(`${option} must be an integer from 1 to ${MAX_LITE_TOPIC_BYTES_CEILING}`, {
+      value: limit,
       limit: MAX_LITE_TOPIC_BYTES_CEILING,
-      actual: maxBytes,
+      actual: limit,
     });
   }
+  return limit;
+}
+
+/** Validates a lite topic name: 1..`maxBytes` (default 64) UTF-8 bytes of `[A-Za-z0-9_-]`. */
+export function validateLiteTopic(name: string, options?: LiteTopicOptions): ValidationResult {
+  const maxBytes = requireNameLimit(options?.maxBytes, 'maxBytes');
   const violation = getEngine(options?.engine).validateLiteTopic(requireString(name, 'name'), maxBytes);
   return violation === null ? { ok: true } : { ok: false, ...violation };
 }

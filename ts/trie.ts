@@ -4,9 +4,8 @@
  * docs/TRIE.md). Options `{ dialect?, engine?, maxNameBytes? }` as elsewhere in the package.
  */
 import { type DialectName, type Engine, type EngineName, NO_LIMIT, type TopicTrieCore } from './engine/contract.js';
-import { MAX_LITE_TOPIC_BYTES, MAX_LITE_TOPIC_BYTES_CEILING } from './engine/js/limits.js';
 import { InvalidArgumentError, InvalidLiteTopicError, type InvalidPatternError, InvalidTopicError } from './errors.js';
-import { invalidPattern, type PatternOptions, requireString, resolve } from './pattern.js';
+import { invalidPattern, type PatternOptions, requireNameLimit, requireString, resolve } from './pattern.js';
 
 export type { TopicTrieStats } from './engine/contract.js';
 
@@ -71,14 +70,7 @@ export class TopicTrie {
   /** Throws `InvalidArgumentError` for an unknown dialect or engine, or a bad `maxNameBytes`. */
   constructor(options?: TopicTrieOptions) {
     const { engine, dialect } = resolve(options);
-    const maxNameBytes = options?.maxNameBytes ?? MAX_LITE_TOPIC_BYTES;
-    if (!Number.isInteger(maxNameBytes) || maxNameBytes < 1 || maxNameBytes > MAX_LITE_TOPIC_BYTES_CEILING) {
-      throw new InvalidArgumentError(`maxNameBytes must be an integer from 1 to ${MAX_LITE_TOPIC_BYTES_CEILING}`, {
-        value: maxNameBytes,
-        limit: MAX_LITE_TOPIC_BYTES_CEILING,
-        actual: maxNameBytes,
-      });
-    }
+    const maxNameBytes = requireNameLimit(options?.maxNameBytes, 'maxNameBytes');
     this.dialect = dialect;
     this.engine = engine.name;
     this.maxNameBytes = maxNameBytes;

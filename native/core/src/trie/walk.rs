@@ -16,6 +16,10 @@ use crate::dialect::Dialect;
 use crate::error::Violation;
 use crate::pattern::{tokenize, Token};
 
+/// What a walk starts from: the pattern's tokens, their literal segment ids, and the stack of
+/// (node, token index) still to visit.
+type Walk = (Vec<Token>, Vec<u32>, Vec<(u32, u32)>);
+
 /// Where a walk puts what it finds: ids, or names written out during the walk.
 trait Sink {
     /// Whether the walk keeps the path of the current node (the name so far) as it goes.
@@ -65,14 +69,7 @@ impl TopicTrie {
     }
 
     fn expand_walk<S: Sink>(&mut self, pattern: &str, sink: &mut S) -> Result<usize, Violation> {
-        self.dialect.validate_pattern(pattern)?;
-        let tokens = tokenize(pattern, self.dialect);
-        let literals = self.literal_ids(&tokens);
-        let mut stack = std::mem::take(&mut self.stack);
-        stack.clear();
-        if self.names > 0 {
-            stack.push((ROOT, 0));
-        }
+        let (tokens, literals, mut stack) = self.start_walk(pattern)?;
         let separator = self.dialect.separator();
         // The text of the node being visited, and `ends[d]` the length of its prefix of depth d.
         // A node on the stack with token index `at` is `at` levels deep (every token before it took
@@ -130,8 +127,10 @@ impl TopicTrie {
         Ok(found)
     }
 
-    /// How many stored names `pattern` matches, without listing them.
-    pub fn count(&mut self, pattern: &str) -> Result<usize, Violation> {
+    /// Validates and tokenizes `pattern`, resolves its literal segments to ids, and hands out the
+    /// reusable walk stack holding the root (empty when there are no names). The caller puts the
+    /// stack back into `self.stack` when done.
+    fn start_walk(&mut self, pattern: &str) -> Result<Walk, Violation> {
         self.dialect.validate_pattern(pattern)?;
         let tokens = tokenize(pattern, self.dialect);
         let literals = self.literal_ids(&tokens);
@@ -140,6 +139,12 @@ impl TopicTrie {
         if self.names > 0 {
             stack.push((ROOT, 0));
         }
+        Ok((tokens, literals, stack))
+    }
+
+    /// How many stored names `pattern` matches, without listing them.
+    pub fn count(&mut self, pattern: &str) -> Result<usize, Violation> {
+        let (tokens, literals, mut stack) = self.start_walk(pattern)?;
         let mut total = 0;
         while let Some((node, at)) = stack.pop() {
             match tokens.get(at as usize) {
