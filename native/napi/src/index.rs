@@ -75,9 +75,7 @@ pub fn pattern_index_match_into(
     topic: String,
     mut out: Uint32Array,
 ) -> u32 {
-    // SAFETY: this call runs synchronously on the JavaScript thread, so nothing else reads or
-    // writes the caller's array while the slice lives.
-    let out: &mut [u32] = unsafe { out.as_mut() };
+    let out = crate::out_slice(&mut out);
     let mut scratch = handle.scratch.borrow_mut();
     scratch.clear();
     let count = handle.index.borrow_mut().match_into(&topic, &mut scratch);
@@ -94,8 +92,7 @@ pub fn pattern_index_match_counts_joined(
     topics_joined: String,
     mut out: Uint32Array,
 ) -> i64 {
-    // SAFETY: as in `pattern_index_match_into`.
-    let out: &mut [u32] = unsafe { out.as_mut() };
+    let out = crate::out_slice(&mut out);
     let mut index = handle.index.borrow_mut();
     let mut topics = topics_joined.split('\0');
     let mut total = 0i64;

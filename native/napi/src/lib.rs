@@ -44,6 +44,16 @@ pub fn limits() -> Vec<(String, u32)> {
     ]
 }
 
+/// The caller's typed array as a mutable slice.
+///
+/// Every export that fills a caller-owned array runs synchronously on the JavaScript thread, so
+/// nothing else reads or writes the array while the slice lives: the one reason these writes are
+/// sound, kept here rather than repeated at each use.
+pub(crate) fn out_slice(out: &mut napi::bindgen_prelude::Uint32Array) -> &mut [u32] {
+    // SAFETY: see above; the slice does not outlive the synchronous call that borrowed `out`.
+    unsafe { out.as_mut() }
+}
+
 pub(crate) fn dialect(id: u32) -> Result<Dialect> {
     Dialect::from_id(id).ok_or_else(|| Error::new(Status::InvalidArg, format!("unknown dialect id {id}")))
 }

@@ -139,9 +139,7 @@ pub fn topic_trie_expand_into(
     pattern: String,
     mut out: Uint32Array,
 ) -> i64 {
-    // SAFETY: this call runs synchronously on the JavaScript thread, so nothing else reads or
-    // writes the caller's array while the slice lives.
-    let out: &mut [u32] = unsafe { out.as_mut() };
+    let out = crate::out_slice(&mut out);
     let mut ids = handle.ids.borrow_mut();
     ids.clear();
     let Ok(count) = handle.trie.borrow_mut().expand_into(&pattern, &mut ids) else {
