@@ -90,7 +90,7 @@ export function listNames(
     // No cursor, or one before every name under the prefix: from the beginning.
     if (top !== ROOT && trie.isName(top)) {
       if (limit === 0) return { ids, more: true };
-      ids.push(top);
+      ids.push(trie.nodeName[top] as number);
     }
     frames.push({ children: sortedChildren(trie, top), taken: 0 });
   } else {
@@ -106,7 +106,7 @@ export function listNames(
     // Every node but the root holds at least one name, so one more follows.
     if (ids.length === limit) return { ids, more: true };
     frame.taken++;
-    if (trie.isName(next)) ids.push(next);
+    if (trie.isName(next)) ids.push(trie.nodeName[next] as number);
     if (trie.children[next] !== undefined) frames.push({ children: sortedChildren(trie, next), taken: 0 });
   }
   return { ids, more: false };

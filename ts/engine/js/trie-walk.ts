@@ -2,7 +2,9 @@
  * Pattern walks over the js trie, mirroring `native/core/src/trie/walk.rs`: a literal token is one
  * edge lookup, the one-segment wildcard takes each child, and the trailing wildcard takes a whole
  * subtree without matching any name (counted in O(1) from the per-node name counts). The stack
- * discipline and child order are Rust's, so both engines return names in the same order.
+ * discipline and child order are Rust's, so both engines return names in the same order. (Rust also
+ * lays its nodes out again in walk order now and then, compact.rs; the js engine keeps creation order,
+ * which changes its speed, not its answers.)
  */
 import { validatePattern } from './dialect.js';
 import { type Token, tokenize } from './pattern.js';
@@ -32,33 +34,42 @@ function literalIds(trie: JsTopicTrie, tokens: readonly Token[]): number[] {
 
 /** Pushes (node, next token) pairs: the literal's child, or every child for the one-segment wildcard. */
 function pushNext(trie: JsTopicTrie, node: number, token: Token, segment: number, next: number, stack: number[]): void {
-  const map = trie.children[node];
-  if (map === undefined) return;
   if (token.kind === 'literal') {
-    const child = segment === NONE ? undefined : map.get(segment);
+    const child = segment === NONE ? undefined : trie.children[node]?.get(segment);
     if (child !== undefined) stack.push(child, next);
     return;
   }
-  for (const child of map.values()) if (!skipsDollar(trie, node, child)) stack.push(child, next);
+  const { nextSibling } = trie;
+  for (let child = trie.firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
+    if (!skipsDollar(trie, node, child)) stack.push(child, next);
+  }
 }
 
-/** Appends every name in the subtree of `top`, `top` included, depth first, children in order. */
+/**
+ * Appends the id of every name in the subtree of `top`, `top` included, depth first, children in
+ * order. Follows the parent and sibling links instead of keeping a stack, as Rust does (an MQTT
+ * name can be tens of thousands of levels deep, too deep to recurse).
+ */
 function collectSubtree(trie: JsTopicTrie, top: number, out: number[]): void {
-  if (trie.isName(top)) out.push(top);
-  const first = trie.children[top];
-  if (first === undefined) return;
-  // Iterators, not recursion: an MQTT name can be tens of thousands of levels deep.
-  const iterators: Iterator<number>[] = [first.values()];
-  while (iterators.length > 0) {
-    const step = (iterators[iterators.length - 1] as Iterator<number>).next();
-    if (step.done === true) {
-      iterators.pop();
+  const { nodeName, firstChild, nextSibling, parent } = trie;
+  let node = top;
+  for (;;) {
+    const id = nodeName[node] as number;
+    if (id !== NONE) out.push(id);
+    const first = firstChild[node] as number;
+    if (first !== NONE) {
+      node = first;
       continue;
     }
-    const node = step.value;
-    if (trie.isName(node)) out.push(node);
-    const map = trie.children[node];
-    if (map !== undefined) iterators.push(map.values());
+    for (;;) {
+      if (node === top) return;
+      const next = nextSibling[node] as number;
+      if (next !== NONE) {
+        node = next;
+        break;
+      }
+      node = parent[node] as number;
+    }
   }
 }
 
@@ -74,16 +85,16 @@ export function expandIds(trie: JsTopicTrie, pattern: string): number[] | null {
     const node = stack.pop() as number;
     const token = tokens[at];
     if (token === undefined) {
-      if (trie.isName(node)) out.push(node);
+      if (trie.isName(node)) out.push(trie.nodeName[node] as number);
     } else if (token.kind !== 'rest') {
       pushNext(trie, node, token, literals[at] as number, at + 1, stack);
     } else if (trie.dialect.name === 'mqtt' && node !== ROOT) {
       // MQTT's `#` also matches the parent level: the node itself.
       collectSubtree(trie, node, out);
     } else {
-      const map = trie.children[node];
-      if (map !== undefined) {
-        for (const child of map.values()) if (!skipsDollar(trie, node, child)) collectSubtree(trie, child, out);
+      const { nextSibling } = trie;
+      for (let child = trie.firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
+        if (!skipsDollar(trie, node, child)) collectSubtree(trie, child, out);
       }
     }
   }
@@ -91,77 +102,15 @@ export function expandIds(trie: JsTopicTrie, pattern: string): number[] | null {
 }
 
 /**
- * `collectSubtree`, handing out names instead of ids: each written as the walk reaches it, from the
- * text of its parent and its own segment, rather than rebuilt from parent links afterwards. `path`
- * is the text of `top`.
- */
-function collectSubtreeNames(trie: JsTopicTrie, top: number, path: string, out: string[]): void {
-  if (trie.isName(top)) out.push(path);
-  const first = trie.children[top];
-  if (first === undefined) return;
-  const separator = trie.dialect.separator;
-  const iterators: Iterator<number>[] = [first.values()];
-  /** The text of the node whose children each iterator runs over. */
-  const prefixes: string[] = [path];
-  while (iterators.length > 0) {
-    const step = (iterators[iterators.length - 1] as Iterator<number>).next();
-    if (step.done === true) {
-      iterators.pop();
-      prefixes.pop();
-      continue;
-    }
-    const node = step.value;
-    const text = `${prefixes[prefixes.length - 1] as string}${separator}${trie.segments.text(trie.segment[node] as number)}`;
-    if (trie.isName(node)) out.push(text);
-    const map = trie.children[node];
-    if (map !== undefined) {
-      iterators.push(map.values());
-      prefixes.push(text);
-    }
-  }
-}
-
-/**
  * The names `expandIds` would return the ids of, in the same order, or null for an invalid
- * pattern. The walk keeps the text of each level as it goes down (a node on the stack with token
- * index `at` is `at` levels deep), so a name costs one concatenation instead of a walk up its parents.
+ * pattern: each id's text, kept since `add`, so a name costs an array read.
  */
 export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null {
-  if (validatePattern(trie.dialect, pattern) !== null) return null;
-  const tokens = tokenize(pattern, trie.dialect);
-  const literals = literalIds(trie, tokens);
-  const separator = trie.dialect.separator;
-  const out: string[] = [];
-  /** `paths[d]`: the text of the node last reached at depth d (the root's is empty). */
-  const paths: string[] = [''];
-  const stack: number[] = trie.size > 0 ? [ROOT, 0] : [];
-  while (stack.length > 0) {
-    const at = stack.pop() as number;
-    const node = stack.pop() as number;
-    if (at > 0) {
-      const text = trie.segments.text(trie.segment[node] as number);
-      paths[at] = at === 1 ? text : `${paths[at - 1] as string}${separator}${text}`;
-    }
-    const path = paths[at] as string;
-    const token = tokens[at];
-    if (token === undefined) {
-      if (trie.isName(node)) out.push(path);
-    } else if (token.kind !== 'rest') {
-      pushNext(trie, node, token, literals[at] as number, at + 1, stack);
-    } else if (trie.dialect.name === 'mqtt' && node !== ROOT) {
-      // MQTT's `#` also matches the parent level: the node itself.
-      collectSubtreeNames(trie, node, path, out);
-    } else {
-      const map = trie.children[node];
-      if (map !== undefined) {
-        for (const child of map.values()) {
-          if (skipsDollar(trie, node, child)) continue;
-          const text = trie.segments.text(trie.segment[child] as number);
-          collectSubtreeNames(trie, child, node === ROOT ? text : `${path}${separator}${text}`, out);
-        }
-      }
-    }
-  }
+  const ids = expandIds(trie, pattern);
+  if (ids === null) return null;
+  const { nameText } = trie;
+  const out = new Array<string>(ids.length);
+  for (let i = 0; i < ids.length; i++) out[i] = nameText[ids[i] as number] as string;
   return out;
 }
 

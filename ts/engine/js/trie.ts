@@ -1,10 +1,12 @@
 /**
  * The topic-name trie, mirroring `native/core/src/trie/`: one node per name prefix over interned
- * segment ids; a name's id is its terminal node, so no full name is stored (`nameOf` walks parents,
- * `idOf` walks down). Nodes are parallel typed arrays (parent, segment, names in the subtree, last
- * activity), children a Map per node with children (segment id → child, in order of creation, which
- * is also the Rust engine's sibling order). Ids are allocated and freed exactly as in Rust, so both
- * engines hand out the same ids for the same history. Walks live in trie-walk.ts and trie-list.ts.
+ * segment ids; a name's terminal node holds its name id (`idOf` walks down). Nodes are parallel typed
+ * arrays (parent, segment, names in the subtree, name id, and the child list as first child, next and
+ * previous sibling links, in order of creation as in Rust); a Map per node with children finds the
+ * child along a segment. Name ids are allocated and freed exactly as in Rust, so both engines hand out
+ * the same ids for the same history. Unlike Rust, the js engine keeps each name's text by id (the
+ * string `add` was given): `nameOf` is an array read and `expand` the ids' texts, at the cost of
+ * holding the strings. Walks live in trie-walk.ts and trie-list.ts.
  */
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
 import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from './dialect.js';
@@ -13,8 +15,6 @@ import { IdleSet } from './trie-idle.js';
 import { listNames } from './trie-list.js';
 import { countMatches, expandIds, expandNames, NONE, ROOT } from './trie-walk.js';
 
-/** `lastActive` of a node that is a prefix but not itself a name. */
-export const NOT_A_NAME = -1;
 /** Nodes a new trie has room for before its arrays grow. */
 const INITIAL_NODES = 64;
 
@@ -24,8 +24,19 @@ export class JsTopicTrie implements TopicTrieCore {
   segment = new Int32Array(INITIAL_NODES);
   /** Names in each node's subtree, the node included. */
   names = new Int32Array(INITIAL_NODES);
-  lastActive = new Float64Array(INITIAL_NODES);
+  /** The id of the name ending at each node, `NONE` for a prefix that is not itself a name. */
+  nodeName = new Int32Array(INITIAL_NODES);
+  firstChild = new Int32Array(INITIAL_NODES);
+  nextSibling = new Int32Array(INITIAL_NODES);
+  /** For a first child: the last child of its parent (appends are O(1), as in Rust). */
+  prevSibling = new Int32Array(INITIAL_NODES);
+  /** Per node with children: segment id → child. */
   children: (Map<number, number> | undefined)[] = [];
+  /** Per name id: its text (`undefined` for a free id), terminal node and last activity. */
+  nameText: (string | undefined)[] = [];
+  private nameNodes: number[] = [];
+  private lastActive: number[] = [];
+  private freeNames: number[] = [];
   segments = new Interner();
   nameCount = 0;
   /** MQTT: names whose first level starts with `$`, which a leading wildcard does not reach. */
@@ -47,8 +58,15 @@ export class JsTopicTrie implements TopicTrieCore {
     this.parent = new Int32Array(INITIAL_NODES);
     this.segment = new Int32Array(INITIAL_NODES);
     this.names = new Int32Array(INITIAL_NODES);
-    this.lastActive = new Float64Array(INITIAL_NODES);
+    this.nodeName = new Int32Array(INITIAL_NODES);
+    this.firstChild = new Int32Array(INITIAL_NODES);
+    this.nextSibling = new Int32Array(INITIAL_NODES);
+    this.prevSibling = new Int32Array(INITIAL_NODES);
     this.children = [];
+    this.nameText = [];
+    this.nameNodes = [];
+    this.lastActive = [];
+    this.freeNames = [];
     this.segments = new Interner();
     this.nameCount = 0;
     this.dollarNames = 0;
@@ -57,7 +75,8 @@ export class JsTopicTrie implements TopicTrieCore {
     this.idle = new IdleSet();
     this.parent[ROOT] = NONE;
     this.segment[ROOT] = NONE;
-    this.lastActive[ROOT] = NOT_A_NAME;
+    this.nodeName[ROOT] = NONE;
+    this.firstChild[ROOT] = NONE;
   }
 
   get size(): number {
@@ -65,7 +84,7 @@ export class JsTopicTrie implements TopicTrieCore {
   }
 
   isName(node: number): boolean {
-    return (this.lastActive[node] as number) !== NOT_A_NAME;
+    return (this.nodeName[node] as number) !== NONE;
   }
 
   /** 0 when valid, else -1 (invalid lite name) or -2 (invalid MQTT or NATS topic). */
@@ -79,24 +98,39 @@ export class JsTopicTrie implements TopicTrieCore {
     if (problem !== 0) return problem;
     let node = ROOT;
     for (const segment of name.split(this.dialect.separator)) node = this.childOrInsert(node, segment);
-    if (this.isName(node)) {
-      if (timestampMs !== undefined) this.touchId(node, timestampMs);
-      return node;
+    const existing = this.nodeName[node] as number;
+    if (existing !== NONE) {
+      if (timestampMs !== undefined) this.touchId(existing, timestampMs);
+      return existing;
     }
     const timestamp = timestampMs ?? 0;
-    this.lastActive[node] = timestamp;
-    this.idle.insert(timestamp, node);
+    const id = this.allocateName(node, name, timestamp);
+    this.idle.insert(timestamp, id);
     this.adjustCounts(node, 1);
     this.nameCount++;
     if (this.isDollar(name)) this.dollarNames++;
-    return node;
+    return id;
+  }
+
+  /** The last freed name id, else a new one: Rust's order. */
+  private allocateName(node: number, name: string, timestamp: number): number {
+    const id = this.freeNames.pop() ?? this.nameNodes.length;
+    this.nameNodes[id] = node;
+    this.nameText[id] = name;
+    this.lastActive[id] = timestamp;
+    this.nodeName[node] = id;
+    return id;
   }
 
   remove(name: string): boolean {
-    const node = this.idOf(name);
-    if (node === NONE) return false;
-    this.idle.remove(this.lastActive[node] as number, node);
-    this.lastActive[node] = NOT_A_NAME;
+    const id = this.idOf(name);
+    if (id === NONE) return false;
+    this.idle.remove(this.lastActive[id] as number, id);
+    const node = this.nameNodes[id] as number;
+    this.nodeName[node] = NONE;
+    this.nameNodes[id] = NONE;
+    this.nameText[id] = undefined;
+    this.freeNames.push(id);
     this.adjustCounts(node, -1);
     this.nameCount--;
     if (this.isDollar(name)) this.dollarNames--;
@@ -113,16 +147,11 @@ export class JsTopicTrie implements TopicTrieCore {
       if (child === undefined) return NONE;
       node = child;
     }
-    return this.isName(node) ? node : NONE;
+    return this.nodeName[node] as number;
   }
 
   nameOf(id: number): string | undefined {
-    if (id >= this.nodeCount || !this.isName(id)) return undefined;
-    const parts: string[] = [];
-    for (let node = id; node !== ROOT; node = this.parent[node] as number) {
-      parts.push(this.segments.text(this.segment[node] as number));
-    }
-    return parts.reverse().join(this.dialect.separator);
+    return this.nameText[id];
   }
 
   expand(pattern: string): string[] | null {
@@ -143,7 +172,7 @@ export class JsTopicTrie implements TopicTrieCore {
 
   list(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean } {
     const { ids, more } = listNames(this, prefix, limit, after);
-    return { names: ids.map((id) => this.nameOf(id) as string), more };
+    return { names: ids.map((id) => this.nameText[id] as string), more };
   }
 
   touch(name: string, timestampMs: number): boolean {
@@ -164,7 +193,7 @@ export class JsTopicTrie implements TopicTrieCore {
   }
 
   idleSince(cutoffMs: number, limit: number): string[] {
-    return this.idle.olderThan(cutoffMs, limit).map((id) => this.nameOf(id) as string);
+    return this.idle.olderThan(cutoffMs, limit).map((id) => this.nameText[id] as string);
   }
 
   clear(): void {
@@ -174,9 +203,13 @@ export class JsTopicTrie implements TopicTrieCore {
   stats(): TopicTrieStats {
     let maps = 0;
     for (const map of this.children) if (map !== undefined) maps += 64 + map.size * 24;
+    let texts = 0;
+    for (const text of this.nameText) if (text !== undefined) texts += 16 + text.length;
     const approximateBytes =
-      this.parent.length * 20 +
+      this.parent.length * 24 +
       maps +
+      this.nameNodes.length * 8 * 4 +
+      texts +
       this.freeNodes.length * 8 +
       this.segments.approximateBytes() +
       this.idle.approximateBytes();
@@ -208,7 +241,9 @@ export class JsTopicTrie implements TopicTrieCore {
     this.parent[child] = parent;
     this.segment[child] = segment;
     this.names[child] = 0;
-    this.lastActive[child] = NOT_A_NAME;
+    this.nodeName[child] = NONE;
+    this.firstChild[child] = NONE;
+    this.nextSibling[child] = NONE;
     this.children[child] = undefined;
     let map = this.children[parent];
     if (map === undefined) {
@@ -216,7 +251,36 @@ export class JsTopicTrie implements TopicTrieCore {
       this.children[parent] = map;
     }
     map.set(segment, child);
+    this.linkLast(parent, child);
     return child;
+  }
+
+  /** Appends `child` to `parent`'s child list. */
+  private linkLast(parent: number, child: number): void {
+    const first = this.firstChild[parent] as number;
+    if (first === NONE) {
+      this.firstChild[parent] = child;
+      this.prevSibling[child] = child;
+      return;
+    }
+    const last = this.prevSibling[first] as number;
+    this.nextSibling[last] = child;
+    this.prevSibling[child] = last;
+    this.prevSibling[first] = child;
+  }
+
+  private unlink(child: number): void {
+    const parent = this.parent[child] as number;
+    const next = this.nextSibling[child] as number;
+    const prev = this.prevSibling[child] as number;
+    const first = this.firstChild[parent] as number;
+    if (first === child) {
+      this.firstChild[parent] = next;
+      if (next !== NONE) this.prevSibling[next] = prev;
+    } else {
+      this.nextSibling[prev] = next;
+      this.prevSibling[next === NONE ? first : next] = prev;
+    }
   }
 
   private grow(): void {
@@ -229,7 +293,10 @@ export class JsTopicTrie implements TopicTrieCore {
     this.parent = grown(this.parent, (n) => new Int32Array(n));
     this.segment = grown(this.segment, (n) => new Int32Array(n));
     this.names = grown(this.names, (n) => new Int32Array(n));
-    this.lastActive = grown(this.lastActive, (n) => new Float64Array(n));
+    this.nodeName = grown(this.nodeName, (n) => new Int32Array(n));
+    this.firstChild = grown(this.firstChild, (n) => new Int32Array(n));
+    this.nextSibling = grown(this.nextSibling, (n) => new Int32Array(n));
+    this.prevSibling = grown(this.prevSibling, (n) => new Int32Array(n));
   }
 
   /** Frees `node` and its ancestors while they are neither names nor prefixes of names. */
@@ -240,6 +307,7 @@ export class JsTopicTrie implements TopicTrieCore {
       const map = this.children[parent] as Map<number, number>;
       map.delete(this.segment[node] as number);
       if (map.size === 0) this.children[parent] = undefined;
+      this.unlink(node);
       this.segments.release(this.segment[node] as number);
       this.children[node] = undefined;
       this.parent[node] = NONE;

@@ -35,6 +35,20 @@ impl ChildTable {
         }
     }
 
+    /// A table of as many slots as `old` holding the edge to every node but the root, for nodes
+    /// that have moved (compaction).
+    pub(super) fn rebuilt(old: &ChildTable, nodes: &[Node]) -> ChildTable {
+        let mut table = ChildTable {
+            slots: vec![NONE; old.slots.len()],
+            len: nodes.len() - 1,
+        };
+        debug_assert!(table.len * 100 <= table.slots.len() * MAX_LOAD_PERCENT);
+        for child in 1..nodes.len() as u32 {
+            table.place(nodes, child);
+        }
+        table
+    }
+
     fn mask(&self) -> usize {
         self.slots.len() - 1
     }

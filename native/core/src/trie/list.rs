@@ -46,7 +46,7 @@ impl TopicTrie {
                     if limit == 0 {
                         return true;
                     }
-                    out.push(top);
+                    out.push(self.nodes[top as usize].name);
                 }
                 frames.push((self.sorted_children(top), 0));
             }
@@ -66,7 +66,7 @@ impl TopicTrie {
             }
             frame.1 += 1;
             if self.nodes[child as usize].is_name() {
-                out.push(child);
+                out.push(self.nodes[child as usize].name);
             }
             if self.nodes[child as usize].first_child != NONE {
                 frames.push((self.sorted_children(child), 0));

@@ -2,18 +2,23 @@
 //! pattern?" and "which names have been idle too long?" answered in time proportional to the answer.
 //!
 //! One node per name prefix over interned segment ids (the same interner as the pattern index). A
-//! name's id is its terminal node: nothing stores the full name, `name_of` rebuilds it by walking
-//! parents and `id_of` walks down. Each node keeps an enumerable child list (first child, next and
-//! previous sibling; the first child's `prev_sibling` is the last child, so appends are O(1)), the
-//! number of names in its subtree (so a trailing wildcard is counted in O(1)), and, for names, the
-//! last activity, which is also kept in an ordered set for `idle_since`. See docs/TRIE.md.
+//! name's terminal node holds its name id; nothing stores the full name, `name_of` rebuilds it by
+//! walking parents and `id_of` walks down. Each node keeps an enumerable child list (first child,
+//! next and previous sibling; the first child's `prev_sibling` is the last child, so appends are
+//! O(1)) and the number of names in its subtree (so a trailing wildcard is counted in O(1)). Names
+//! have ids of their own, apart from node positions, because nodes move: a walk after many changes
+//! first lays the nodes out again in depth-first order (compact.rs), so a subtree is read from
+//! consecutive memory. Each name's last activity is also kept in an ordered set for `idle_since`.
+//! See docs/TRIE.md.
 
 #[cfg(test)]
 mod tests;
 
 mod children;
+mod compact;
 mod idle;
 mod list;
+mod nodes;
 mod walk;
 
 use crate::dialect::{validate_lite_topic, Dialect};
@@ -26,9 +31,8 @@ pub(crate) const NONE: u32 = u32::MAX;
 const ROOT: u32 = 0;
 /// Segments of a name `write_name` collects on the stack before it needs a heap buffer.
 const SHALLOW_NAME_SEGMENTS: usize = 16;
-/// `last_active_ms` of a node that is a prefix but not itself a name.
-const NOT_A_NAME: u64 = u64::MAX;
-
+/// A node: 28 bytes. Links are node positions, which change when the trie is compacted; `name` is
+/// the stable id of the name that ends here, if any.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {
     parent: u32,
@@ -40,7 +44,8 @@ pub(crate) struct Node {
     prev_sibling: u32,
     /// Names in this subtree, this node included.
     names: u32,
-    last_active_ms: u64,
+    /// The id of the name ending here; `NONE` for a prefix that is not itself a name.
+    name: u32,
 }
 
 impl Node {
@@ -52,12 +57,12 @@ impl Node {
             next_sibling: NONE,
             prev_sibling: NONE,
             names: 0,
-            last_active_ms: NOT_A_NAME,
+            name: NONE,
         }
     }
 
     fn is_name(&self) -> bool {
-        self.last_active_ms != NOT_A_NAME
+        self.name != NONE
     }
 }
 
@@ -78,6 +83,12 @@ pub struct TopicTrie {
     max_name_bytes: usize,
     nodes: Vec<Node>,
     free_nodes: Vec<u32>,
+    /// Nodes placed (new or in a freed position) since the last compaction: out of walk order.
+    placed_since_compaction: usize,
+    /// Per name id: its terminal node (`NONE` for a free id) and its last activity.
+    name_nodes: Vec<u32>,
+    last_active: Vec<u64>,
+    free_names: Vec<u32>,
     children: ChildTable,
     segments: Interner,
     names: usize,
@@ -95,6 +106,10 @@ impl TopicTrie {
             max_name_bytes,
             nodes: vec![Node::new(NONE, NONE)],
             free_nodes: Vec::new(),
+            placed_since_compaction: 0,
+            name_nodes: Vec::new(),
+            last_active: Vec::new(),
+            free_names: Vec::new(),
             children: ChildTable::new(),
             segments: Interner::default(),
             names: 0,
@@ -135,32 +150,32 @@ impl TopicTrie {
         for segment in self.dialect.split(name) {
             node = self.child_or_insert(node, segment);
         }
-        if self.nodes[node as usize].is_name() {
+        let existing = self.nodes[node as usize].name;
+        if existing != NONE {
             if let Some(timestamp) = timestamp_ms {
-                self.touch_id(node, timestamp);
+                self.touch_id(existing, timestamp);
             }
-            return Ok(node);
+            return Ok(existing);
         }
         let timestamp = timestamp_ms.unwrap_or(0);
-        self.nodes[node as usize].last_active_ms = timestamp;
-        self.idle.insert((timestamp, node));
+        let id = self.allocate_name(node, timestamp);
+        self.idle.insert((timestamp, id));
         self.adjust_counts(node, true);
         self.names += 1;
         if self.is_dollar(name) {
             self.dollar_names += 1;
         }
-        Ok(node)
+        Ok(id)
     }
 
     /// Removes `name`; false if it was not there. Frees its nodes and segments unless other names
     /// still use them; its id may then be given to a later name.
     pub fn remove(&mut self, name: &str) -> bool {
-        let Some(node) = self.id_of(name) else {
+        let Some(id) = self.id_of(name) else {
             return false;
         };
-        let timestamp = self.nodes[node as usize].last_active_ms;
-        self.idle.remove((timestamp, node));
-        self.nodes[node as usize].last_active_ms = NOT_A_NAME;
+        self.idle.remove((self.last_active[id as usize], id));
+        let node = self.free_name(id);
         self.adjust_counts(node, false);
         self.names -= 1;
         if self.is_dollar(name) {
@@ -183,7 +198,8 @@ impl TopicTrie {
                 return None;
             }
         }
-        self.nodes[node as usize].is_name().then_some(node)
+        let id = self.nodes[node as usize].name;
+        (id != NONE).then_some(id)
     }
 
     pub fn has(&self, name: &str) -> bool {
@@ -198,16 +214,16 @@ impl TopicTrie {
 
     /// Appends the name with id `id` to `out`; false (and nothing appended) if no name has that id.
     pub fn write_name(&self, id: u32, out: &mut String) -> bool {
-        if !self.nodes.get(id as usize).is_some_and(Node::is_name) {
+        let Some(&top) = self.name_nodes.get(id as usize).filter(|&&node| node != NONE) else {
             return false;
-        }
+        };
         let start = out.len();
         // Segments come leaf first: collect their nodes, then write them root first. Names are a
         // few segments deep, so the array on the stack almost always suffices.
         let mut shallow = [NONE; SHALLOW_NAME_SEGMENTS];
         let mut deep = Vec::new();
         let mut depth = 0;
-        let mut node = id;
+        let mut node = top;
         while node != ROOT {
             if depth < SHALLOW_NAME_SEGMENTS {
                 shallow[depth] = node;
@@ -242,15 +258,15 @@ impl TopicTrie {
 
     /// The last activity of `name`, if stored.
     pub fn last_active_ms(&self, name: &str) -> Option<u64> {
-        self.id_of(name).map(|id| self.nodes[id as usize].last_active_ms)
+        self.id_of(name).map(|id| self.last_active[id as usize])
     }
 
     fn touch_id(&mut self, id: u32, timestamp_ms: u64) {
-        let old = self.nodes[id as usize].last_active_ms;
+        let old = self.last_active[id as usize];
         if timestamp_ms > old {
             self.idle.remove((old, id));
             self.idle.insert((timestamp_ms, id));
-            self.nodes[id as usize].last_active_ms = timestamp_ms;
+            self.last_active[id as usize] = timestamp_ms;
         }
     }
 
@@ -268,6 +284,9 @@ impl TopicTrie {
     pub fn stats(&self) -> TrieStats {
         let approximate_bytes = self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.free_nodes.capacity() * 4
+            + self.name_nodes.capacity() * 4
+            + self.last_active.capacity() * 8
+            + self.free_names.capacity() * 4
             + self.children.approximate_bytes()
             + self.segments.approximate_bytes()
             + self.idle.approximate_bytes();
@@ -276,98 +295,6 @@ impl TopicTrie {
             nodes: self.nodes.len() - self.free_nodes.len(),
             segments: self.segments.len(),
             approximate_bytes,
-        }
-    }
-
-    fn is_dollar(&self, name: &str) -> bool {
-        self.dialect == Dialect::Mqtt && name.starts_with('$')
-    }
-
-    fn adjust_counts(&mut self, mut node: u32, up: bool) {
-        while node != NONE {
-            let n = &mut self.nodes[node as usize];
-            if up {
-                n.names += 1;
-            } else {
-                n.names -= 1;
-            }
-            node = n.parent;
-        }
-    }
-
-    fn child_or_insert(&mut self, parent: u32, segment: &str) -> u32 {
-        if let Some(id) = self.segments.get(segment) {
-            let child = self.children.get(&self.nodes, parent, id);
-            if child != NONE {
-                return child;
-            }
-        }
-        let id = self.segments.acquire(segment);
-        let node = Node::new(parent, id);
-        let child = match self.free_nodes.pop() {
-            Some(free) => {
-                self.nodes[free as usize] = node;
-                free
-            }
-            None => {
-                assert!(self.nodes.len() < NONE as usize, "trie node ids exhausted");
-                self.nodes.push(node);
-                (self.nodes.len() - 1) as u32
-            }
-        };
-        self.children.insert(&self.nodes, child);
-        self.link_last(parent, child);
-        child
-    }
-
-    /// Appends `child` to `parent`'s child list.
-    fn link_last(&mut self, parent: u32, child: u32) {
-        let first = self.nodes[parent as usize].first_child;
-        if first == NONE {
-            self.nodes[parent as usize].first_child = child;
-            self.nodes[child as usize].prev_sibling = child;
-            return;
-        }
-        let last = self.nodes[first as usize].prev_sibling;
-        self.nodes[last as usize].next_sibling = child;
-        self.nodes[child as usize].prev_sibling = last;
-        self.nodes[first as usize].prev_sibling = child;
-    }
-
-    fn unlink(&mut self, child: u32) {
-        let Node {
-            parent,
-            next_sibling: next,
-            prev_sibling: prev,
-            ..
-        } = self.nodes[child as usize];
-        let first = self.nodes[parent as usize].first_child;
-        if first == child {
-            self.nodes[parent as usize].first_child = next;
-            if next != NONE {
-                self.nodes[next as usize].prev_sibling = prev;
-            }
-        } else {
-            self.nodes[prev as usize].next_sibling = next;
-            let fix = if next == NONE { first } else { next };
-            self.nodes[fix as usize].prev_sibling = prev;
-        }
-    }
-
-    /// Frees `node` and its ancestors while they are neither names nor prefixes of names.
-    fn prune(&mut self, mut node: u32) {
-        while node != ROOT && self.nodes[node as usize].names == 0 {
-            let Node { parent, segment, .. } = self.nodes[node as usize];
-            self.children.remove(&self.nodes, node);
-            self.unlink(node);
-            self.segments.release(segment);
-            self.nodes[node as usize] = Node::new(NONE, NONE);
-            self.free_nodes.push(node);
-            node = parent;
-        }
-        if self.names == 0 {
-            // Nothing left: drop spare capacity too, so an emptied trie is as small as a new one.
-            self.clear();
         }
     }
 }

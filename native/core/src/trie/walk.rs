@@ -24,14 +24,14 @@ type Walk = (Vec<Token>, Vec<u32>, Vec<(u32, u32)>);
 trait Sink {
     /// Whether the walk keeps the path of the current node (the name so far) as it goes.
     const NAMES: bool;
-    /// `node` is a name; `path` is its text when `NAMES`, empty otherwise.
-    fn name(&mut self, node: u32, path: &str);
+    /// The name with id `id` matched; `path` is its text when `NAMES`, empty otherwise.
+    fn name(&mut self, id: u32, path: &str);
 }
 
 impl Sink for Vec<u32> {
     const NAMES: bool = false;
-    fn name(&mut self, node: u32, _path: &str) {
-        self.push(node);
+    fn name(&mut self, id: u32, _path: &str) {
+        self.push(id);
     }
 }
 
@@ -43,7 +43,7 @@ struct Joined<'a> {
 
 impl Sink for Joined<'_> {
     const NAMES: bool = true;
-    fn name(&mut self, _node: u32, path: &str) {
+    fn name(&mut self, _id: u32, path: &str) {
         if self.count > 0 {
             self.out.push('\0');
         }
@@ -91,8 +91,9 @@ impl TopicTrie {
             }
             match tokens.get(at as usize) {
                 None => {
-                    if self.nodes[node as usize].is_name() {
-                        sink.name(node, &path);
+                    let n = &self.nodes[node as usize];
+                    if n.is_name() {
+                        sink.name(n.name, &path);
                         found += 1;
                     }
                 }
@@ -128,10 +129,12 @@ impl TopicTrie {
     }
 
     /// Validates and tokenizes `pattern`, resolves its literal segments to ids, and hands out the
-    /// reusable walk stack holding the root (empty when there are no names). The caller puts the
-    /// stack back into `self.stack` when done.
+    /// reusable walk stack holding the root (empty when there are no names), compacting the trie
+    /// first if many nodes were placed since it last was. The caller puts the stack back into
+    /// `self.stack` when done.
     fn start_walk(&mut self, pattern: &str) -> Result<Walk, Violation> {
         self.dialect.validate_pattern(pattern)?;
+        self.compact_if_scattered();
         let tokens = tokenize(pattern, self.dialect);
         let literals = self.literal_ids(&tokens);
         let mut stack = std::mem::take(&mut self.stack);
@@ -227,7 +230,7 @@ impl TopicTrie {
         loop {
             let n = &self.nodes[node as usize];
             if n.is_name() {
-                sink.name(node, path);
+                sink.name(n.name, path);
                 found += 1;
             }
             if n.first_child != NONE {
