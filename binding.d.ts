@@ -97,9 +97,12 @@ export declare function topicTrieExpandInto(handle: ExternalObject<'TopicTrie'>,
 
 /**
  * The matching names NUL-joined (`""` for none), or `null` for an invalid pattern. The names are
- * written during the walk, so the whole answer crosses in this one call.
+ * written during the walk, so the whole answer crosses in this one call. `ends[0]` receives the
+ * number of names and `ends[1..]`, as far as there is room, where each name ends in UTF-16 code
+ * units, so the caller cuts the names out with `slice` instead of searching for separators. An
+ * ASCII answer (every lite answer) crosses as Latin-1, which V8 copies without decoding.
  */
-export declare function topicTrieExpandJoined(handle: ExternalObject<'TopicTrie'>, pattern: string): string | null
+export declare function topicTrieExpandJoined(handle: ExternalObject<'TopicTrie'>, pattern: string, ends: Uint32Array): string | null
 
 /**
  * Names idle since before `cutoff_ms`, oldest first, NUL-joined; `limit` `u32::MAX` means no

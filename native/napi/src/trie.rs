@@ -6,7 +6,7 @@
 
 use crate::dialect;
 use litetopic_core::{ErrorCode, TopicTrie};
-use napi::bindgen_prelude::{External, Uint32Array};
+use napi::bindgen_prelude::{Either, External, Latin1String, Uint32Array};
 use napi::Result;
 use napi_derive::napi;
 use std::cell::RefCell;
@@ -116,19 +116,35 @@ pub fn topic_trie_clear(
 }
 
 /// The matching names NUL-joined (`""` for none), or `null` for an invalid pattern. The names are
-/// written during the walk, so the whole answer crosses in this one call.
+/// written during the walk, so the whole answer crosses in this one call. `ends[0]` receives the
+/// number of names and `ends[1..]`, as far as there is room, where each name ends in UTF-16 code
+/// units, so the caller cuts the names out with `slice` instead of searching for separators. An
+/// ASCII answer (every lite answer) crosses as Latin-1, which V8 copies without decoding.
 #[napi(catch_unwind)]
 pub fn topic_trie_expand_joined(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     pattern: String,
-) -> Option<String> {
+    mut ends: Uint32Array,
+) -> Option<Either<Latin1String, String>> {
+    let ends = crate::out_slice(&mut ends);
     let mut joined = String::new();
-    let valid = handle
+    let mut found = handle.ids.borrow_mut();
+    found.clear();
+    let count = handle
         .trie
         .borrow_mut()
-        .expand_joined(&pattern, &mut joined)
-        .is_ok();
-    valid.then_some(joined)
+        .expand_joined(&pattern, &mut joined, &mut found)
+        .ok()?;
+    if let Some((first, rest)) = ends.split_first_mut() {
+        *first = count as u32;
+        let fit = rest.len().min(found.len());
+        rest[..fit].copy_from_slice(&found[..fit]);
+    }
+    Some(if joined.is_ascii() {
+        Either::A(Latin1String::from(joined))
+    } else {
+        Either::B(joined)
+    })
 }
 
 /// Writes the matching ids into `out` as far as it has room and returns how many there are in

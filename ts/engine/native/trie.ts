@@ -10,12 +10,17 @@ import type { NativeBinding } from './binding.js';
 
 type Handle = ReturnType<NativeBinding['topicTrieNew']>;
 
+/** Room for the ends of this many names, less one, before `expand` grows its array. */
+const INITIAL_EXPAND_ENDS = 1024;
+
 function split(joined: string): string[] {
   return joined === '' ? [] : joined.split('\0');
 }
 
 export class NativeTopicTrieAdapter implements TopicTrieCore {
   private readonly handle: Handle;
+  /** Reused by `expand`: the name count, then where each name ends in the joined answer. */
+  private ends = new Uint32Array(INITIAL_EXPAND_ENDS);
 
   constructor(
     private readonly binding: NativeBinding,
@@ -46,8 +51,24 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   }
 
   expand(pattern: string): string[] | null {
-    const joined = this.binding.topicTrieExpandJoined(this.handle, pattern);
-    return joined === null || joined === undefined ? null : split(joined);
+    const ends = this.ends;
+    const joined = this.binding.topicTrieExpandJoined(this.handle, pattern, ends);
+    if (joined === null || joined === undefined) return null;
+    const count = ends[0] as number;
+    if (count >= ends.length) {
+      // More names than room for their ends: split this answer, and make room for the next.
+      this.ends = new Uint32Array(count + 1 + (count >> 1));
+      return split(joined);
+    }
+    // Cutting at known offsets costs less than split('\0'), which searches for the separators.
+    const names = new Array<string>(count);
+    let start = 0;
+    for (let i = 0; i < count; i++) {
+      const end = ends[i + 1] as number;
+      names[i] = joined.slice(start, end);
+      start = end + 1;
+    }
+    return names;
   }
 
   expandInto(pattern: string, out: Uint32Array): number {

@@ -35,9 +35,13 @@ impl Sink for Vec<u32> {
     }
 }
 
-/// Names NUL-joined into one string (NUL is invalid in every dialect's names).
+/// Names NUL-joined into one string (NUL is invalid in every dialect's names), and where each ends.
 struct Joined<'a> {
     out: &'a mut String,
+    /// After each name, the length of `out` in UTF-16 code units, from where this call started.
+    ends: &'a mut Vec<u32>,
+    /// The length written so far in UTF-16 code units.
+    utf16_len: usize,
     count: usize,
 }
 
@@ -46,8 +50,15 @@ impl Sink for Joined<'_> {
     fn name(&mut self, _id: u32, path: &str) {
         if self.count > 0 {
             self.out.push('\0');
+            self.utf16_len += 1;
         }
         self.out.push_str(path);
+        self.utf16_len += if path.is_ascii() {
+            path.len()
+        } else {
+            path.chars().map(char::len_utf16).sum()
+        };
+        self.ends.push(self.utf16_len as u32);
         self.count += 1;
     }
 }
@@ -59,11 +70,23 @@ impl TopicTrie {
     }
 
     /// Appends to `out` every stored name `pattern` matches, NUL-joined (a separator before each
-    /// name but the first this call writes), in the order of [`expand_into`](Self::expand_into);
-    /// returns how many. Names are written as the walk reaches them, from a path kept along the
-    /// way, instead of being rebuilt from parent links one by one.
-    pub fn expand_joined(&mut self, pattern: &str, out: &mut String) -> Result<usize, Violation> {
-        let mut sink = Joined { out, count: 0 };
+    /// name but the first this call writes), in the order of [`expand_into`](Self::expand_into),
+    /// and to `ends` where each name ends, in UTF-16 code units from where `out` was (what
+    /// JavaScript's `slice` takes, so a caller cuts the names out without searching); returns how
+    /// many. Names are written as the walk reaches them, from a path kept along the way, instead of
+    /// being rebuilt from parent links one by one.
+    pub fn expand_joined(
+        &mut self,
+        pattern: &str,
+        out: &mut String,
+        ends: &mut Vec<u32>,
+    ) -> Result<usize, Violation> {
+        let mut sink = Joined {
+            out,
+            ends,
+            utf16_len: 0,
+            count: 0,
+        };
         self.expand_walk(pattern, &mut sink)?;
         Ok(sink.count)
     }

@@ -26,12 +26,25 @@ pub(super) fn expand_in_walk_order(trie: &mut TopicTrie, pattern: &str) -> Vec<S
     let count = trie.expand_into(pattern, &mut ids).unwrap();
     let names: Vec<String> = ids.iter().map(|&id| trie.name_of(id).unwrap()).collect();
     let mut joined = String::from("before");
-    assert_eq!(trie.expand_joined(pattern, &mut joined).unwrap(), count);
-    let written: Vec<&str> = match joined.strip_prefix("before").unwrap() {
+    let mut ends = vec![7];
+    assert_eq!(
+        trie.expand_joined(pattern, &mut joined, &mut ends).unwrap(),
+        count
+    );
+    let rest = joined.strip_prefix("before").unwrap();
+    let written: Vec<&str> = match rest {
         "" if count == 0 => Vec::new(),
         rest => rest.split('\0').collect(),
     };
     assert_eq!(written, names, "{pattern}: names written during the walk");
+    // The ends are UTF-16 offsets into what this call wrote, one per name, after what was there.
+    let utf16: Vec<u16> = rest.encode_utf16().collect();
+    assert_eq!(ends.len(), count + 1);
+    let mut start = 0;
+    for (name, &end) in names.iter().zip(&ends[1..]) {
+        assert_eq!(String::from_utf16(&utf16[start..end as usize]).unwrap(), *name);
+        start = end as usize + 1;
+    }
     names
 }
 
