@@ -1,0 +1,230 @@
+/**
+ * The consume queues (LMQs) of docs/FORMAT.md, in memory: each LMQ is a run of fixed-size index
+ * entries whose logical offset is implicit (`min` plus the entry's place). An LMQ is one small object
+ * and one Uint32Array of five words per entry (position low and high, size, tag hash, key hash), so an
+ * idle LMQ costs a few hundred bytes and no file or handle. Mirrors native/core/src/queue/.
+ */
+
+/** u32 words per entry in memory: position low, position high, size, tag hash, key hash. */
+export const ENTRY_WORDS = 5;
+/** Bytes of one entry in memory. */
+export const ENTRY_BYTES = ENTRY_WORDS * 4;
+/**
+ * Estimated bytes of one LMQ besides its entries and name: the Map slot, the queue object, the typed
+ * array and its buffer headers, and the sorted-name slot. A V8 figure, approximate by nature.
+ */
+export const LMQ_OVERHEAD_BYTES = 240;
+const INITIAL_ENTRIES = 2;
+const TWO_32 = 0x1_0000_0000;
+
+export class ConsumeQueue {
+  /** Offset of the oldest entry held (the entry at `head`). */
+  min: number;
+  /** Offset the next record will get. */
+  next: number;
+  /** Store timestamp of the newest record, -1 when none was seen. */
+  lastWrite = -1;
+  /** Entry slots, ENTRY_WORDS words each; live ones are `head .. head + next - min`. */
+  entries: Uint32Array;
+  head = 0;
+
+  constructor(offset: number, capacity = INITIAL_ENTRIES) {
+    this.min = offset;
+    this.next = offset;
+    this.entries = new Uint32Array(capacity * ENTRY_WORDS);
+  }
+
+  get count(): number {
+    return this.next - this.min;
+  }
+
+  /** Appends the entry for offset `next`. */
+  push(position: number, size: number, tagHash: number, keyHash: number): void {
+    let at = (this.head + this.next - this.min) * ENTRY_WORDS;
+    if (at === this.entries.length) at = this.makeRoom();
+    const entries = this.entries;
+    const high = Math.floor(position / TWO_32);
+    entries[at] = position - high * TWO_32;
+    entries[at + 1] = high;
+    entries[at + 2] = size;
+    entries[at + 3] = tagHash;
+    entries[at + 4] = keyHash;
+    this.next++;
+  }
+
+  /** Moves the live entries to the front, growing the array when they fill more than half of it. */
+  private makeRoom(): number {
+    const live = this.next - this.min;
+    const capacity = this.entries.length / ENTRY_WORDS;
+    const from = this.head * ENTRY_WORDS;
+    if (live * 2 > capacity) {
+      const grown = new Uint32Array(capacity * 2 * ENTRY_WORDS);
+      grown.set(this.entries.subarray(from, from + live * ENTRY_WORDS));
+      this.entries = grown;
+    } else {
+      this.entries.copyWithin(0, from, from + live * ENTRY_WORDS);
+    }
+    this.head = 0;
+    return live * ENTRY_WORDS;
+  }
+
+  /** Word index of the entry for `offset` (which must be held). */
+  slot(offset: number): number {
+    return (this.head + offset - this.min) * ENTRY_WORDS;
+  }
+
+  position(offset: number): number {
+    const at = this.slot(offset);
+    return (this.entries[at + 1] as number) * TWO_32 + (this.entries[at] as number);
+  }
+
+  /** Forgets every entry, starting again at `offset` (older records were retired). */
+  restart(offset: number): void {
+    this.min = offset;
+    this.next = offset;
+    this.head = 0;
+  }
+
+  /** Drops the entries of records before `position` (their segments were deleted); returns how many. */
+  dropBefore(position: number): number {
+    let dropped = 0;
+    while (this.min < this.next && this.position(this.min) < position) {
+      this.min++;
+      this.head++;
+      dropped++;
+    }
+    if (this.min === this.next) this.head = 0;
+    return dropped;
+  }
+
+  /** Estimated bytes held, name excluded. */
+  bytes(): number {
+    return LMQ_OVERHEAD_BYTES + this.entries.length * 4;
+  }
+}
+
+/** Orders strings by code point, i.e. by their UTF-8 bytes (JavaScript's `<` orders by UTF-16 unit). */
+export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return utf8Rank(x) - utf8Rank(y);
+  }
+  return a.length - b.length;
+}
+
+/** Surrogates (astral code points) move above U+E000..U+FFFF, where UTF-8 puts them. */
+function utf8Rank(unit: number): number {
+  if (unit < 0xd800) return unit;
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+}
+
+/** First index in sorted `names` whose name is after `key` (strictly when `strict`). */
+function lowerBound(names: readonly string[], key: string, strict: boolean): number {
+  let low = 0;
+  let high = names.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    const order = compareUtf8(names[middle] as string, key);
+    if (order < 0 || (strict && order === 0)) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
+
+/** Every LMQ by name, with the entry total and a name order for listing kept up to date lazily. */
+export class QueueSet {
+  readonly byName = new Map<string, ConsumeQueue>();
+  /** Index entries held across all queues. */
+  entries = 0;
+  /** Names in UTF-8 order as of the last listing; may hold dropped names until the next one. */
+  private sorted: string[] = [];
+  /** Names created since `sorted` was built. */
+  private added: string[] = [];
+  private droppedSinceSort = false;
+
+  get size(): number {
+    return this.byName.size;
+  }
+
+  get(name: string): ConsumeQueue | undefined {
+    return this.byName.get(name);
+  }
+
+  /** The queue of `name`, created empty at `offset` when unknown. */
+  obtain(name: string, offset: number): ConsumeQueue {
+    let queue = this.byName.get(name);
+    if (queue === undefined) {
+      queue = new ConsumeQueue(offset);
+      this.byName.set(name, queue);
+      this.added.push(name);
+      // Without listings, churn (create, drop, create) would grow `added` without bound.
+      if (this.added.length > 2 * this.byName.size + 1024) this.sortedNames();
+    }
+    return queue;
+  }
+
+  /** Adds a queue read from a checkpoint (its entries counted by the caller's pushes). */
+  insert(name: string, queue: ConsumeQueue): void {
+    this.byName.set(name, queue);
+    this.added.push(name);
+  }
+
+  drop(name: string): void {
+    const queue = this.byName.get(name);
+    if (queue === undefined) return;
+    this.entries -= queue.count;
+    this.byName.delete(name);
+    this.droppedSinceSort = true;
+  }
+
+  /** Drops every entry of a record before `position` (retention deleted its segment). */
+  dropBefore(position: number): void {
+    for (const queue of this.byName.values()) this.entries -= queue.dropBefore(position);
+  }
+
+  /** Up to `limit` names starting with `prefix`, in UTF-8 order, strictly after `after` when given. */
+  list(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean } {
+    const sorted = this.sortedNames();
+    const afterCursor = after !== undefined && compareUtf8(after, prefix) >= 0;
+    let i = afterCursor ? lowerBound(sorted, after, true) : lowerBound(sorted, prefix, false);
+    const names: string[] = [];
+    for (; i < sorted.length; i++) {
+      const name = sorted[i] as string;
+      if (!name.startsWith(prefix)) break;
+      if (names.length === limit) return { names, more: true };
+      names.push(name);
+    }
+    return { names, more: false };
+  }
+
+  /** Merges the names created since the last listing into the order, dropping removed ones. */
+  private sortedNames(): string[] {
+    if (this.added.length === 0 && !this.droppedSinceSort) return this.sorted;
+    const added = this.added.sort(compareUtf8);
+    const old = this.sorted;
+    const merged: string[] = [];
+    let i = 0;
+    let j = 0;
+    while (i < old.length || j < added.length) {
+      const a = old[i];
+      const b = added[j];
+      const takeOld = b === undefined || (a !== undefined && compareUtf8(a, b) <= 0);
+      const name = (takeOld ? old[i++] : added[j++]) as string;
+      // A name dropped and created again appears twice; a dropped one is skipped.
+      if (merged[merged.length - 1] !== name && this.byName.has(name)) merged.push(name);
+    }
+    this.sorted = merged;
+    this.added = [];
+    this.droppedSinceSort = false;
+    return merged;
+  }
+
+  /** Estimated bytes of the index: queues, their entries and names (UTF-16 in V8). */
+  bytes(): number {
+    let total = 0;
+    for (const [name, queue] of this.byName) total += queue.bytes() + 2 * name.length;
+    return total;
+  }
+}
