@@ -2,6 +2,7 @@
 import type { CompiledMatcher, DialectName, Engine } from '../contract.js';
 import { DIALECTS, isValidTopic, validateLiteTopic, validatePattern } from './dialect.js';
 import { JsPatternIndex } from './index.js';
+import { openJsLog } from './log.js';
 import { compile } from './pattern.js';
 import { JsTopicTrie } from './trie.js';
 
@@ -30,6 +31,7 @@ function expand(patterns: readonly string[], candidates: readonly string[], dial
 
 export const jsEngine: Engine = {
   name: 'js',
+  openLog: (dir, options) => openJsLog(dir, options),
   validatePattern: (pattern, dialect) => validatePattern(DIALECTS[dialect], pattern),
   validateLiteTopic: (name, maxBytes) => validateLiteTopic(name, maxBytes),
   compile: (pattern, dialect) => compile(pattern, DIALECTS[dialect]),

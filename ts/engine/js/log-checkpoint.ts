@@ -1,0 +1,193 @@
+/**
+ * The index checkpoint of docs/FORMAT.md ("Checkpoint"): every consume queue as of a durable log
+ * position P, so recovery replays only the log after P. Written to `checkpoint.tmp`, synced, renamed
+ * over `checkpoint` and the directory synced: a crash leaves the old file or the new one. Mirrors
+ * native/core/src/log/checkpoint.rs.
+ */
+import { join } from 'node:path';
+import { UnsupportedFormatError } from '../../errors.js';
+import { crc32c } from './crc32c.js';
+import { readU16, readU32, readU64, writeU16, writeU32, writeU64 } from './log-record.js';
+import { ioError, type Segment } from './log-segment.js';
+import { ConsumeQueue, ENTRY_WORDS, QueueSet } from './queue.js';
+import type { Storage } from './storage.js';
+
+export const CHECKPOINT_FILE = 'checkpoint';
+export const CHECKPOINT_TMP_FILE = 'checkpoint.tmp';
+const CHECKPOINT_VERSION = 1;
+const MAGIC = 'LTCKPT01';
+const HEADER_BYTES = 48;
+/** Bytes of one index entry in the file. */
+const FILE_ENTRY_BYTES = 24;
+const TWO_32 = 0x1_0000_0000;
+
+/** A checkpoint read back. */
+export interface Checkpoint {
+  position: number;
+  createdMs: number;
+  /** Newest store timestamp per segment base, for segments that existed at `position`. */
+  segmentTimestamps: Map<number, number>;
+  queues: QueueSet;
+}
+
+/** Serializes the queues as of `position`; `segments` are those holding records before it. */
+export function encodeCheckpoint(
+  position: number,
+  nowMs: number,
+  segments: readonly Segment[],
+  queues: QueueSet,
+): Uint8Array {
+  let size = HEADER_BYTES + 16 * segments.length + 4;
+  for (const [name, queue] of queues.byName)
+    size += 2 + Buffer.byteLength(name, 'utf8') + 24 + FILE_ENTRY_BYTES * queue.count;
+  const bytes = Buffer.alloc(size);
+  bytes.write(MAGIC, 0, 'latin1');
+  writeU32(bytes, 8, CHECKPOINT_VERSION);
+  writeU64(bytes, 16, position);
+  writeU64(bytes, 24, nowMs);
+  writeU32(bytes, 32, segments.length);
+  writeU64(bytes, 40, queues.size);
+  let at = HEADER_BYTES;
+  for (const segment of segments) {
+    writeU64(bytes, at, segment.base);
+    writeU64(bytes, at + 8, Math.max(0, segment.lastTimestamp));
+    at += 16;
+  }
+  for (const [name, queue] of queues.byName) {
+    const length = bytes.write(name, at + 2, 'utf8');
+    writeU16(bytes, at, length);
+    at += 2 + length;
+    writeU64(bytes, at, queue.min);
+    writeU64(bytes, at + 8, queue.next);
+    writeU64(bytes, at + 16, Math.max(0, queue.lastWrite));
+    at += 24;
+    const entries = queue.entries;
+    for (let slot = queue.slot(queue.min), end = queue.slot(queue.next); slot < end; slot += ENTRY_WORDS) {
+      writeU64(bytes, at, (entries[slot + 1] as number) * TWO_32 + (entries[slot] as number));
+      writeU32(bytes, at + 8, entries[slot + 2] as number);
+      writeU32(bytes, at + 12, entries[slot + 3] as number);
+      writeU32(bytes, at + 16, entries[slot + 4] as number);
+      at += FILE_ENTRY_BYTES;
+    }
+  }
+  writeU32(bytes, at, crc32c(bytes, 0, at));
+  if (at + 4 !== size) throw new Error(`litetopic: checkpoint encoded to ${at + 4} bytes, measured ${size}`);
+  return bytes;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Reads a checkpoint file's bytes: the checkpoint, or undefined when its magic, checksum or layout is
+ * wrong. A known magic with another version throws `UnsupportedFormatError`.
+ */
+export function decodeCheckpoint(bytes: Uint8Array, file: string): Checkpoint | undefined {
+  if (bytes.length < HEADER_BYTES + 4 || Buffer.from(bytes.buffer, bytes.byteOffset, 8).toString('latin1') !== MAGIC) {
+    return undefined;
+  }
+  const version = readU32(bytes, 8);
+  if (version !== CHECKPOINT_VERSION) {
+    throw new UnsupportedFormatError(`${file} is checkpoint format version ${version}; this release reads 1`, {
+      file,
+      version,
+    });
+  }
+  const crcAt = bytes.length - 4;
+  if (readU32(bytes, crcAt) !== crc32c(bytes, 0, crcAt)) return undefined;
+  try {
+    return readBody(bytes, crcAt, new QueueSet());
+  } catch {
+    // A layout the checksum vouches for but that does not parse: written by a broken writer.
+    return undefined;
+  }
+}
+
+function readBody(bytes: Uint8Array, end: number, queues: QueueSet): Checkpoint | undefined {
+  const position = readU64(bytes, 16);
+  const createdMs = readU64(bytes, 24);
+  const segmentCount = readU32(bytes, 32);
+  const queueCount = readU64(bytes, 40);
+  if (Number.isNaN(position) || Number.isNaN(createdMs) || Number.isNaN(queueCount)) return undefined;
+  let at = HEADER_BYTES;
+  if (at + 16 * segmentCount > end) return undefined;
+  const segmentTimestamps = new Map<number, number>();
+  for (let i = 0; i < segmentCount; i++, at += 16) segmentTimestamps.set(readU64(bytes, at), readU64(bytes, at + 8));
+  for (let i = 0; i < queueCount; i++) {
+    if (at + 2 > end) return undefined;
+    const nameEnd = at + 2 + readU16(bytes, at);
+    if (nameEnd + 24 > end) return undefined;
+    const name = utf8.decode(bytes.subarray(at + 2, nameEnd));
+    const min = readU64(bytes, nameEnd);
+    const next = readU64(bytes, nameEnd + 8);
+    const lastWrite = readU64(bytes, nameEnd + 16);
+    at = nameEnd + 24;
+    const count = next - min;
+    if (name.length === 0 || queues.get(name) !== undefined || !(count >= 0) || Number.isNaN(lastWrite))
+      return undefined;
+    if (at + FILE_ENTRY_BYTES * count > end) return undefined;
+    const queue = new ConsumeQueue(min, Math.max(count, 1));
+    queue.lastWrite = lastWrite;
+    for (let k = 0; k < count; k++, at += FILE_ENTRY_BYTES) {
+      const entryPosition = readU64(bytes, at);
+      if (Number.isNaN(entryPosition)) return undefined;
+      queue.push(entryPosition, readU32(bytes, at + 8), readU32(bytes, at + 12), readU32(bytes, at + 16));
+    }
+    queues.insert(name, queue);
+    queues.entries += count;
+  }
+  return at === end ? { position, createdMs, segmentTimestamps, queues } : undefined;
+}
+
+/** The bytes of `dir/checkpoint`, or undefined when there is none. */
+export async function readCheckpointFile(storage: Storage, dir: string): Promise<Uint8Array | undefined> {
+  const path = join(dir, CHECKPOINT_FILE);
+  let fd: number;
+  try {
+    fd = await storage.open(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw ioError(`cannot open ${path}`, error);
+  }
+  try {
+    const size = await storage.size(fd);
+    const bytes = new Uint8Array(size);
+    let read = 0;
+    while (read < size) {
+      const n = storage.read(fd, bytes, read, size - read, read);
+      if (n === 0) break;
+      read += n;
+    }
+    return bytes.subarray(0, read);
+  } catch (error) {
+    throw ioError(`cannot read ${path}`, error);
+  } finally {
+    await storage.close(fd);
+  }
+}
+
+/** Writes `bytes` as the new checkpoint of `dir`: temporary file, sync, rename, directory sync. */
+export async function writeCheckpointFile(storage: Storage, dir: string, bytes: Uint8Array): Promise<void> {
+  const tmp = join(dir, CHECKPOINT_TMP_FILE);
+  await storage.unlink(tmp).catch(() => undefined);
+  let fd: number;
+  try {
+    fd = await storage.create(tmp);
+  } catch (error) {
+    throw ioError(`cannot create ${tmp}`, error);
+  }
+  try {
+    if ((await storage.writeAsync(fd, bytes, 0, bytes.length, 0)) !== bytes.length) throw new Error('short write');
+    await storage.datasync(fd);
+  } catch (error) {
+    await storage.close(fd).catch(() => undefined);
+    await storage.unlink(tmp).catch(() => undefined);
+    throw ioError(`cannot write ${tmp}`, error);
+  }
+  try {
+    await storage.close(fd);
+    await storage.rename(tmp, join(dir, CHECKPOINT_FILE));
+    await storage.syncDir(dir);
+  } catch (error) {
+    throw ioError(`cannot install ${tmp} as the checkpoint`, error);
+  }
+}
