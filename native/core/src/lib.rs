@@ -7,13 +7,19 @@
 //! - [`pattern`]: validation, compilation and single-pattern matching.
 //! - [`index`]: the reverse pattern index (topic → ids of the subscriptions that match it).
 //! - [`trie`]: the topic-name trie (pattern → stored names, idle names), over the same interner.
+//! - [`hash`]: CRC-32C and MurmurHash3, the checksums and hashes of the on-disk format.
+//! - [`log`]: the memory-mapped commit log, its recovery and checkpoints (docs/FORMAT.md).
+//! - [`queue`]: the consume queues (one light queue per LMQ name) indexing the log.
 
 pub mod dialect;
 pub mod error;
+pub mod hash;
 pub mod index;
 mod interner;
 pub mod limits;
+pub mod log;
 pub mod pattern;
+pub mod queue;
 pub mod trie;
 
 #[cfg(test)]

@@ -1,0 +1,201 @@
+//! A log shared between the JavaScript thread and background tasks. Quick calls take the lock for
+//! their whole length; the slow ones (sync, segment creation, checkpoint, file removal, close) take
+//! it only to read or install state and do their disk work without it, so an append never waits
+//! for the disk.
+
+use super::checkpoint::{self, CHECKPOINT_FILE, CHECKPOINT_TMP_FILE};
+use super::error::LogError;
+use super::segment::{Segment, SegmentHeader};
+use super::storage::Storage;
+use super::{Log, LogOptions, Retired};
+use memmap2::MmapRaw;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+#[derive(Clone)]
+pub struct LogHandle {
+    log: Arc<Mutex<Log>>,
+    storage: Arc<dyn Storage>,
+}
+
+/// Ranges of mappings to flush, and the position that is durable once they are.
+struct SyncPlan {
+    target: u64,
+    ranges: Vec<(Arc<MmapRaw>, usize, usize)>,
+}
+
+impl LogHandle {
+    pub fn open(dir: &Path, options: LogOptions, storage: Arc<dyn Storage>) -> Result<LogHandle, LogError> {
+        let log = Log::open(dir, options, Arc::clone(&storage))?;
+        Ok(LogHandle {
+            log: Arc::new(Mutex::new(log)),
+            storage,
+        })
+    }
+
+    /// The log, for the quick calls. A panic while it was held (a bug) leaves the log failed.
+    pub fn lock(&self) -> MutexGuard<'_, Log> {
+        self.log.lock().unwrap_or_else(|poisoned| {
+            let mut log = poisoned.into_inner();
+            log.failed.get_or_insert(LogError::Io {
+                errno: None,
+                message: "an earlier call failed mid-way".into(),
+            });
+            log
+        })
+    }
+
+    /// Makes everything written so far durable; returns the durable position. A failure leaves the
+    /// log failed: the page cache can no longer be trusted to hold what was written.
+    pub fn sync(&self) -> Result<u64, LogError> {
+        let plan = {
+            let log = self.lock();
+            log.usable()?;
+            let durable = log.durable_position;
+            let ranges = log
+                .segments
+                .iter()
+                .filter(|s| s.end() > durable)
+                .map(|s| {
+                    let from = durable.saturating_sub(s.base()) as usize;
+                    (
+                        s.shared_map(),
+                        from,
+                        s.written as usize - from.min(s.written as usize),
+                    )
+                })
+                .filter(|&(_, _, len)| len > 0)
+                .collect();
+            SyncPlan {
+                target: log.write_position,
+                ranges,
+            }
+        };
+        for (map, offset, len) in &plan.ranges {
+            if let Err(e) = self.storage.sync_map(map, *offset, *len) {
+                return Err(self.fail(LogError::io("syncing the log", &e)));
+            }
+        }
+        let mut log = self.lock();
+        log.usable()?;
+        log.durable_position = log.durable_position.max(plan.target);
+        Ok(log.durable_position)
+    }
+
+    /// Puts the log in the failed state and returns the error.
+    fn fail(&self, error: LogError) -> LogError {
+        self.lock().failed.get_or_insert(error).clone()
+    }
+
+    /// Creates the next segment (file, size, header, sync) unless one is ready or being made.
+    pub fn prepare_segment(&self, now_ms: u64) -> Result<(), LogError> {
+        let (dir, header) = {
+            let mut log = self.lock();
+            log.usable()?;
+            if log.spare.is_some() || log.preparing {
+                return Ok(());
+            }
+            let base = log.segments.back().map_or(0, Segment::end);
+            log.preparing = true;
+            (
+                log.segments_dir.clone(),
+                SegmentHeader {
+                    base,
+                    size: log.segment_bytes,
+                    created_ms: now_ms,
+                },
+            )
+        };
+        let created = Segment::create(self.storage.as_ref(), &dir, header);
+        let mut log = self.lock();
+        log.preparing = false;
+        let segment = match created {
+            Ok(segment) => segment,
+            Err(e) => {
+                // Nothing was written into it: remove what exists of it and leave the log usable.
+                let _ = self
+                    .storage
+                    .remove(&dir.join(super::segment::segment_file_name(header.base)));
+                return Err(LogError::io("preparing a segment", &e));
+            }
+        };
+        if log.closed {
+            let path = segment.path.clone();
+            drop(segment);
+            return self
+                .storage
+                .remove(&path)
+                .map_err(|e| LogError::io("removing an unused segment", &e));
+        }
+        log.spare = Some(segment);
+        Ok(())
+    }
+
+    /// Detaches old segments now and removes their files; returns how many and their bytes.
+    pub fn retain(&self, cutoff_ms: Option<u64>, max_bytes: Option<u64>) -> Result<(usize, u64), LogError> {
+        let retired = self.lock().detach_retired(cutoff_ms, max_bytes)?;
+        let counts = (retired.segment_count(), retired.bytes());
+        self.remove_retired(retired)?;
+        Ok(counts)
+    }
+
+    /// Removes the files of segments detached by [`Log::detach_retired`].
+    pub fn remove_retired(&self, retired: Retired) -> Result<(), LogError> {
+        retired.remove_files(self.storage.as_ref())
+    }
+
+    /// Writes a checkpoint of the queues as of the current write position, after making the log
+    /// durable up to it: temporary file, sync, rename, directory sync.
+    pub fn checkpoint(&self, now_ms: u64) -> Result<(), LogError> {
+        let (dir, bytes) = {
+            let log = self.lock();
+            log.usable()?;
+            let bytes = checkpoint::encode(log.write_position, now_ms, &log.segment_times(), &log.queues);
+            let dir = log
+                .segments_dir
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or_default();
+            (dir, bytes)
+        };
+        self.sync()?;
+        let tmp = dir.join(CHECKPOINT_TMP_FILE);
+        let written = self
+            .storage
+            .create(&tmp)
+            .and_then(|file| {
+                self.storage.write_at(&file, &bytes, 0)?;
+                self.storage.sync(&file)
+            })
+            .and_then(|()| self.storage.rename(&tmp, &dir.join(CHECKPOINT_FILE)))
+            .and_then(|()| self.storage.sync_dir(&dir));
+        written.map_err(|e| self.fail(LogError::io("writing the checkpoint", &e)))
+    }
+
+    /// Syncs, then releases the files and mappings and removes the lock. Closing twice is a no-op.
+    pub fn close(&self) -> Result<(), LogError> {
+        let synced = if self.lock().closed {
+            return Ok(());
+        } else {
+            self.sync().map(|_| ())
+        };
+        let mut log = self.lock();
+        if log.closed {
+            return Ok(());
+        }
+        log.closed = true;
+        log.segments.clear();
+        let spare = log.spare.take().map(|s| s.path.clone());
+        let lock = log.lock.take();
+        drop(log);
+        // A spare holds no record: removing it spares the next open a "removed segment".
+        if let Some(path) = spare {
+            let _ = self.storage.remove(&path);
+        }
+        if let Some(lock) = lock {
+            lock.release(self.storage.as_ref())
+                .map_err(|e| LogError::io("removing the lock file", &e))?;
+        }
+        synced
+    }
+}

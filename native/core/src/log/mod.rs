@@ -1,0 +1,167 @@
+//! The commit log: append-only memory-mapped segment files holding self-describing records, and the
+//! consume queues (`crate::queue`) indexing them per LMQ. docs/FORMAT.md is the contract with the js
+//! engine; this module follows it byte for byte.
+//!
+//! [`Log`] is the state; every call on it is short and in memory (appends copy into a mapping that
+//! is already there). [`LogHandle`] shares a `Log` between the JavaScript thread and background
+//! tasks and runs the slow parts (file creation, sync, checkpoint, file removal) without holding
+//! the lock while the disk works.
+
+mod append;
+pub mod checkpoint;
+pub mod error;
+mod handle;
+pub mod lock;
+mod read;
+pub mod record;
+mod recovery;
+mod retain;
+pub mod segment;
+pub mod storage;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::LogError;
+pub use handle::LogHandle;
+pub use recovery::{CheckpointState, RecoveryStats};
+pub use retain::Retired;
+pub use storage::{FaultyStorage, RealStorage, Storage};
+
+use crate::queue::Queues;
+use lock::DirLock;
+use record::Layout;
+use segment::Segment;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+
+/// How a log is opened.
+#[derive(Clone, Copy, Debug)]
+pub struct LogOptions {
+    /// Size of new segments (MIN_SEGMENT_BYTES..=MAX_SEGMENT_BYTES).
+    pub segment_bytes: u64,
+    /// Time stamped into new segment headers and the lock file.
+    pub now_ms: u64,
+}
+
+/// Figures about a log (`LogCoreStats` in ts/engine/contract.ts).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogStats {
+    pub segments: usize,
+    pub segment_bytes_on_disk: u64,
+    pub write_position: u64,
+    pub durable_position: u64,
+    pub lmqs: usize,
+    pub index_entries: usize,
+    pub index_bytes: usize,
+    pub files_open: usize,
+    pub spare_ready: bool,
+    pub recovery: RecoveryStats,
+}
+
+/// An open commit log.
+pub struct Log {
+    segments_dir: PathBuf,
+    segment_bytes: u64,
+    lock: Option<DirLock>,
+    /// Oldest first; the last is the active segment. Never empty while open.
+    segments: VecDeque<Segment>,
+    /// The next segment, created, headed and synced ahead of need.
+    spare: Option<Segment>,
+    /// A task is creating the spare.
+    preparing: bool,
+    /// Position after the last record (an end marker after it is not counted).
+    write_position: u64,
+    /// Everything before this position is durable.
+    durable_position: u64,
+    queues: Queues,
+    /// Set by a failed write or sync: every later call fails with it until the log is reopened.
+    failed: Option<LogError>,
+    closed: bool,
+    recovery: RecoveryStats,
+    /// Layouts of the batch being appended, reused between calls.
+    layouts: Vec<Layout>,
+}
+
+impl Log {
+    /// Fails when the log is closed or failed.
+    fn usable(&self) -> Result<(), LogError> {
+        if self.closed {
+            return Err(LogError::Closed);
+        }
+        match &self.failed {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// Next write position.
+    pub fn write_position(&self) -> Result<u64, LogError> {
+        self.usable()?;
+        Ok(self.write_position)
+    }
+
+    pub fn durable_position(&self) -> u64 {
+        self.durable_position
+    }
+
+    /// Next offset to be written in `lmq`; 0 for an unknown one.
+    pub fn max_offset(&self, lmq: &[u8]) -> Result<u64, LogError> {
+        self.usable()?;
+        Ok(self.queues.get(lmq).map_or(0, |q| q.next_offset()))
+    }
+
+    /// Oldest offset still stored; 0 for an unknown LMQ.
+    pub fn min_offset(&self, lmq: &[u8]) -> Result<u64, LogError> {
+        self.usable()?;
+        Ok(self.queues.get(lmq).map_or(0, |q| q.min_offset()))
+    }
+
+    /// Store timestamp of the LMQ's newest record, `None` for an unknown LMQ.
+    pub fn last_write_timestamp(&self, lmq: &[u8]) -> Result<Option<u64>, LogError> {
+        self.usable()?;
+        Ok(self.queues.get(lmq).map(|q| q.last_write_ms()))
+    }
+
+    pub fn lmq_count(&self) -> Result<usize, LogError> {
+        self.usable()?;
+        Ok(self.queues.len())
+    }
+
+    /// Up to `limit` LMQ names starting with `prefix`, in byte order, strictly after `after`.
+    pub fn list_lmqs(
+        &mut self,
+        prefix: &[u8],
+        after: Option<&[u8]>,
+        limit: usize,
+    ) -> Result<crate::queue::NamePage, LogError> {
+        self.usable()?;
+        Ok(self.queues.list(prefix, after, limit))
+    }
+
+    pub fn stats(&self) -> Result<LogStats, LogError> {
+        self.usable()?;
+        let on_disk: u64 = self.segments.iter().chain(&self.spare).map(Segment::size).sum();
+        let files = self.segments.len() + usize::from(self.spare.is_some());
+        Ok(LogStats {
+            segments: files,
+            segment_bytes_on_disk: on_disk,
+            write_position: self.write_position,
+            durable_position: self.durable_position,
+            lmqs: self.queues.len(),
+            index_entries: self.queues.entry_count(),
+            index_bytes: self.queues.approximate_bytes(),
+            files_open: files,
+            spare_ready: self.spare.is_some(),
+            recovery: self.recovery.clone(),
+        })
+    }
+
+    /// (base, last store timestamp) of every segment, for a checkpoint.
+    fn segment_times(&self) -> Vec<(u64, u64)> {
+        self.segments
+            .iter()
+            .map(|s| (s.base(), s.last_store_ms))
+            .collect()
+    }
+}

@@ -1,0 +1,275 @@
+//! The record layout of docs/FORMAT.md: the validity rules, run by the writer before a record is
+//! stored (on what the caller encoded) and by recovery and every read (on what came back from disk),
+//! and the two things the engine fills in: LMQ offsets, then store timestamp and checksum.
+//! Mirrors `ts/engine/js/log-record.ts`.
+
+use crate::hash::{crc32c, murmur3_32};
+use crate::limits::{MAX_LMQS_PER_RECORD, MAX_LMQ_NAME_BYTES};
+
+/// `LTR1`: the first bytes of every record.
+pub const RECORD_MAGIC: [u8; 4] = *b"LTR1";
+/// `LTE1`: written where the next record did not fit in the segment.
+pub const END_MARKER: [u8; 4] = *b"LTE1";
+/// Fixed part of a record, before the LMQ offsets.
+pub const RECORD_HEADER_BYTES: usize = 32;
+pub const TYPE_MESSAGE: u8 = 1;
+/// An LMQ deletion: replaying it drops the LMQ.
+pub const TYPE_DELETE: u8 = 2;
+const FLAG_HAS_KEY: u8 = 1;
+const FLAG_HAS_TAG: u8 = 2;
+const CRC_AT: usize = 8;
+const CRC_FROM: usize = 12;
+const STORE_TIMESTAMP_AT: usize = 16;
+const BORN_TIMESTAMP_AT: usize = 24;
+/// Positions, offsets and timestamps must be JavaScript-safe integers for the js engine to read them.
+const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
+
+/// What the writer and the index need from a record whose layout is valid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub size: u32,
+    pub kind: u8,
+    pub lmq_count: u16,
+    /// Where the first LMQ name's length prefix is, from the record start.
+    pub names_at: u32,
+    pub key_hash: u32,
+    /// 0 when the record has no tag.
+    pub tag_hash: u32,
+}
+
+pub(crate) fn u16_at(bytes: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?))
+}
+
+pub(crate) fn u32_at(bytes: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?))
+}
+
+pub(crate) fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// The `size` field of the record at the start of `bytes`, if there are 8 bytes to read it from.
+pub fn record_size(bytes: &[u8]) -> Option<u32> {
+    u32_at(bytes, 4)
+}
+
+/// The end of a field with a `width`-byte length prefix at `at`, if it fits in `bytes`.
+fn field_end(bytes: &[u8], at: usize, width: usize) -> Option<usize> {
+    let length = if width == 2 {
+        usize::from(u16_at(bytes, at)?)
+    } else {
+        u32_at(bytes, at)? as usize
+    };
+    let end = at + width + length;
+    (end <= bytes.len()).then_some(end)
+}
+
+/// Checks everything the encoder is responsible for in `record` (exactly one record's bytes): magic,
+/// size, type, flags, LMQ count and names, key, tag, properties and body adding up to the size, and
+/// the born timestamp. The checksum, store timestamp and offsets are the engine's to fill in and are
+/// checked by [`check_stored`].
+pub fn check_layout(record: &[u8]) -> Result<Layout, &'static str> {
+    if record.len() < RECORD_HEADER_BYTES {
+        return Err("not enough bytes for a record header");
+    }
+    if record[..4] != RECORD_MAGIC {
+        return Err("no record magic");
+    }
+    if record_size(record) != Some(record.len() as u32) {
+        return Err("record size does not match its bytes");
+    }
+    let kind = record[12];
+    let flags = record[13];
+    let lmq_count = u16_at(record, 14).unwrap_or(0);
+    if kind != TYPE_MESSAGE && kind != TYPE_DELETE {
+        return Err("unknown record type");
+    }
+    if flags & !(FLAG_HAS_KEY | FLAG_HAS_TAG) != 0 {
+        return Err("unknown flags");
+    }
+    if lmq_count == 0 || usize::from(lmq_count) > MAX_LMQS_PER_RECORD {
+        return Err("LMQ count out of range");
+    }
+    if u64_at(record, BORN_TIMESTAMP_AT).unwrap_or(u64::MAX) > MAX_SAFE_INTEGER {
+        return Err("timestamp out of range");
+    }
+    let names_at = RECORD_HEADER_BYTES + 8 * usize::from(lmq_count);
+    if names_at > record.len() {
+        return Err("LMQ offsets overrun the record");
+    }
+    let mut at = names_at;
+    for _ in 0..lmq_count {
+        let end = field_end(record, at, 2).ok_or("bad LMQ name")?;
+        let name = &record[at + 2..end];
+        if name.is_empty() || name.len() > MAX_LMQ_NAME_BYTES {
+            return Err("bad LMQ name");
+        }
+        if std::str::from_utf8(name).is_err() {
+            return Err("LMQ name is not UTF-8");
+        }
+        at = end;
+    }
+    let key_end = field_end(record, at, 2).ok_or("bad key")?;
+    if flags & FLAG_HAS_KEY == 0 && key_end != at + 2 {
+        return Err("bad key");
+    }
+    let key_hash = murmur3_32(&record[at + 2..key_end]);
+    at = key_end;
+    let tag_end = field_end(record, at, 2).ok_or("bad tag")?;
+    if flags & FLAG_HAS_TAG == 0 && tag_end != at + 2 {
+        return Err("bad tag");
+    }
+    let tag_hash = if flags & FLAG_HAS_TAG == 0 {
+        0
+    } else {
+        murmur3_32(&record[at + 2..tag_end])
+    };
+    at = tag_end;
+    let property_count = u16_at(record, at).ok_or("property count overruns the record")?;
+    at += 2;
+    for _ in 0..2 * u32::from(property_count) {
+        at = field_end(record, at, 2).ok_or("bad property")?;
+    }
+    let body_end = field_end(record, at, 4);
+    if body_end != Some(record.len()) {
+        return Err("record parts do not add up to its size");
+    }
+    if kind == TYPE_DELETE && (lmq_count != 1 || flags != 0 || property_count != 0 || record.len() != at + 4)
+    {
+        return Err("malformed LMQ deletion record");
+    }
+    Ok(Layout {
+        size: record.len() as u32,
+        kind,
+        lmq_count,
+        names_at: names_at as u32,
+        key_hash,
+        tag_hash,
+    })
+}
+
+/// Checks the record at the start of `rest` (the remainder of its segment) against every rule of
+/// docs/FORMAT.md ("Validity"): what recovery and reads run on bytes that came back from disk.
+pub fn check_stored(rest: &[u8]) -> Result<Layout, &'static str> {
+    if rest.len() < RECORD_HEADER_BYTES {
+        return Err("not enough bytes for a record header");
+    }
+    if rest[..4] != RECORD_MAGIC {
+        return Err("no record magic");
+    }
+    let size = record_size(rest).unwrap_or(0) as usize;
+    if size < RECORD_HEADER_BYTES || size > rest.len() {
+        return Err("record size does not fit");
+    }
+    let record = &rest[..size];
+    if u32_at(record, CRC_AT) != Some(crc32c(&record[CRC_FROM..])) {
+        return Err("checksum mismatch");
+    }
+    let layout = check_layout(record)?;
+    if store_timestamp(record) > MAX_SAFE_INTEGER {
+        return Err("timestamp out of range");
+    }
+    if (0..usize::from(layout.lmq_count)).any(|i| offset(record, i) > MAX_SAFE_INTEGER) {
+        return Err("LMQ offset out of range");
+    }
+    Ok(layout)
+}
+
+/// The record's LMQ names, in order. `record` must have passed [`check_layout`].
+pub fn lmq_names<'a>(record: &'a [u8], layout: &Layout) -> impl Iterator<Item = &'a [u8]> + 'a {
+    let mut at = layout.names_at as usize;
+    (0..layout.lmq_count).map(move |_| {
+        let length = usize::from(u16_at(record, at).unwrap_or(0));
+        let name = record.get(at + 2..at + 2 + length).unwrap_or_default();
+        at += 2 + length;
+        name
+    })
+}
+
+/// The record's offset in its `i`-th LMQ.
+pub fn offset(record: &[u8], i: usize) -> u64 {
+    u64_at(record, RECORD_HEADER_BYTES + 8 * i).unwrap_or(u64::MAX)
+}
+
+pub fn store_timestamp(record: &[u8]) -> u64 {
+    u64_at(record, STORE_TIMESTAMP_AT).unwrap_or(u64::MAX)
+}
+
+/// Sets the record's offset in its `i`-th LMQ.
+#[inline]
+pub fn set_offset(record: &mut [u8], i: usize, offset: u64) {
+    let at = RECORD_HEADER_BYTES + 8 * i;
+    record[at..at + 8].copy_from_slice(&offset.to_le_bytes());
+}
+
+/// Stamps the store timestamp, then the checksum over everything after it: the last write before
+/// the record counts as stored.
+#[inline]
+pub fn seal(record: &mut [u8], store_timestamp_ms: u64) {
+    record[STORE_TIMESTAMP_AT..STORE_TIMESTAMP_AT + 8].copy_from_slice(&store_timestamp_ms.to_le_bytes());
+    let crc = crc32c(&record[CRC_FROM..]);
+    record[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Builds one record, as `ts/engine/js/log-encode.ts` does; for tests.
+#[cfg(test)]
+#[derive(Clone, Debug, Default)]
+pub struct RecordBuilder<'a> {
+    pub kind: u8,
+    pub lmqs: Vec<&'a [u8]>,
+    pub key: Option<&'a [u8]>,
+    pub tag: Option<&'a [u8]>,
+    pub properties: Vec<(&'a [u8], &'a [u8])>,
+    pub body: &'a [u8],
+    pub born_timestamp_ms: u64,
+}
+
+#[cfg(test)]
+impl RecordBuilder<'_> {
+    /// The encoded record, offsets and store timestamp zero, checksum unset.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + self.body.len());
+        out.extend_from_slice(&RECORD_MAGIC);
+        out.extend_from_slice(&[0; 8]);
+        let flags = u8::from(self.key.is_some()) * FLAG_HAS_KEY + u8::from(self.tag.is_some()) * FLAG_HAS_TAG;
+        out.extend_from_slice(&[self.kind, flags]);
+        out.extend_from_slice(&(self.lmqs.len() as u16).to_le_bytes());
+        out.extend_from_slice(&[0; 8]);
+        out.extend_from_slice(&self.born_timestamp_ms.to_le_bytes());
+        out.resize(out.len() + 8 * self.lmqs.len(), 0);
+        let short = |out: &mut Vec<u8>, field: &[u8]| {
+            out.extend_from_slice(&(field.len() as u16).to_le_bytes());
+            out.extend_from_slice(field);
+        };
+        for name in &self.lmqs {
+            short(&mut out, name);
+        }
+        short(&mut out, self.key.unwrap_or_default());
+        short(&mut out, self.tag.unwrap_or_default());
+        out.extend_from_slice(&(self.properties.len() as u16).to_le_bytes());
+        for (name, value) in &self.properties {
+            short(&mut out, name);
+            short(&mut out, value);
+        }
+        out.extend_from_slice(&(self.body.len() as u32).to_le_bytes());
+        out.extend_from_slice(self.body);
+        let size = out.len() as u32;
+        out[4..8].copy_from_slice(&size.to_le_bytes());
+        out
+    }
+}
+
+/// An LMQ deletion record for `lmq`, which had reached `next_offset`; for tests.
+#[cfg(test)]
+pub fn deletion_record(lmq: &[u8], next_offset: u64, now_ms: u64) -> Vec<u8> {
+    let mut record = RecordBuilder {
+        kind: TYPE_DELETE,
+        lmqs: vec![lmq],
+        born_timestamp_ms: now_ms,
+        ..RecordBuilder::default()
+    }
+    .encode();
+    set_offset(&mut record, 0, next_offset);
+    record
+}

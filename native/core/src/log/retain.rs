@@ -1,0 +1,78 @@
+//! Retention: whole old segments leave the log by age or total size. Detaching them is quick and in
+//! memory (the index forgets the entries pointing into them); deleting their files is left to a
+//! background task.
+
+use super::error::LogError;
+use super::segment::Segment;
+use super::storage::Storage;
+use super::Log;
+use std::path::PathBuf;
+
+/// Segments detached from the log, whose files are still to be removed.
+pub struct Retired {
+    segments: Vec<Segment>,
+    dir: PathBuf,
+}
+
+impl Retired {
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    pub fn bytes(&self) -> u64 {
+        self.segments.iter().map(Segment::size).sum()
+    }
+
+    /// Unmaps and removes the files, then makes their removal durable.
+    pub fn remove_files(self, storage: &dyn Storage) -> Result<(), LogError> {
+        if self.segments.is_empty() {
+            return Ok(());
+        }
+        for segment in self.segments {
+            let path = segment.path.clone();
+            drop(segment);
+            storage
+                .remove(&path)
+                .map_err(|e| LogError::io("removing a retired segment", &e))?;
+        }
+        storage
+            .sync_dir(&self.dir)
+            .map_err(|e| LogError::io("syncing the segment directory", &e))
+    }
+}
+
+impl Log {
+    /// Detaches every segment but the active one whose records are all older than `cutoff_ms`
+    /// (`None`: no age rule), then the oldest ones while the log is larger than `max_bytes`
+    /// (`None`: no size rule), and drops the index entries pointing into them.
+    pub fn detach_retired(
+        &mut self,
+        cutoff_ms: Option<u64>,
+        max_bytes: Option<u64>,
+    ) -> Result<Retired, LogError> {
+        self.usable()?;
+        let mut detached = Vec::new();
+        let mut total: u64 = self.segments.iter().map(Segment::size).sum();
+        while self.segments.len() > 1 {
+            let Some(oldest) = self.segments.front() else {
+                break;
+            };
+            let too_old = cutoff_ms.is_some_and(|cutoff| oldest.last_store_ms < cutoff);
+            let too_big = max_bytes.is_some_and(|max| total > max);
+            if !too_old && !too_big {
+                break;
+            }
+            total -= oldest.size();
+            detached.extend(self.segments.pop_front());
+        }
+        if let Some(first) = self.segments.front() {
+            if !detached.is_empty() {
+                self.queues.drop_below(first.base());
+            }
+        }
+        Ok(Retired {
+            segments: detached,
+            dir: self.segments_dir.clone(),
+        })
+    }
+}

@@ -1,0 +1,205 @@
+//! Consume queues: one light queue (LMQ) per name, each a run of fixed-size index entries pointing
+//! into the commit log, its logical offsets implicit (the queue's minimum offset plus the place).
+//! All queues live in one hash map keyed by name bytes, so the append path looks a name up without
+//! building a `String`, and no queue owns a file (docs/FORMAT.md, "Consume queues").
+
+mod list;
+
+pub use list::NamePage;
+
+use rustc_hash::FxHashMap;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// Where one stored record is and what consumers filter it by (24 bytes when checkpointed).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    pub position: u64,
+    pub size: u32,
+    pub tag_hash: u32,
+    pub key_hash: u32,
+}
+
+/// One LMQ. An empty queue keeps its offsets: the next message continues where the last one ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ConsumeQueue {
+    pub(crate) min_offset: u64,
+    /// Store timestamp of the newest record, 0 before the first.
+    pub(crate) last_write_ms: u64,
+    pub(crate) entries: VecDeque<IndexEntry>,
+}
+
+impl ConsumeQueue {
+    pub fn min_offset(&self) -> u64 {
+        self.min_offset
+    }
+
+    pub fn next_offset(&self) -> u64 {
+        self.min_offset + self.entries.len() as u64
+    }
+
+    pub fn last_write_ms(&self) -> u64 {
+        self.last_write_ms
+    }
+
+    pub fn entries(&self) -> &VecDeque<IndexEntry> {
+        &self.entries
+    }
+
+    /// The entries from offset `from` (raised to the minimum), at most `max` of them, and the offset
+    /// of the first.
+    pub fn range(&self, from: u64, max: usize) -> (u64, impl Iterator<Item = &IndexEntry>) {
+        let first = from.max(self.min_offset);
+        let skip = (first - self.min_offset).min(self.entries.len() as u64) as usize;
+        let take = max.min(self.entries.len() - skip);
+        (first, self.entries.range(skip..skip + take))
+    }
+
+    /// Forgets the entries of records before `position`; returns how many.
+    fn drop_below(&mut self, position: u64) -> usize {
+        let keep_from = self.entries.partition_point(|e| e.position < position);
+        self.entries.drain(..keep_from);
+        self.min_offset += keep_from as u64;
+        keep_from
+    }
+}
+
+/// A record's offset in an LMQ that contradicts the queue it replays into.
+#[derive(Debug, PartialEq, Eq)]
+pub struct OffsetWentBack {
+    pub expected: u64,
+    pub found: u64,
+}
+
+/// Every LMQ of a log, by name.
+#[derive(Default)]
+pub struct Queues {
+    map: FxHashMap<Arc<[u8]>, ConsumeQueue>,
+    /// Index entries in all queues.
+    entries: usize,
+    /// Names in UTF-8 byte order for listing, rebuilt lazily after the set of names changed.
+    sorted: Vec<Arc<[u8]>>,
+    sorted_valid: bool,
+}
+
+impl Queues {
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    pub fn get(&self, name: &[u8]) -> Option<&ConsumeQueue> {
+        self.map.get(name)
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = (&[u8], &ConsumeQueue)> {
+        self.map.iter().map(|(name, queue)| (&name[..], queue))
+    }
+
+    /// Index entries held in all queues.
+    pub fn entry_count(&self) -> usize {
+        self.entries
+    }
+
+    /// Appends an entry at the queue's next offset, creating the queue at 0; returns the offset.
+    #[inline]
+    pub fn append(&mut self, name: &[u8], entry: IndexEntry, timestamp_ms: u64) -> u64 {
+        self.entries += 1;
+        if let Some(queue) = self.map.get_mut(name) {
+            queue.entries.push_back(entry);
+            queue.last_write_ms = timestamp_ms;
+            return queue.next_offset() - 1;
+        }
+        self.insert(name, 0, entry, timestamp_ms);
+        0
+    }
+
+    /// Replays a record stored at `offset` in the queue (docs/FORMAT.md, "Recovery", step 3): an
+    /// unknown queue starts there, the next offset appends, a later one restarts the queue (the
+    /// records between were retired), an earlier one contradicts the log.
+    pub fn replay(
+        &mut self,
+        name: &[u8],
+        offset: u64,
+        entry: IndexEntry,
+        timestamp_ms: u64,
+    ) -> Result<(), OffsetWentBack> {
+        let Some(queue) = self.map.get_mut(name) else {
+            self.entries += 1;
+            self.insert(name, offset, entry, timestamp_ms);
+            return Ok(());
+        };
+        let expected = queue.next_offset();
+        if offset < expected {
+            return Err(OffsetWentBack {
+                expected,
+                found: offset,
+            });
+        }
+        if offset > expected {
+            self.entries -= queue.entries.len();
+            queue.entries.clear();
+            queue.min_offset = offset;
+        }
+        queue.entries.push_back(entry);
+        queue.last_write_ms = timestamp_ms;
+        self.entries += 1;
+        Ok(())
+    }
+
+    fn insert(&mut self, name: &[u8], min_offset: u64, entry: IndexEntry, timestamp_ms: u64) {
+        let mut entries = VecDeque::with_capacity(1);
+        entries.push_back(entry);
+        let queue = ConsumeQueue {
+            min_offset,
+            last_write_ms: timestamp_ms,
+            entries,
+        };
+        self.map.insert(Arc::from(name), queue);
+        self.sorted_valid = false;
+    }
+
+    /// Puts a whole queue back, as a checkpoint held it.
+    pub fn restore(&mut self, name: &[u8], queue: ConsumeQueue) {
+        self.entries += queue.entries.len();
+        if let Some(old) = self.map.insert(Arc::from(name), queue) {
+            self.entries -= old.entries.len();
+        }
+        self.sorted_valid = false;
+    }
+
+    /// Drops a queue; returns it if it existed.
+    pub fn remove(&mut self, name: &[u8]) -> Option<ConsumeQueue> {
+        let queue = self.map.remove(name)?;
+        self.entries -= queue.entries.len();
+        self.sorted_valid = false;
+        Some(queue)
+    }
+
+    /// Forgets every entry of a record before `position` (its segment was retired). Queues stay,
+    /// with their minimum offsets moved past what was forgotten.
+    pub fn drop_below(&mut self, position: u64) {
+        for queue in self.map.values_mut() {
+            self.entries -= queue.drop_below(position);
+        }
+    }
+
+    /// An estimate of the memory the queues hold, in bytes: the map's slots, each name and each
+    /// queue's entry buffer, and the sorted name list.
+    pub fn approximate_bytes(&self) -> usize {
+        let slot = std::mem::size_of::<(Arc<[u8]>, ConsumeQueue)>() + 1;
+        let entry = std::mem::size_of::<IndexEntry>();
+        let per_queue: usize = self
+            .map
+            .iter()
+            .map(|(name, queue)| name.len() + 16 + queue.entries.capacity() * entry)
+            .sum();
+        self.map.capacity() * slot + per_queue + self.sorted.capacity() * 16
+    }
+}
+
+#[cfg(test)]
+mod tests;

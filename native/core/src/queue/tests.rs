@@ -1,0 +1,88 @@
+use super::*;
+
+fn entry(position: u64) -> IndexEntry {
+    IndexEntry {
+        position,
+        size: 40,
+        tag_hash: 0,
+        key_hash: 0,
+    }
+}
+
+#[test]
+fn append_assigns_consecutive_offsets_per_queue() {
+    let mut queues = Queues::default();
+    assert_eq!(queues.append(b"a", entry(64), 1), 0);
+    assert_eq!(queues.append(b"a", entry(104), 2), 1);
+    assert_eq!(queues.append(b"b", entry(144), 3), 0);
+    let a = queues.get(b"a").expect("queue a");
+    assert_eq!((a.min_offset(), a.next_offset(), a.last_write_ms()), (0, 2, 2));
+    assert_eq!(queues.entry_count(), 3);
+    let (first, entries) = a.range(1, 10);
+    assert_eq!(first, 1);
+    assert_eq!(entries.map(|e| e.position).collect::<Vec<_>>(), vec![104]);
+    let (first, mut entries) = a.range(5, 10);
+    assert_eq!(first, 5);
+    assert!(entries.next().is_none());
+}
+
+#[test]
+fn replay_starts_appends_restarts_and_refuses_going_back() {
+    let mut queues = Queues::default();
+    queues.replay(b"q", 7, entry(64), 1).expect("start");
+    queues.replay(b"q", 8, entry(104), 1).expect("next");
+    queues.replay(b"q", 12, entry(144), 1).expect("restart");
+    let q = queues.get(b"q").expect("queue");
+    assert_eq!((q.min_offset(), q.next_offset()), (12, 13));
+    assert_eq!(queues.entry_count(), 1);
+    assert_eq!(
+        queues.replay(b"q", 3, entry(184), 1),
+        Err(OffsetWentBack {
+            expected: 13,
+            found: 3
+        })
+    );
+}
+
+#[test]
+fn drop_below_moves_minimum_offsets() {
+    let mut queues = Queues::default();
+    for i in 0..5 {
+        queues.append(b"a", entry(100 * i), 0);
+    }
+    queues.drop_below(250);
+    let a = queues.get(b"a").expect("queue a");
+    assert_eq!((a.min_offset(), a.next_offset()), (3, 5));
+    queues.drop_below(1000);
+    let a = queues.get(b"a").expect("queue a");
+    assert_eq!((a.min_offset(), a.next_offset()), (5, 5));
+    assert_eq!(queues.entry_count(), 0);
+    assert_eq!(queues.append(b"a", entry(2000), 0), 5);
+}
+
+#[test]
+fn list_pages_in_byte_order() {
+    let mut queues = Queues::default();
+    for name in ["b/2", "a", "b/1", "b/10", "c", "é"] {
+        queues.append(name.as_bytes(), entry(0), 0);
+    }
+    let names = |page: NamePage| -> (Vec<String>, bool) {
+        let list = page
+            .names
+            .iter()
+            .map(|n| String::from_utf8_lossy(n).into_owned())
+            .collect();
+        (list, page.more)
+    };
+    assert_eq!(
+        names(queues.list(b"b/", None, 2)),
+        (vec!["b/1".into(), "b/10".into()], true)
+    );
+    assert_eq!(
+        names(queues.list(b"b/", Some(b"b/10"), 2)),
+        (vec!["b/2".into()], false)
+    );
+    assert_eq!(names(queues.list(b"", Some(b"c"), 5)), (vec!["é".into()], false));
+    queues.remove(b"b/1");
+    assert_eq!(names(queues.list(b"b", None, 5)).0, vec!["b/10", "b/2"]);
+}
