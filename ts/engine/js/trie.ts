@@ -13,6 +13,7 @@ import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from './
 import { Interner } from './interner.js';
 import { IdleSet } from './trie-idle.js';
 import { listNames } from './trie-list.js';
+import { linkLast, unlink } from './trie-nodes.js';
 import { countMatches, expandIds, expandNames, NONE, ROOT } from './trie-walk.js';
 
 /** Nodes a new trie has room for before its arrays grow. */
@@ -251,36 +252,8 @@ export class JsTopicTrie implements TopicTrieCore {
       this.children[parent] = map;
     }
     map.set(segment, child);
-    this.linkLast(parent, child);
+    linkLast(this, parent, child);
     return child;
-  }
-
-  /** Appends `child` to `parent`'s child list. */
-  private linkLast(parent: number, child: number): void {
-    const first = this.firstChild[parent] as number;
-    if (first === NONE) {
-      this.firstChild[parent] = child;
-      this.prevSibling[child] = child;
-      return;
-    }
-    const last = this.prevSibling[first] as number;
-    this.nextSibling[last] = child;
-    this.prevSibling[child] = last;
-    this.prevSibling[first] = child;
-  }
-
-  private unlink(child: number): void {
-    const parent = this.parent[child] as number;
-    const next = this.nextSibling[child] as number;
-    const prev = this.prevSibling[child] as number;
-    const first = this.firstChild[parent] as number;
-    if (first === child) {
-      this.firstChild[parent] = next;
-      if (next !== NONE) this.prevSibling[next] = prev;
-    } else {
-      this.nextSibling[prev] = next;
-      this.prevSibling[next === NONE ? first : next] = prev;
-    }
   }
 
   private grow(): void {
@@ -307,7 +280,7 @@ export class JsTopicTrie implements TopicTrieCore {
       const map = this.children[parent] as Map<number, number>;
       map.delete(this.segment[node] as number);
       if (map.size === 0) this.children[parent] = undefined;
-      this.unlink(node);
+      unlink(this, node);
       this.segments.release(this.segment[node] as number);
       this.children[node] = undefined;
       this.parent[node] = NONE;

@@ -6,7 +6,6 @@ use super::list::compare_segments;
 use super::*;
 use crate::limits::MAX_LITE_TOPIC_BYTES;
 use crate::pattern::Pattern;
-use crate::test_rng::Rng;
 use std::cmp::Ordering;
 
 fn lite() -> TopicTrie {
