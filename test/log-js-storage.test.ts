@@ -4,7 +4,8 @@
  * stopping at a full segment without a spare, and the LMQ name order. Behaviour shared by both
  * engines lives in test/log*.test.ts.
  */
-import { closeSync, mkdtempSync, openSync, readSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,7 +15,7 @@ import { openJsLog } from '../ts/engine/js/log.js';
 import { encodeBatch } from '../ts/engine/js/log-encode.js';
 import { QueueSet } from '../ts/engine/js/queue.js';
 import { FaultyStorage, type Storage } from '../ts/engine/js/storage.js';
-import { LogCorruptError, LogIoError } from '../ts/errors.js';
+import { LogCorruptError, LogIoError, LogLockedError } from '../ts/errors.js';
 
 const SEGMENT = MIN_SEGMENT_BYTES;
 const NOW = 1_700_000_000_000;
@@ -230,5 +231,21 @@ describe('js LMQ name order', () => {
     expect(listed).toHaveLength(351);
     expect(listed).toEqual([...listed].sort());
     expect(listed[0]).toBe('n0');
+  });
+});
+
+describe('js directory lock', () => {
+  it('replaces a lock left by a dead process or a crash mid-write, and refuses a live one', async () => {
+    const dir = tempDir();
+    const dead = spawnSync(process.execPath, ['-e', '']).pid as number;
+    writeFileSync(join(dir, 'LOCK'), `${JSON.stringify({ pid: dead, engine: 'native', createdMs: 1 })}\n`);
+    const log = await open(dir);
+    expect(JSON.parse(readFileSync(join(dir, 'LOCK'), 'utf8'))).toMatchObject({ pid: process.pid, engine: 'js' });
+    await log.close();
+    writeFileSync(join(dir, 'LOCK'), '');
+    await (await open(dir)).close();
+    // pid 1 always exists and belongs to someone else: EPERM or success both mean alive.
+    writeFileSync(join(dir, 'LOCK'), `${JSON.stringify({ pid: 1, engine: 'native', createdMs: 1 })}\n`);
+    await expect(open(dir)).rejects.toMatchObject({ constructor: LogLockedError, pid: 1 });
   });
 });
