@@ -22,6 +22,53 @@ export declare function expandJoined(patternsJoined: string, candidatesJoined: s
 /** The core's limits as `[name, value]` pairs, so tests can compare them with the js engine's. */
 export declare function limits(): Array<[string, number]>
 
+/**
+ * Writes records `from..count` of an encoded batch (see `EncodedBatch` in ts/engine/contract.ts)
+ * in one crossing; returns the index after the last record written.
+ */
+export declare function logAppend(handle: ExternalObject<'Log'>, bytes: Uint8Array, starts: Uint32Array, lmqStarts: Uint32Array, from: number, count: number, storeTimestampMs: number, positions: Float64Array, offsets: Float64Array): number
+
+/** Writes a checkpoint as of the current write position, syncing the log to it first. */
+export declare function logCheckpoint(handle: ExternalObject<'Log'>, nowMs: number): Promise<void>
+
+/** Syncs, releases files and mappings, removes the lock. */
+export declare function logClose(handle: ExternalObject<'Log'>): Promise<void>
+
+/** -1 for an unknown LMQ. */
+export declare function logLastWriteTimestamp(handle: ExternalObject<'Log'>, lmq: string): number
+
+export declare function logListLmqs(handle: ExternalObject<'Log'>, prefix: string, limit: number, after?: string | undefined | null): NativeLmqPage
+
+export declare function logLmqCount(handle: ExternalObject<'Log'>): number
+
+export declare function logMaxOffset(handle: ExternalObject<'Log'>, lmq: string): number
+
+export declare function logMinOffset(handle: ExternalObject<'Log'>, lmq: string): number
+
+/** Opens (creating if needed), locks and recovers the log in `dir`. */
+export declare function logOpen(dir: string, segmentBytes: number, nowMs: number): Promise<ExternalObject<'Log'>>
+
+/** Creates, sizes, heads and syncs the next segment unless one is ready or being made. */
+export declare function logPrepareSegment(handle: ExternalObject<'Log'>, nowMs: number): Promise<void>
+
+export declare function logRead(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number): NativeLogRead
+
+/**
+ * Detaches old segments now (never the active one) and removes their files in the task.
+ * `cutoff_ms` and `max_bytes` are -1 for "no such rule".
+ */
+export declare function logRetain(handle: ExternalObject<'Log'>, cutoffMs: number, maxBytes: number): Promise<NativeRetained>
+
+/** Whether a spare segment is ready for the next roll. */
+export declare function logSpareReady(handle: ExternalObject<'Log'>): boolean
+
+export declare function logStats(handle: ExternalObject<'Log'>): NativeLogStats
+
+/** Makes everything written so far durable; resolves to the durable position. */
+export declare function logSync(handle: ExternalObject<'Log'>): Promise<number>
+
+export declare function logWritePosition(handle: ExternalObject<'Log'>): number
+
 export declare function matcherMatches(handle: ExternalObject<'Matcher'>, topic: string): boolean
 
 /**
@@ -37,6 +84,51 @@ export declare function matches(pattern: string, topic: string, dialectId: numbe
 export interface NativeListPage {
   names: string
   more: boolean
+}
+
+/** One page of LMQ names. */
+export interface NativeLmqPage {
+  names: Array<string>
+  more: boolean
+}
+
+/** What `log_read` returns: the records back to back, checked, and where they came from. */
+export interface NativeLogRead {
+  bytes: Buffer
+  positions: Float64Array
+  firstOffset: number
+  count: number
+}
+
+/** `LogRecoveryStats` of ts/engine/contract.ts. */
+export interface NativeLogRecovery {
+  checkpoint: string
+  replayedFrom: number
+  replayedRecords: number
+  cutPosition: number
+  cutBytes: number
+  removedSegments: number
+  durationMs: number
+}
+
+/** `LogCoreStats` of ts/engine/contract.ts. */
+export interface NativeLogStats {
+  segments: number
+  segmentBytesOnDisk: number
+  writePosition: number
+  durablePosition: number
+  lmqs: number
+  indexEntries: number
+  indexBytes: number
+  filesOpen: number
+  spareReady: boolean
+  recovery: NativeLogRecovery
+}
+
+/** What retention removed. */
+export interface NativeRetained {
+  segments: number
+  bytes: number
 }
 
 /** A failed validation, as the js engine reports it. */

@@ -4,6 +4,7 @@
 //! arguments and turns failures into typed errors.
 
 mod index;
+mod log;
 mod pattern;
 mod trie;
 
@@ -51,6 +52,12 @@ pub fn limits() -> Vec<(String, u32)> {
 /// sound, kept here rather than repeated at each use.
 pub(crate) fn out_slice(out: &mut napi::bindgen_prelude::Uint32Array) -> &mut [u32] {
     // SAFETY: see above; the slice does not outlive the synchronous call that borrowed `out`.
+    unsafe { out.as_mut() }
+}
+
+/// The caller's `Float64Array` as a mutable slice, for the same reason as `out_slice`.
+pub(crate) fn out_f64_slice(out: &mut napi::bindgen_prelude::Float64Array) -> &mut [f64] {
+    // SAFETY: see `out_slice`.
     unsafe { out.as_mut() }
 }
 

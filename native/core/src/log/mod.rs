@@ -101,6 +101,12 @@ impl Log {
         Ok(self.write_position)
     }
 
+    /// Whether a spare segment is ready for the next roll.
+    pub fn spare_ready(&self) -> Result<bool, LogError> {
+        self.usable()?;
+        Ok(self.spare.is_some())
+    }
+
     pub fn durable_position(&self) -> u64 {
         self.durable_position
     }

@@ -1,0 +1,278 @@
+//! The commit log handle: free functions over an `External` (see index.rs for why not a class).
+//! Quick calls run on the JavaScript thread; opening, segment preparation, sync, checkpoints, file
+//! removal and closing are `AsyncTask`s on the libuv thread pool.
+//!
+//! Failures cross as `Error`s whose message is `CODE<TAB>details as JSON<TAB>sentence`, so the
+//! adapter (ts/engine/native/log.ts) can rebuild the typed error with its fields; a tab never occurs
+//! inside JSON text.
+
+mod tasks;
+
+use litetopic_core::log::{LogError, LogHandle};
+use napi::bindgen_prelude::{Buffer, External, Float64Array, Uint32Array, Uint8Array};
+use napi::{Error, Result, Status};
+use napi_derive::napi;
+
+/// The handle behind `ExternalObject<'Log'>`.
+pub type Handle = External<LogHandle>;
+
+/// A JSON string literal of `text`.
+fn json_string(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// The error as JavaScript receives it (see the module comment).
+pub(crate) fn js_error(error: LogError) -> Error {
+    let mut fields: Vec<String> = Vec::new();
+    let mut field = |name: &str, value: String| fields.push(format!("\"{name}\":{value}"));
+    match &error {
+        LogError::Corrupt { file, position, .. } => {
+            if let Some(file) = file {
+                field("file", json_string(file));
+            }
+            if let Some(position) = position {
+                field("position", position.to_string());
+            }
+        }
+        LogError::Locked { dir, pid } => {
+            field("dir", json_string(dir));
+            if let Some(pid) = pid {
+                field("pid", pid.to_string());
+            }
+        }
+        LogError::UnsupportedFormat { file, version } => {
+            field("file", json_string(file));
+            field("version", version.to_string());
+        }
+        LogError::Io {
+            errno: Some(errno), ..
+        } => field("errno", json_string(errno)),
+        LogError::Io { errno: None, .. } | LogError::Closed | LogError::InvalidArgument(_) => {}
+    }
+    let reason = format!("{}\t{{{}}}\t{error}", error.code().as_str(), fields.join(","));
+    Error::new(Status::GenericFailure, reason)
+}
+
+fn invalid(message: &str) -> Error {
+    js_error(LogError::InvalidArgument(message.to_string()))
+}
+
+/// Writes records `from..count` of an encoded batch (see `EncodedBatch` in ts/engine/contract.ts)
+/// in one crossing; returns the index after the last record written.
+#[napi(catch_unwind)]
+#[allow(clippy::too_many_arguments)] // the flat batch: one crossing instead of an object to unpack
+pub fn log_append(
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    bytes: Uint8Array,
+    starts: Uint32Array,
+    lmq_starts: Uint32Array,
+    from: u32,
+    count: u32,
+    store_timestamp_ms: f64,
+    mut positions: Float64Array,
+    mut offsets: Float64Array,
+) -> Result<u32> {
+    let (from, count) = (from as usize, count as usize);
+    let (Some(&start), Some(&end), Some(&first_lmq)) =
+        (starts.get(from), starts.get(count), lmq_starts.get(from))
+    else {
+        return Err(invalid("from or count outside the batch"));
+    };
+    let batch = bytes
+        .get(start as usize..end as usize)
+        .ok_or_else(|| invalid("starts outside the bytes"))?;
+    let positions = crate::out_f64_slice(&mut positions);
+    let offsets = crate::out_f64_slice(&mut offsets);
+    let (Some(positions), Some(offsets)) = (positions.get_mut(from..), offsets.get_mut(first_lmq as usize..))
+    else {
+        return Err(invalid("the output arrays are shorter than the batch"));
+    };
+    let written = handle
+        .lock()
+        .append(
+            batch,
+            count.saturating_sub(from),
+            store_timestamp_ms as u64,
+            positions,
+            offsets,
+        )
+        .map_err(js_error)?;
+    Ok((from + written) as u32)
+}
+
+/// What `log_read` returns: the records back to back, checked, and where they came from.
+#[napi(object)]
+pub struct NativeLogRead {
+    pub bytes: Buffer,
+    pub positions: Float64Array,
+    pub first_offset: f64,
+    pub count: u32,
+}
+
+#[napi(catch_unwind)]
+pub fn log_read(
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    lmq: String,
+    from_offset: f64,
+    max_count: u32,
+) -> Result<NativeLogRead> {
+    let read = handle
+        .lock()
+        .read(lmq.as_bytes(), from_offset as u64, max_count as usize)
+        .map_err(js_error)?;
+    Ok(NativeLogRead {
+        count: read.positions.len() as u32,
+        first_offset: read.first_offset as f64,
+        bytes: Buffer::from(read.bytes),
+        positions: Float64Array::new(read.positions),
+    })
+}
+
+#[napi(catch_unwind)]
+pub fn log_max_offset(
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    lmq: String,
+) -> Result<f64> {
+    handle
+        .lock()
+        .max_offset(lmq.as_bytes())
+        .map(|o| o as f64)
+        .map_err(js_error)
+}
+
+#[napi(catch_unwind)]
+pub fn log_min_offset(
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    lmq: String,
+) -> Result<f64> {
+    handle
+        .lock()
+        .min_offset(lmq.as_bytes())
+        .map(|o| o as f64)
+        .map_err(js_error)
+}
+
+/// -1 for an unknown LMQ.
+#[napi(catch_unwind)]
+pub fn log_last_write_timestamp(
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    lmq: String,
+) -> Result<f64> {
+    let timestamp = handle
+        .lock()
+        .last_write_timestamp(lmq.as_bytes())
+        .map_err(js_error)?;
+    Ok(timestamp.map_or(-1.0, |t| t as f64))
+}
+
+#[napi(catch_unwind)]
+pub fn log_lmq_count(#[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle) -> Result<f64> {
+    handle.lock().lmq_count().map(|n| n as f64).map_err(js_error)
+}
+
+#[napi(catch_unwind)]
+pub fn log_write_position(#[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle) -> Result<f64> {
+    handle.lock().write_position().map(|p| p as f64).map_err(js_error)
+}
+
+/// Whether a spare segment is ready for the next roll.
+#[napi(catch_unwind)]
+pub fn log_spare_ready(#[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle) -> Result<bool> {
+    handle.lock().spare_ready().map_err(js_error)
+}
+
+/// One page of LMQ names.
+#[napi(object)]
+pub struct NativeLmqPage {
+    pub names: Vec<String>,
+    pub more: bool,
+}
+
+#[napi(catch_unwind)]
+pub fn log_list_lmqs(
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    prefix: String,
+    limit: u32,
+    after: Option<String>,
+) -> Result<NativeLmqPage> {
+    let page = handle
+        .lock()
+        .list_lmqs(
+            prefix.as_bytes(),
+            after.as_deref().map(str::as_bytes),
+            limit as usize,
+        )
+        .map_err(js_error)?;
+    Ok(NativeLmqPage {
+        names: page
+            .names
+            .iter()
+            .map(|name| String::from_utf8_lossy(name).into_owned())
+            .collect(),
+        more: page.more,
+    })
+}
+
+/// `LogRecoveryStats` of ts/engine/contract.ts.
+#[napi(object)]
+pub struct NativeLogRecovery {
+    pub checkpoint: String,
+    pub replayed_from: f64,
+    pub replayed_records: f64,
+    pub cut_position: f64,
+    pub cut_bytes: f64,
+    pub removed_segments: u32,
+    pub duration_ms: f64,
+}
+
+/// `LogCoreStats` of ts/engine/contract.ts.
+#[napi(object)]
+pub struct NativeLogStats {
+    pub segments: u32,
+    pub segment_bytes_on_disk: f64,
+    pub write_position: f64,
+    pub durable_position: f64,
+    pub lmqs: f64,
+    pub index_entries: f64,
+    pub index_bytes: f64,
+    pub files_open: u32,
+    pub spare_ready: bool,
+    pub recovery: NativeLogRecovery,
+}
+
+#[napi(catch_unwind)]
+pub fn log_stats(#[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle) -> Result<NativeLogStats> {
+    let stats = handle.lock().stats().map_err(js_error)?;
+    let recovery = stats.recovery;
+    Ok(NativeLogStats {
+        segments: stats.segments as u32,
+        segment_bytes_on_disk: stats.segment_bytes_on_disk as f64,
+        write_position: stats.write_position as f64,
+        durable_position: stats.durable_position as f64,
+        lmqs: stats.lmqs as f64,
+        index_entries: stats.index_entries as f64,
+        index_bytes: stats.index_bytes as f64,
+        files_open: stats.files_open as u32,
+        spare_ready: stats.spare_ready,
+        recovery: NativeLogRecovery {
+            checkpoint: recovery.checkpoint.as_str().to_string(),
+            replayed_from: recovery.replayed_from as f64,
+            replayed_records: recovery.replayed_records as f64,
+            cut_position: recovery.cut_position.map_or(-1.0, |p| p as f64),
+            cut_bytes: recovery.cut_bytes as f64,
+            removed_segments: recovery.removed_segments,
+            duration_ms: recovery.duration_ms as f64,
+        },
+    })
+}

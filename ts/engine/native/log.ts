@@ -1,0 +1,167 @@
+/**
+ * Native adapter for the commit log: one long-lived handle; an append crosses once per batch (the
+ * encoded bytes and caller-owned typed arrays), a read once per call (the records come back in one
+ * Buffer). Slow work (open, segment preparation, sync, checkpoint, file removal, close) runs on the
+ * libuv thread pool in the binding.
+ *
+ * The binding reports failures as `CODE<TAB>details JSON<TAB>sentence` in the error message
+ * (native/napi/src/log.rs); `toTypedError` turns them back into the classes of ts/errors.ts, so
+ * `instanceof` and `code` are the same as with the js engine.
+ */
+import {
+  ClosedError,
+  InvalidArgumentError,
+  LitetopicError,
+  LogCorruptError,
+  LogIoError,
+  LogLockedError,
+  UnsupportedFormatError,
+} from '../../errors.js';
+import type { EncodedBatch, LogCore, LogCoreStats, LogOpenOptions, LogReadResult } from '../contract.js';
+import type { NativeBinding } from './binding.js';
+
+type Handle = Awaited<ReturnType<NativeBinding['logOpen']>>;
+
+interface ErrorDetails {
+  file?: string;
+  position?: number;
+  dir?: string;
+  pid?: number;
+  version?: number;
+  errno?: string;
+}
+
+/** The typed error a binding failure stands for; anything else is returned unchanged. */
+export function toTypedError(error: unknown): unknown {
+  if (!(error instanceof Error) || error instanceof LitetopicError) return error;
+  const [code, json, ...rest] = error.message.split('\t');
+  if (json === undefined || rest.length === 0) return error;
+  let details: ErrorDetails;
+  try {
+    details = JSON.parse(json) as ErrorDetails;
+  } catch {
+    return error;
+  }
+  const message = rest.join('\t');
+  switch (code) {
+    case 'LOG_CORRUPT':
+      return new LogCorruptError(message, { file: details.file, position: details.position, cause: error });
+    case 'LOG_LOCKED':
+      return new LogLockedError(message, { dir: details.dir ?? '', pid: details.pid });
+    case 'UNSUPPORTED_FORMAT':
+      return new UnsupportedFormatError(message, { file: details.file ?? '', version: details.version ?? 0 });
+    case 'IO_ERROR':
+      return new LogIoError(message, { errno: details.errno, cause: error });
+    case 'CLOSED':
+      return new ClosedError(message);
+    case 'INVALID_ARGUMENT':
+      return new InvalidArgumentError(message);
+    default:
+      return error;
+  }
+}
+
+/** Calls `f`, rethrowing a binding failure as its typed error. */
+function typed<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (error) {
+    throw toTypedError(error);
+  }
+}
+
+/** Awaits `f()`, rejecting with the typed error of a binding failure (thrown or rejected). */
+async function typedAsync<T>(f: () => Promise<T>): Promise<T> {
+  try {
+    return await f();
+  } catch (error) {
+    throw toTypedError(error);
+  }
+}
+
+export async function openNativeLog(binding: NativeBinding, dir: string, options: LogOpenOptions): Promise<LogCore> {
+  const handle = await typedAsync(() => binding.logOpen(dir, options.segmentBytes, options.nowMs));
+  return new NativeLogAdapter(binding, handle);
+}
+
+export class NativeLogAdapter implements LogCore {
+  constructor(
+    private readonly binding: NativeBinding,
+    private readonly handle: Handle,
+  ) {}
+
+  append(batch: EncodedBatch, from: number, storeTimestampMs: number): number {
+    const { binding, handle } = this;
+    return typed(() =>
+      binding.logAppend(
+        handle,
+        batch.bytes,
+        batch.starts,
+        batch.lmqStarts,
+        from,
+        batch.count,
+        storeTimestampMs,
+        batch.positions,
+        batch.offsets,
+      ),
+    );
+  }
+
+  prepareSegment(nowMs: number): Promise<void> {
+    return typedAsync(() => this.binding.logPrepareSegment(this.handle, nowMs));
+  }
+
+  sync(): Promise<number> {
+    return typedAsync(() => this.binding.logSync(this.handle));
+  }
+
+  get writePosition(): number {
+    return typed(() => this.binding.logWritePosition(this.handle));
+  }
+
+  get spareReady(): boolean {
+    return typed(() => this.binding.logSpareReady(this.handle));
+  }
+
+  read(lmq: string, fromOffset: number, maxNum: number): LogReadResult {
+    return typed(() => this.binding.logRead(this.handle, lmq, fromOffset, maxNum));
+  }
+
+  maxOffset(lmq: string): number {
+    return typed(() => this.binding.logMaxOffset(this.handle, lmq));
+  }
+
+  minOffset(lmq: string): number {
+    return typed(() => this.binding.logMinOffset(this.handle, lmq));
+  }
+
+  lastWriteTimestamp(lmq: string): number {
+    return typed(() => this.binding.logLastWriteTimestamp(this.handle, lmq));
+  }
+
+  get lmqCount(): number {
+    return typed(() => this.binding.logLmqCount(this.handle));
+  }
+
+  listLmqs(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean } {
+    return typed(() => this.binding.logListLmqs(this.handle, prefix, limit, after));
+  }
+
+  retain(cutoffMs: number, maxBytes: number): Promise<{ segments: number; bytes: number }> {
+    return typedAsync(() => this.binding.logRetain(this.handle, cutoffMs, maxBytes));
+  }
+
+  checkpoint(nowMs: number): Promise<void> {
+    return typedAsync(() => this.binding.logCheckpoint(this.handle, nowMs));
+  }
+
+  stats(): LogCoreStats {
+    const stats = typed(() => this.binding.logStats(this.handle));
+    const checkpoint = stats.recovery.checkpoint as LogCoreStats['recovery']['checkpoint'];
+    return { ...stats, recovery: { ...stats.recovery, checkpoint } };
+  }
+
+  close(): Promise<void> {
+    return typedAsync(() => this.binding.logClose(this.handle));
+  }
+}
