@@ -118,11 +118,13 @@ describe('js commit log with injected storage faults', () => {
     expect(durable).toBe(log.writePosition);
     await appendAll(log, 'q', 3);
     storage.failedSyncs = 1;
-    await expect(log.sync()).rejects.toThrow(LogIoError);
     expect(log.stats().durablePosition).toBe(durable);
-    expect(log.stats().durablePosition).toBeLessThan(log.writePosition);
-    // The page cache can no longer be trusted to hold what was written: no more appends or syncs.
     await expect(log.sync()).rejects.toThrow(LogIoError);
+    // The page cache can no longer be trusted to hold what was written: no more appends, syncs or
+    // figures (a durable position among them) until the log is reopened.
+    await expect(log.sync()).rejects.toThrow(LogIoError);
+    expect(() => log.stats()).toThrow(LogIoError);
+    await expect(log.checkpoint(NOW)).rejects.toThrow(LogIoError);
     expect(() => encodeAndAppend(log)).toThrow(LogIoError);
     await log.close();
     const reopened = await open(dir);
@@ -189,7 +191,7 @@ describe('js commit log segments', () => {
     expectIntact(reopened, 'q');
   });
 
-  it('reopens a log that ends with a complete segment and no next one', async () => {
+  it('gives a log that ends with a complete segment its next segment on reopen', async () => {
     const dir = tempDir();
     const log = await open(dir);
     const batch = encodeBatch(
@@ -200,9 +202,9 @@ describe('js commit log segments', () => {
     const stopped = log.append(batch, 0, NOW);
     await log.close();
     const reopened = await open(dir);
+    expect(reopened.stats()).toMatchObject({ segments: 2, writePosition: SEGMENT + SEGMENT_HEADER_BYTES });
+    expect(reopened.stats().recovery.cutPosition).toBe(-1);
     expect(reopened.maxOffset('q')).toBe(stopped);
-    expect(reopened.append(batch, stopped, NOW)).toBe(stopped);
-    await reopened.prepareSegment(NOW);
     expect(reopened.append(batch, stopped, NOW)).toBe(40);
     expectIntact(reopened, 'q');
   });

@@ -8,7 +8,7 @@ import { LogCorruptError, UnsupportedFormatError } from '../../errors.js';
 import type { LogRecoveryStats } from '../contract.js';
 import { SEGMENT_HEADER_BYTES } from './limits.js';
 import { CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, decodeCheckpoint, readCheckpointFile } from './log-checkpoint.js';
-import { applyRecord, replaySegment } from './log-replay.js';
+import { applyRecord, replaySegment, type SegmentEnd } from './log-replay.js';
 import {
   checkSegmentHeader,
   createSegment,
@@ -24,10 +24,8 @@ import type { Storage } from './storage.js';
 export interface RecoveredLog {
   segments: Segment[];
   queues: QueueSet;
-  /** In-segment offset of the end of the log in the last segment. */
+  /** In-segment offset of the end of the log in the last segment, which has room after it. */
   endOffset: number;
-  /** Whether the last segment is complete (no more records go into it). */
-  full: boolean;
   recovery: LogRecoveryStats;
 }
 
@@ -152,9 +150,11 @@ function locate(segments: readonly Segment[], position: number): { index: number
 }
 
 /**
- * Steps 3 and 4: replays from `start` until the end of the log, then cuts there: zeroes the rest of
- * that segment (truncate and extend back) and removes the segments after it. Replayed segments are
- * synced, since a killed writer may have left their bytes in the page cache only.
+ * Steps 3 and 4: replays from `start` to the end of the log and cuts there: zeroes the rest of that
+ * segment (truncate and extend back) and removes the segments after it. A cut is reported when a
+ * torn or corrupt record started there or later segments were removed, as the native engine does;
+ * the bytes cut include those segments. A log ending with a complete last segment gets its next
+ * segment now. Replayed segments are synced: a killed writer may have left them in the page cache.
  */
 async function replayAndCut(
   storage: Storage,
@@ -162,59 +162,53 @@ async function replayAndCut(
   segments: Segment[],
   queues: QueueSet,
   start: number,
+  next: { segmentBytes: number; nowMs: number },
   stats: LogRecoveryStats,
-): Promise<{ endOffset: number; full: boolean }> {
+): Promise<number> {
   const from = locate(segments, start);
   stats.replayedFrom = (segments[from.index] as Segment).base + from.offset;
   let index = from.index;
-  let offset = from.offset;
-  let full = false;
-  for (;;) {
+  let end: SegmentEnd;
+  for (let offset = from.offset; ; index++, offset = SEGMENT_HEADER_BYTES) {
     const segment = segments[index] as Segment;
-    const end = replaySegment(storage, segment, offset, (position, info) => {
+    end = replaySegment(storage, segment, offset, (position, info) => {
       applyRecord(queues, segment, position, info);
       stats.replayedRecords++;
     });
-    offset = end.offset;
-    if (!end.complete) {
-      if (end.dirty) {
-        stats.cutPosition = segment.base + offset;
-        stats.cutBytes = segment.size - offset;
-      }
-      break;
-    }
-    if (index === segments.length - 1) {
-      full = true;
-      break;
-    }
-    index++;
-    offset = SEGMENT_HEADER_BYTES;
+    if (!end.complete || index === segments.length - 1) break;
   }
-  const last = index;
-  const endSegment = segments[last] as Segment;
+  const endSegment = segments[index] as Segment;
   try {
-    if (!full) {
-      await storage.truncate(endSegment.fd, offset);
-      await storage.truncate(endSegment.fd, endSegment.size);
-    }
-    for (let i = from.index; i <= last; i++) await storage.datasync((segments[i] as Segment).fd);
+    for (let i = from.index; i <= index; i++) await storage.datasync((segments[i] as Segment).fd);
   } catch (error) {
-    throw ioError(`cannot cut the log in ${endSegment.path}`, error);
+    throw ioError(`cannot sync ${endSegment.path}`, error);
   }
-  const removed = segments.splice(last + 1);
+  if (end.complete) {
+    const base = endSegment.base + endSegment.size;
+    segments.push(await createSegment(storage, segmentsDir, base, next.segmentBytes, next.nowMs));
+    return SEGMENT_HEADER_BYTES;
+  }
+  const removed = segments.splice(index + 1);
+  let cutBytes = endSegment.size - end.offset;
   for (const segment of removed) {
+    cutBytes += segment.size;
     await storage.close(segment.fd).catch(() => undefined);
     await removeIfPresent(storage, segment.path);
     stats.removedSegments++;
   }
-  if (removed.length > 0) {
-    try {
-      await storage.syncDir(segmentsDir);
-    } catch (error) {
-      throw ioError(`cannot sync ${segmentsDir}`, error);
-    }
+  if (end.dirty || removed.length > 0) {
+    stats.cutPosition = endSegment.base + end.offset;
+    stats.cutBytes = cutBytes;
   }
-  return { endOffset: offset, full };
+  try {
+    await storage.truncate(endSegment.fd, end.offset);
+    await storage.truncate(endSegment.fd, endSegment.size);
+    await storage.datasync(endSegment.fd);
+    if (removed.length > 0) await storage.syncDir(segmentsDir);
+  } catch (error) {
+    throw ioError(`cannot cut the log in ${endSegment.path}`, error);
+  }
+  return end.offset;
 }
 
 /** Recovers the log in `dir` (already locked), creating its first segment when it has none. */
@@ -248,13 +242,21 @@ export async function recoverLog(
       segments.push(await createSegment(storage, segmentsDir, 0, segmentBytes, nowMs));
       recovery.replayedFrom = SEGMENT_HEADER_BYTES;
       recovery.durationMs = performance.now() - began;
-      return { segments, queues: new QueueSet(), endOffset: SEGMENT_HEADER_BYTES, full: false, recovery };
+      return { segments, queues: new QueueSet(), endOffset: SEGMENT_HEADER_BYTES, recovery };
     }
     const queues = checkpoint?.queues ?? new QueueSet();
     const start = checkpoint?.position ?? 0;
-    const end = await replayAndCut(storage, segmentsDir, segments, queues, start, recovery);
+    const endOffset = await replayAndCut(
+      storage,
+      segmentsDir,
+      segments,
+      queues,
+      start,
+      { segmentBytes, nowMs },
+      recovery,
+    );
     recovery.durationMs = performance.now() - began;
-    return { segments, queues, endOffset: end.endOffset, full: end.full, recovery };
+    return { segments, queues, endOffset, recovery };
   } catch (error) {
     await closeAll(storage, segments);
     throw error;

@@ -26,7 +26,7 @@ export interface SegmentEnd {
   offset: number;
   /** The segment ends with an end marker or has fewer than 4 bytes left there. */
   complete: boolean;
-  /** Not complete and something other than zero bytes follows: a torn or corrupt record was cut. */
+  /** Not complete, and the 4 bytes there are not zero: a torn or corrupt record starts there. */
   dirty: boolean;
 }
 
@@ -58,12 +58,6 @@ class SegmentReader {
   }
 }
 
-/** Whether any of `length` bytes from `at` is non-zero. */
-function anyNonZero(bytes: Uint8Array, at: number, length: number): boolean {
-  for (let i = at; i < at + length; i++) if (bytes[i] !== 0) return true;
-  return false;
-}
-
 /** Reads records of `segment` from `offset`, passing each valid one to `onRecord`, until its end. */
 export function replaySegment(
   storage: Storage,
@@ -81,7 +75,7 @@ export function replaySegment(
     if (i < 0) return { offset: at, complete: false, dirty: false };
     const magic = readU32(reader.buffer, i);
     if (magic === END_MAGIC) return { offset: at, complete: true, dirty: false };
-    const torn = { offset: at, complete: false, dirty: anyNonZero(reader.buffer, i, peek) };
+    const torn = { offset: at, complete: false, dirty: magic !== 0 };
     if (magic !== RECORD_MAGIC || left < RECORD_HEADER_BYTES) return torn;
     const size = readRecordSize(reader.buffer, i);
     if (size < RECORD_HEADER_BYTES || size > left) return torn;

@@ -42,7 +42,7 @@ class JsLog implements LogCore {
   /** Write offset in the active (last) segment. */
   private activeOffset: number;
   /** The active segment is complete: the next record needs the spare. */
-  private activeFull: boolean;
+  private activeFull = false;
   private spare: Segment | undefined;
   /** Segments written since their last sync began, oldest first. */
   private unsynced: Segment[] = [];
@@ -67,7 +67,6 @@ class JsLog implements LogCore {
     this.queues = recovered.queues;
     this.segmentsDir = join(dir, SEGMENTS_DIR);
     this.activeOffset = recovered.endOffset;
-    this.activeFull = recovered.full;
     this.recovery = recovered.recovery;
     // Recovery synced every segment it replayed.
     this.durable = this.writePosition;
@@ -210,9 +209,9 @@ class JsLog implements LogCore {
     if (timestamp > this.active.lastTimestamp) this.active.lastTimestamp = timestamp;
   }
 
-  prepareSegment(nowMs: number): Promise<void> {
+  async prepareSegment(nowMs: number): Promise<void> {
     this.usable();
-    if (this.spare !== undefined) return Promise.resolve();
+    if (this.spare !== undefined) return;
     this.preparing ??= (async () => {
       try {
         const active = this.active;
@@ -227,7 +226,7 @@ class JsLog implements LogCore {
         this.preparing = undefined;
       }
     })();
-    return this.preparing;
+    await this.preparing;
   }
 
   async sync(): Promise<number> {
@@ -321,12 +320,12 @@ class JsLog implements LogCore {
     return { segments: count, bytes };
   }
 
-  checkpoint(nowMs: number): Promise<void> {
+  async checkpoint(nowMs: number): Promise<void> {
     this.usable();
     // One at a time, in call order, so an older checkpoint never replaces a newer one.
     const run = this.checkpointing.then(() => this.checkpointOnce(nowMs));
     this.checkpointing = run.catch(() => undefined);
-    return run;
+    await run;
   }
 
   private async checkpointOnce(nowMs: number): Promise<void> {
@@ -339,7 +338,7 @@ class JsLog implements LogCore {
   }
 
   stats(): LogCoreStats {
-    if (this.closed) throw new ClosedError('the commit log is closed');
+    this.usable();
     const spare = this.spare === undefined ? 0 : 1;
     let bytes = this.spare?.size ?? 0;
     for (const segment of this.segments) bytes += segment.size;
