@@ -60,7 +60,7 @@ async function openSegment(storage: Storage, path: string, base: number): Promis
         version: check.version,
       });
     }
-    if (check.kind === 'valid') return { base, size: check.size, fd, path, lastTimestamp: -1 };
+    if (check.kind === 'valid') return { base, size: check.size, fd, path, lastTimestamp: check.createdMs };
     await storage.close(fd);
     return check.reason;
   } catch (error) {
@@ -116,24 +116,35 @@ async function listSegments(storage: Storage, segmentsDir: string, stats: LogRec
   return segments;
 }
 
-/** Step 2: the checkpoint, when it is valid and describes this log. */
+/**
+ * Step 2: the checkpoint, when it is valid and describes this log: its position within the segments
+ * (as the native engine requires, one before the first segment misses what retention deleted after
+ * it, LMQ deletions included). A directory without segments takes any valid checkpoint and starts
+ * its log at the checkpoint's position, so offsets and positions carry on.
+ */
 async function loadCheckpoint(storage: Storage, dir: string, segments: readonly Segment[], stats: LogRecoveryStats) {
   const bytes = await readCheckpointFile(storage, dir);
   if (bytes === undefined) return undefined;
   const path = join(dir, CHECKPOINT_FILE);
   const checkpoint = decodeCheckpoint(bytes, path);
-  const last = segments[segments.length - 1];
   stats.checkpoint = 'invalid';
   if (checkpoint === undefined) return undefined;
-  if (last === undefined || checkpoint.position > last.base + last.size) {
-    // It describes records this log no longer has: loading it later would point into new records.
-    await removeIfPresent(storage, path);
-    return undefined;
+  const first = segments[0];
+  const last = segments[segments.length - 1];
+  if (first !== undefined && last !== undefined) {
+    if (checkpoint.position < first.base) return undefined;
+    if (checkpoint.position > last.base + last.size) {
+      // It describes records this log does not have: once the log grows past its position, loading
+      // it would point queues at other records. It goes.
+      await removeIfPresent(storage, path);
+      return undefined;
+    }
   }
   stats.checkpoint = 'loaded';
-  const first = segments[0] as Segment;
-  checkpoint.queues.dropBefore(first.base);
-  for (const segment of segments) segment.lastTimestamp = checkpoint.segmentTimestamps.get(segment.base) ?? -1;
+  checkpoint.queues.dropBefore(first?.base ?? checkpoint.position);
+  for (const segment of segments) {
+    segment.lastTimestamp = checkpoint.segmentTimestamps.get(segment.base) ?? segment.lastTimestamp;
+  }
   return checkpoint;
 }
 
@@ -239,10 +250,11 @@ export async function recoverLog(
   try {
     const checkpoint = await loadCheckpoint(storage, dir, segments, recovery);
     if (segments.length === 0) {
-      segments.push(await createSegment(storage, segmentsDir, 0, segmentBytes, nowMs));
-      recovery.replayedFrom = SEGMENT_HEADER_BYTES;
+      const base = checkpoint?.position ?? 0;
+      segments.push(await createSegment(storage, segmentsDir, base, segmentBytes, nowMs));
+      recovery.replayedFrom = base + SEGMENT_HEADER_BYTES;
       recovery.durationMs = performance.now() - began;
-      return { segments, queues: new QueueSet(), endOffset: SEGMENT_HEADER_BYTES, recovery };
+      return { segments, queues: checkpoint?.queues ?? new QueueSet(), endOffset: SEGMENT_HEADER_BYTES, recovery };
     }
     const queues = checkpoint?.queues ?? new QueueSet();
     const start = checkpoint?.position ?? 0;

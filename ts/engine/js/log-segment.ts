@@ -23,7 +23,10 @@ export interface Segment {
   size: number;
   fd: number;
   path: string;
-  /** Newest store timestamp of a record in it, -1 when none is known (retention by age). */
+  /**
+   * Newest store timestamp of a record in it (retention by age); its creation time when opened with
+   * none known, -1 when created by this process and still empty.
+   */
   lastTimestamp: number;
 }
 
@@ -60,7 +63,7 @@ export function encodeSegmentHeader(base: number, size: number, createdMs: numbe
 
 /** A header read back: valid (with its size), of another format version, or invalid (with why). */
 export type HeaderCheck =
-  | { kind: 'valid'; size: number }
+  | { kind: 'valid'; size: number; createdMs: number }
   | { kind: 'version'; version: number }
   | { kind: 'invalid'; reason: string };
 
@@ -83,7 +86,7 @@ export function checkSegmentHeader(header: Uint8Array, length: number, base: num
     return { kind: 'invalid', reason: `segment size ${size} out of range` };
   }
   if (size !== fileSize) return { kind: 'invalid', reason: `file is ${fileSize} bytes, header says ${size}` };
-  return { kind: 'valid', size };
+  return { kind: 'valid', size, createdMs: readU64(header, 32) };
 }
 
 /**
