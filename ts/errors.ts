@@ -12,6 +12,15 @@ export const ERROR_CODES = [
   'INVALID_ARGUMENT',
   'ENGINE_UNAVAILABLE',
   'INVALID_TOPIC',
+  'LOG_CORRUPT',
+  'LOG_LOCKED',
+  'UNSUPPORTED_FORMAT',
+  'IO_ERROR',
+  'CLOSED',
+  'QUOTA_EXCEEDED',
+  'TOPIC_NOT_FOUND',
+  'GROUP_NOT_FOUND',
+  'INVALID_RECEIPT',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -111,5 +120,96 @@ export class InvalidArgumentError extends LitetopicError {
 export class EngineUnavailableError extends LitetopicError {
   constructor(message: string, details: LitetopicErrorDetails = {}) {
     super('ENGINE_UNAVAILABLE', message, details);
+  }
+}
+
+/**
+ * Stored data failed a check: a bad checksum, magic or layout where valid data must be, or segment
+ * files that do not follow each other. `file` and `position` say where.
+ */
+export class LogCorruptError extends LitetopicError {
+  readonly file?: string;
+  readonly position?: number;
+
+  constructor(message: string, details: { file?: string; position?: number; cause?: unknown } = {}) {
+    super('LOG_CORRUPT', message, { cause: details.cause });
+    if (details.file !== undefined) this.file = details.file;
+    if (details.position !== undefined) this.position = details.position;
+  }
+}
+
+/** The data directory is locked by a live process (`pid`, possibly this one). */
+export class LogLockedError extends LitetopicError {
+  readonly dir: string;
+  readonly pid?: number;
+
+  constructor(message: string, details: { dir: string; pid?: number }) {
+    super('LOG_LOCKED', message, { value: details.dir });
+    this.dir = details.dir;
+    if (details.pid !== undefined) this.pid = details.pid;
+  }
+}
+
+/** A file written in a format version this release does not know (docs/FORMAT.md). */
+export class UnsupportedFormatError extends LitetopicError {
+  readonly file: string;
+  readonly version: number;
+
+  constructor(message: string, details: { file: string; version: number }) {
+    super('UNSUPPORTED_FORMAT', message, { value: details.version });
+    this.file = details.file;
+    this.version = details.version;
+  }
+}
+
+/**
+ * The operating system refused a read, write, sync or file operation. After a failed write or sync
+ * the log stays failed (every later call raises this error) until it is reopened.
+ */
+export class LogIoError extends LitetopicError {
+  /** The system error code (`EIO`, `ENOSPC`, ...) when there is one. */
+  readonly errno?: string;
+
+  constructor(message: string, details: { errno?: string; cause?: unknown } = {}) {
+    super('IO_ERROR', message, { cause: details.cause });
+    if (details.errno !== undefined) this.errno = details.errno;
+  }
+}
+
+/** The object was closed; nothing was done. */
+export class ClosedError extends LitetopicError {
+  constructor(message: string) {
+    super('CLOSED', message);
+  }
+}
+
+/** A broker quota would be exceeded; nothing changed. `quota` names it (e.g. `maxLiteTopicsPerClient`). */
+export class QuotaExceededError extends LitetopicError {
+  readonly quota: string;
+
+  constructor(message: string, details: { quota: string; limit: number; actual: number; value?: unknown }) {
+    super('QUOTA_EXCEEDED', message, details);
+    this.quota = details.quota;
+  }
+}
+
+/** The parent topic does not exist (or is not a LITE topic). */
+export class TopicNotFoundError extends LitetopicError {
+  constructor(message: string, details: { value: string }) {
+    super('TOPIC_NOT_FOUND', message, details);
+  }
+}
+
+/** The consumer group does not exist. */
+export class GroupNotFoundError extends LitetopicError {
+  constructor(message: string, details: { value: string }) {
+    super('GROUP_NOT_FOUND', message, details);
+  }
+}
+
+/** A receipt handle that is unknown or stale (its message was redelivered since); nothing changed. */
+export class InvalidReceiptError extends LitetopicError {
+  constructor(message: string, details: { value: unknown }) {
+    super('INVALID_RECEIPT', message, details);
   }
 }

@@ -1,27 +1,57 @@
 /**
  * litetopic: the lite topic message model of Apache RocketMQ 5.5, embedded in Node.js, with a Rust
- * core behind Node-API and a pure TypeScript fallback. This release provides the engines and the
- * pattern engine; see README.md.
+ * core behind Node-API and a pure TypeScript fallback. This release provides the engines, the
+ * pattern engine, the topic-name trie and the commit log; see README.md.
  */
 export type { DialectName, EngineName } from './engine/contract.js';
 export {
+  DEFAULT_SEGMENT_BYTES,
+  MAX_APPEND_RECORDS,
+  MAX_FIELD_BYTES,
   MAX_LITE_TOPIC_BYTES,
   MAX_LITE_TOPIC_BYTES_CEILING,
+  MAX_LMQ_NAME_BYTES,
+  MAX_LMQS_PER_RECORD,
   MAX_MQTT_TOPIC_BYTES,
+  MAX_READ_RECORDS,
+  MAX_SEGMENT_BYTES,
+  MIN_SEGMENT_BYTES,
 } from './engine/js/limits.js';
 export { type EngineInfo, type EngineRequest, engineInfo, nativeAvailable } from './engine/load.js';
 export {
+  ClosedError,
   EngineUnavailableError,
   ERROR_CODES,
   type ErrorCode,
+  GroupNotFoundError,
   InvalidArgumentError,
   InvalidLiteTopicError,
   InvalidPatternError,
+  InvalidReceiptError,
   InvalidTopicError,
   LitetopicError,
+  LogCorruptError,
+  LogIoError,
+  LogLockedError,
+  QuotaExceededError,
+  TopicNotFoundError,
+  UnsupportedFormatError,
   VALIDATION_REASONS,
   type ValidationReason,
 } from './errors.js';
+export {
+  type AppendRecord,
+  type AppendResult,
+  type Clock,
+  CommitLog,
+  type CommitLogOptions,
+  type CommitLogStats,
+  DEFAULT_CHECKPOINT_BYTES,
+  DEFAULT_FLUSH_INTERVAL_MS,
+  type LmqPage,
+  type StoredMessage,
+  systemClock,
+} from './log.js';
 export {
   compilePattern,
   expand,

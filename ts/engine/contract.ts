@@ -88,8 +88,126 @@ export interface TopicTrieCore {
   stats(): TopicTrieStats;
 }
 
+/** Options an engine receives for a commit log, already validated by ts/log.ts. */
+export interface LogOpenOptions {
+  /** Size of new segments in bytes (MIN_SEGMENT_BYTES..MAX_SEGMENT_BYTES). */
+  segmentBytes: number;
+  /** Time stamped into new segment headers and the lock file. */
+  nowMs: number;
+}
+
+/**
+ * A batch of records encoded by `ts/engine/js/log-record.ts` (docs/FORMAT.md): complete records
+ * back to back, with their LMQ offsets, store timestamp and CRC still to be filled in by the engine.
+ */
+export interface EncodedBatch {
+  bytes: Uint8Array;
+  /** Number of records. */
+  count: number;
+  /** `starts[i]` is the byte offset of record i in `bytes`; `starts[count]` is the end. */
+  starts: Uint32Array;
+  /** Every record's LMQ names, flattened in record order (the js engine keys its queues by string). */
+  lmqs: string[];
+  /** `lmqStarts[i]` is the index in `lmqs` (and in `offsets`) of record i's first LMQ. */
+  lmqStarts: Uint32Array;
+  /** Out: the position of each written record. */
+  positions: Float64Array;
+  /** Out: the offset each written record got in each of its LMQs, aligned with `lmqs`. */
+  offsets: Float64Array;
+}
+
+/** What a read returns: the records' bytes back to back, already checked, and where they came from. */
+export interface LogReadResult {
+  /** Records as stored (docs/FORMAT.md), back to back; decoded lazily by ts/log.ts. */
+  bytes: Uint8Array;
+  /** Offset of the first record (reads start at the LMQ's minimum when asked below it). */
+  firstOffset: number;
+  /** The position of each record. */
+  positions: Float64Array;
+  count: number;
+}
+
+/** How the last open recovered the log (docs/FORMAT.md, "Recovery"). */
+export interface LogRecoveryStats {
+  checkpoint: 'none' | 'loaded' | 'invalid';
+  /** Position replay started from. */
+  replayedFrom: number;
+  replayedRecords: number;
+  /** Where the log was cut, or -1 when nothing was cut. */
+  cutPosition: number;
+  cutBytes: number;
+  removedSegments: number;
+  durationMs: number;
+}
+
+/** Figures an engine reports about its log. */
+export interface LogCoreStats {
+  segments: number;
+  /** Bytes of segment files on disk. */
+  segmentBytesOnDisk: number;
+  /** Next write position. */
+  writePosition: number;
+  /** Everything before this position is durable. */
+  durablePosition: number;
+  lmqs: number;
+  /** Index entries held in memory. */
+  indexEntries: number;
+  /** The engine's estimate of the memory its index holds, in bytes. */
+  indexBytes: number;
+  /** File descriptors the log holds open. */
+  filesOpen: number;
+  /** Whether a spare segment is ready for the next roll. */
+  spareReady: boolean;
+  recovery: LogRecoveryStats;
+}
+
+/**
+ * A commit log as an engine implements it. `ts/log.ts` validates every argument, encodes records,
+ * groups flushes, schedules segment preparation and checkpoints, and decodes what reads return.
+ * Engine failures throw `LitetopicError`s with the log codes (LOG_CORRUPT, IO_ERROR, ...).
+ */
+export interface LogCore {
+  /**
+   * Writes records `from..batch.count` of the batch, stamping `storeTimestampMs`, assigning LMQ
+   * offsets and checksums, and fills `batch.positions` / `batch.offsets` for them. Stops early, at a
+   * record boundary, when the active segment is full and no spare segment is ready; returns the index
+   * after the last record written (so `batch.count` when all were). Never blocks on file creation.
+   */
+  append(batch: EncodedBatch, from: number, storeTimestampMs: number): number;
+  /** Creates, sizes, heads and syncs the next segment off the event loop, unless one is ready. */
+  prepareSegment(nowMs: number): Promise<void>;
+  /** Makes everything written so far durable, off the event loop; resolves to the durable position. */
+  sync(): Promise<number>;
+  readonly writePosition: number;
+  /** Whether a spare segment is ready for the next roll (ts/log.ts prepares one when not). */
+  readonly spareReady: boolean;
+  read(lmq: string, fromOffset: number, maxNum: number): LogReadResult;
+  /** Next offset to be written; 0 for an unknown LMQ. */
+  maxOffset(lmq: string): number;
+  /** Oldest offset still stored; equal to maxOffset when empty; 0 for an unknown LMQ. */
+  minOffset(lmq: string): number;
+  /** Store timestamp of the LMQ's newest record; -1 for an unknown LMQ. */
+  lastWriteTimestamp(lmq: string): number;
+  readonly lmqCount: number;
+  /** Up to `limit` LMQ names starting with `prefix`, in UTF-8 byte order, strictly after `after`. */
+  listLmqs(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean };
+  /**
+   * Detaches every segment (never the active one) whose records are all older than `cutoffMs` (-1:
+   * no age rule), then the oldest ones until the log is at most `maxBytes` (-1: no size rule), drops
+   * the index entries pointing into them, and deletes their files off the event loop.
+   */
+  retain(cutoffMs: number, maxBytes: number): Promise<{ segments: number; bytes: number }>;
+  /** Writes a checkpoint as of a durable position (syncing first), off the event loop. */
+  checkpoint(nowMs: number): Promise<void>;
+  stats(): LogCoreStats;
+  /** Syncs, releases files and mappings and removes the lock. The handle is unusable afterwards. */
+  close(): Promise<void>;
+}
+
 export interface Engine {
   readonly name: EngineName;
+  /** Opens (creating if needed), locks and recovers the commit log in `dir`. */
+  openLog(dir: string, options: LogOpenOptions): Promise<LogCore>;
   validatePattern(pattern: string, dialect: DialectName): Violation | null;
   validateLiteTopic(name: string, maxBytes: number): Violation | null;
   /** Compiles a pattern already known to be valid. */

@@ -13,16 +13,43 @@ pub enum ErrorCode {
     EngineUnavailable,
     /// A topic name that is not valid in its MQTT or NATS dialect (lite names have their own code).
     InvalidTopic,
+    /// Stored data failed a check (checksum, magic, layout, segment sequence).
+    LogCorrupt,
+    /// The data directory is locked by a live process.
+    LogLocked,
+    /// A file in a format version this release does not know.
+    UnsupportedFormat,
+    /// The operating system refused an I/O operation; the log is failed until reopened.
+    IoError,
+    /// The object was closed.
+    Closed,
+    /// A broker quota would be exceeded.
+    QuotaExceeded,
+    /// The parent topic does not exist.
+    TopicNotFound,
+    /// The consumer group does not exist.
+    GroupNotFound,
+    /// An unknown or stale receipt handle.
+    InvalidReceipt,
 }
 
 impl ErrorCode {
     /// Every code, in registry order.
-    pub const ALL: [ErrorCode; 5] = [
+    pub const ALL: [ErrorCode; 14] = [
         ErrorCode::InvalidPattern,
         ErrorCode::InvalidLiteTopic,
         ErrorCode::InvalidArgument,
         ErrorCode::EngineUnavailable,
         ErrorCode::InvalidTopic,
+        ErrorCode::LogCorrupt,
+        ErrorCode::LogLocked,
+        ErrorCode::UnsupportedFormat,
+        ErrorCode::IoError,
+        ErrorCode::Closed,
+        ErrorCode::QuotaExceeded,
+        ErrorCode::TopicNotFound,
+        ErrorCode::GroupNotFound,
+        ErrorCode::InvalidReceipt,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -32,6 +59,15 @@ impl ErrorCode {
             ErrorCode::InvalidArgument => "INVALID_ARGUMENT",
             ErrorCode::EngineUnavailable => "ENGINE_UNAVAILABLE",
             ErrorCode::InvalidTopic => "INVALID_TOPIC",
+            ErrorCode::LogCorrupt => "LOG_CORRUPT",
+            ErrorCode::LogLocked => "LOG_LOCKED",
+            ErrorCode::UnsupportedFormat => "UNSUPPORTED_FORMAT",
+            ErrorCode::IoError => "IO_ERROR",
+            ErrorCode::Closed => "CLOSED",
+            ErrorCode::QuotaExceeded => "QUOTA_EXCEEDED",
+            ErrorCode::TopicNotFound => "TOPIC_NOT_FOUND",
+            ErrorCode::GroupNotFound => "GROUP_NOT_FOUND",
+            ErrorCode::InvalidReceipt => "INVALID_RECEIPT",
         }
     }
 }

@@ -32,17 +32,25 @@ pub fn validation_reasons() -> Vec<String> {
 
 /// The core's limits as `[name, value]` pairs, so tests can compare them with the js engine's.
 #[napi(catch_unwind)]
-pub fn limits() -> Vec<(String, u32)> {
+pub fn limits() -> Vec<(String, f64)> {
     use litetopic_core::limits::*;
-    vec![
-        ("MAX_LITE_TOPIC_BYTES".into(), MAX_LITE_TOPIC_BYTES as u32),
-        (
-            "MAX_LITE_TOPIC_BYTES_CEILING".into(),
-            MAX_LITE_TOPIC_BYTES_CEILING as u32,
-        ),
-        ("MAX_MQTT_TOPIC_BYTES".into(), MAX_MQTT_TOPIC_BYTES as u32),
-        ("TRIE_IDLE_BLOCK_ENTRIES".into(), TRIE_IDLE_BLOCK_ENTRIES as u32),
-    ]
+    let all: [(&str, usize); 14] = [
+        ("MAX_LITE_TOPIC_BYTES", MAX_LITE_TOPIC_BYTES),
+        ("MAX_LITE_TOPIC_BYTES_CEILING", MAX_LITE_TOPIC_BYTES_CEILING),
+        ("MAX_MQTT_TOPIC_BYTES", MAX_MQTT_TOPIC_BYTES),
+        ("TRIE_IDLE_BLOCK_ENTRIES", TRIE_IDLE_BLOCK_ENTRIES),
+        ("SEGMENT_HEADER_BYTES", SEGMENT_HEADER_BYTES),
+        ("MIN_SEGMENT_BYTES", MIN_SEGMENT_BYTES),
+        ("MAX_SEGMENT_BYTES", MAX_SEGMENT_BYTES),
+        ("DEFAULT_SEGMENT_BYTES", DEFAULT_SEGMENT_BYTES),
+        ("MAX_LMQS_PER_RECORD", MAX_LMQS_PER_RECORD),
+        ("MAX_LMQ_NAME_BYTES", MAX_LMQ_NAME_BYTES),
+        ("MAX_FIELD_BYTES", MAX_FIELD_BYTES),
+        ("MAX_PROPERTIES", MAX_PROPERTIES),
+        ("MAX_APPEND_RECORDS", MAX_APPEND_RECORDS),
+        ("MAX_READ_RECORDS", MAX_READ_RECORDS),
+    ];
+    all.iter().map(|(name, value)| (name.to_string(), *value as f64)).collect()
 }
 
 /// The caller's typed array as a mutable slice.

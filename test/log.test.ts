@@ -1,0 +1,267 @@
+/**
+ * The commit log on every engine: append and read, offsets and listing, segment rolls, reopen with and
+ * without a checkpoint, LMQ deletion, retention, locking, and refusal of bad input with nothing
+ * stored. Corruption, cross-engine and crash tests live in their own files.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  ClosedError,
+  InvalidArgumentError,
+  LogLockedError,
+  MAX_LMQS_PER_RECORD,
+  MIN_SEGMENT_BYTES,
+} from '../ts/index.js';
+import { ENGINES } from './engines.js';
+import { bodyFor, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';
+
+describe.each(ENGINES)('%s engine', (engine) => {
+  it('stores a record once for several LMQs and reads every field back', async () => {
+    const clock = new ManualClock();
+    const log = await openLog(tempDir(), engine, { clock });
+    const [first, second] = await log.append([
+      {
+        lmqs: ['%LMQ%$agents$t1__a1', '%LMQ%$agents$t1__a2'],
+        body: Buffer.from([0, 1, 2, 255]),
+        key: 'order-7',
+        tag: 'created',
+        properties: { trace: 'abc', ünï: 'çødé', __proto__: 'kept' },
+        bornTimestamp: 42,
+      },
+      { lmqs: ['%LMQ%$agents$t1__a1'], body: 'héllo', key: '' },
+    ]);
+    expect(first?.offsets).toEqual([0, 0]);
+    expect(second?.offsets).toEqual([1]);
+    expect(second?.position).toBeGreaterThan(first?.position ?? Number.POSITIVE_INFINITY);
+
+    const [a, b] = log.read('%LMQ%$agents$t1__a1', 0, 10);
+    expect(a).toMatchObject({
+      lmq: '%LMQ%$agents$t1__a1',
+      offset: 0,
+      position: first?.position,
+      storeTimestamp: clock.ms,
+      bornTimestamp: 42,
+      key: 'order-7',
+      tag: 'created',
+    });
+    expect(Object.entries(a?.properties ?? {})).toEqual([
+      ['trace', 'abc'],
+      ['ünï', 'çødé'],
+      ['__proto__', 'kept'],
+    ]);
+    expect([...(a?.body ?? [])]).toEqual([0, 1, 2, 255]);
+    expect(b).toMatchObject({ offset: 1, key: '', tag: undefined, bornTimestamp: clock.ms, properties: {} });
+    expect(b?.body.toString()).toBe('héllo');
+    const [copy] = log.read('%LMQ%$agents$t1__a2', 0, 10);
+    expect(copy?.position).toBe(first?.position);
+    expect(copy?.lmq).toBe('%LMQ%$agents$t1__a2');
+  });
+
+  it('reports offsets, timestamps and counts, and reads from any offset', async () => {
+    const clock = new ManualClock();
+    const log = await openLog(tempDir(), engine, { clock });
+    expect(log.maxOffset('q')).toBe(0);
+    expect(log.minOffset('q')).toBe(0);
+    expect(log.lastWriteTimestamp('q')).toBeUndefined();
+    expect(log.read('q', 0, 5)).toEqual([]);
+    for (let i = 0; i < 10; i++) {
+      clock.advance(5);
+      await log.append([{ lmqs: ['q'], body: bodyFor('q', i) }]);
+    }
+    expect(log.maxOffset('q')).toBe(10);
+    expect(log.minOffset('q')).toBe(0);
+    expect(log.lastWriteTimestamp('q')).toBe(clock.ms);
+    expect(log.lmqCount).toBe(1);
+    const page = log.read('q', 7, 100);
+    expect(page.map((m) => m.offset)).toEqual([7, 8, 9]);
+    expect(page.map((m) => m.body.toString())).toEqual([7, 8, 9].map((o) => bodyFor('q', o).toString()));
+    expect(log.read('q', 3, 2).map((m) => m.offset)).toEqual([3, 4]);
+    expect(log.read('q', 10, 5)).toEqual([]);
+    expect(log.read('q', 1_000, 5)).toEqual([]);
+  });
+
+  it('lists LMQs by prefix in UTF-8 byte order, a page at a time', async () => {
+    const log = await openLog(tempDir(), engine);
+    // In UTF-16 order '\u{10000}' (a surrogate pair) sorts before '\uffff'; in UTF-8 it sorts after.
+    const names = ['b', 'a2', 'a1', 'a10', 'a\uffff', 'a\u{10000}', 'c'];
+    await log.append(names.map((lmq) => ({ lmqs: [lmq], body: 'x' })));
+    expect(log.listLmqs().lmqs).toEqual(['a1', 'a10', 'a2', 'a\uffff', 'a\u{10000}', 'b', 'c']);
+    const first = log.listLmqs('a', 2);
+    expect(first).toEqual({ lmqs: ['a1', 'a10'], cursor: 'a10' });
+    const second = log.listLmqs('a', 2, first.cursor);
+    expect(second).toEqual({ lmqs: ['a2', 'a\uffff'], cursor: 'a\uffff' });
+    expect(log.listLmqs('a', 2, second.cursor)).toEqual({ lmqs: ['a\u{10000}'] });
+    expect(log.listLmqs('zz').lmqs).toEqual([]);
+  });
+
+  it('rolls segments and reads across them, before and after reopening', async () => {
+    const dir = tempDir();
+    const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, flush: 'sync' });
+    for (let batch = 0; batch < 20; batch++) {
+      const records = Array.from({ length: 10 }, (_, i) => {
+        const lmq = `lmq${(batch * 10 + i) % 7}`;
+        return { lmqs: [lmq], body: bodyFor(lmq, Math.floor((batch * 10 + i) / 7), 300) };
+      });
+      await log.append(records);
+    }
+    expect(segmentFiles(dir).length).toBeGreaterThan(10);
+    const expectAll = (reader: typeof log) => {
+      for (let q = 0; q < 7; q++) {
+        const lmq = `lmq${q}`;
+        const messages = reader.read(lmq, 0, 1000);
+        expect(messages.length).toBe(reader.maxOffset(lmq));
+        messages.forEach((m, offset) => {
+          expect(m.offset).toBe(offset);
+          expect(m.body.equals(bodyFor(lmq, offset, 300))).toBe(true);
+        });
+      }
+    };
+    expectAll(log);
+    await log.close();
+    const reopened = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    expectAll(reopened);
+    expect(reopened.stats().recovery.cutPosition).toBe(-1);
+    const [next] = await reopened.append([{ lmqs: ['lmq0'], body: 'after' }]);
+    expect(next?.offsets).toEqual([reopened.maxOffset('lmq0') - 1]);
+  });
+
+  it('recovers the same index from a checkpoint as from a full replay', async () => {
+    const dirs = [tempDir(), tempDir()];
+    const snapshots: unknown[] = [];
+    for (const [i, dir] of dirs.entries()) {
+      const log = await openLog(dir, engine, { segmentBytes: 8192, checkpointBytes: i === 0 ? 0 : 4096 });
+      for (let n = 0; n < 200; n++) await log.append([{ lmqs: [`q${n % 13}`, 'all'], body: bodyFor('all', n, 64) }]);
+      await log.deleteLmq('q3');
+      if (i === 1) await log.checkpoint();
+      await log.append([{ lmqs: ['q3'], body: 'again' }]);
+      // Close without the closing checkpoint's help for the replayed copy: remove it afterwards.
+      await log.close();
+      if (i === 0) await import('node:fs').then((fs) => fs.rmSync(`${dir}/checkpoint`, { force: true }));
+      const reopened = await openLog(dir, engine, { segmentBytes: 8192 });
+      expect(reopened.stats().recovery.checkpoint).toBe(i === 0 ? 'none' : 'loaded');
+      snapshots.push(
+        [...reopened.listLmqs().lmqs].map((lmq) => [
+          lmq,
+          reopened.minOffset(lmq),
+          reopened.maxOffset(lmq),
+          reopened.read(lmq, 0, 1000).map((m) => m.body.toString()),
+        ]),
+      );
+      await reopened.close();
+    }
+    expect(snapshots[0]).toEqual(snapshots[1]);
+  });
+
+  it('deletes an LMQ durably and starts it again at offset 0', async () => {
+    const dir = tempDir();
+    const log = await openLog(dir, engine);
+    await log.append([
+      { lmqs: ['gone', 'kept'], body: 'a' },
+      { lmqs: ['gone'], body: 'b' },
+    ]);
+    expect(await log.deleteLmq('gone')).toBe(true);
+    expect(await log.deleteLmq('gone')).toBe(false);
+    expect(await log.deleteLmq('never')).toBe(false);
+    expect(log.maxOffset('gone')).toBe(0);
+    expect(log.read('gone', 0, 10)).toEqual([]);
+    expect(log.lmqCount).toBe(1);
+    expect(log.read('kept', 0, 10).map((m) => m.body.toString())).toEqual(['a']);
+    await log.close();
+    const reopened = await openLog(dir, engine, { checkpointBytes: 0 });
+    expect(reopened.listLmqs().lmqs).toEqual(['kept']);
+    const [again] = await reopened.append([{ lmqs: ['gone'], body: 'c' }]);
+    expect(again?.offsets).toEqual([0]);
+    expect(reopened.read('gone', 0, 10).map((m) => m.body.toString())).toEqual(['c']);
+  });
+
+  it('retains by size and by age, never the segment being written', async () => {
+    const clock = new ManualClock();
+    const dir = tempDir();
+    const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    for (let n = 0; n < 60; n++) {
+      clock.advance(1000);
+      await log.append([{ lmqs: ['q'], body: bodyFor('q', n, 500) }]);
+    }
+    // Count written segments only: a spare being prepared in the background lies past the write position.
+    const written = () => segmentFiles(dir).filter((f) => Number(f.slice(-24, -4)) <= log.stats().writePosition).length;
+    const before = written();
+    const byAge = await log.retain({ maxAgeMs: 30_500 });
+    expect(byAge.segments).toBeGreaterThan(0);
+    const min = log.minOffset('q');
+    expect(min).toBeGreaterThan(0);
+    expect(min).toBeLessThanOrEqual(30);
+    const oldest = log.read('q', 0, 1)[0];
+    expect(oldest?.offset).toBe(min);
+    expect(oldest?.body.equals(bodyFor('q', min, 500))).toBe(true);
+    expect(written()).toBe(before - byAge.segments);
+    const bySize = await log.retain({ maxBytes: 0 });
+    expect(bySize.segments).toBeGreaterThan(0);
+    expect(log.maxOffset('q')).toBe(60);
+    expect(log.read('q', 0, 100).map((m) => m.offset)).toEqual(
+      Array.from({ length: 60 - log.minOffset('q') }, (_, i) => log.minOffset('q') + i),
+    );
+    expect(log.read('q', 59, 1)[0]?.body.equals(bodyFor('q', 59, 500))).toBe(true);
+    await log.close();
+    const reopened = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    expect(reopened.maxOffset('q')).toBe(60);
+    expect(reopened.read('q', 59, 1)[0]?.body.equals(bodyFor('q', 59, 500))).toBe(true);
+  });
+
+  it('locks its directory against a second open until closed', async () => {
+    const dir = tempDir();
+    const log = await openLog(dir, engine);
+    const error = await openLog(dir, engine).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(LogLockedError);
+    expect(error).toMatchObject({ code: 'LOG_LOCKED', pid: process.pid });
+    await log.close();
+    await log.close();
+    expect(() => log.maxOffset('q')).toThrow(ClosedError);
+    await expect(log.append([{ lmqs: ['q'], body: 'x' }])).rejects.toThrow(ClosedError);
+    const again = await openLog(dir, engine);
+    expect(again.lmqCount).toBe(0);
+  });
+
+  it('makes sync appends durable before resolving', async () => {
+    const log = await openLog(tempDir(), engine, { flush: 'sync' });
+    const appends = Array.from({ length: 20 }, (_, i) => log.append([{ lmqs: ['q'], body: `m${i}` }]));
+    const results = await Promise.all(appends);
+    expect(results.map((r) => r[0]?.offsets[0])).toEqual(Array.from({ length: 20 }, (_, i) => i));
+    const stats = log.stats();
+    expect(stats.durablePosition).toBe(stats.writePosition);
+    expect(stats.flush).toBe('sync');
+    expect(stats.engine).toBe(engine);
+  });
+
+  it('refuses bad records and arguments with typed errors, storing nothing', async () => {
+    const log = await openLog(tempDir(), engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    const bad: unknown[] = [
+      [],
+      [{ lmqs: [], body: 'x' }],
+      [{ lmqs: [''], body: 'x' }],
+      [{ lmqs: ['a\0b'], body: 'x' }],
+      [{ lmqs: ['q', 'q'], body: 'x' }],
+      [{ lmqs: Array.from({ length: MAX_LMQS_PER_RECORD + 1 }, (_, i) => `q${i}`), body: 'x' }],
+      [{ lmqs: ['q'], body: 7 }],
+      [{ lmqs: ['q'], body: 'x', key: 5 }],
+      [{ lmqs: ['q'], body: 'x', tag: '\ud800' }],
+      [{ lmqs: ['q'], body: 'x', properties: { a: 1 } }],
+      [{ lmqs: ['q'], body: 'x', bornTimestamp: -1 }],
+      [
+        { lmqs: ['q'], body: 'x' },
+        { lmqs: ['q'], body: Buffer.alloc(MIN_SEGMENT_BYTES) },
+      ],
+    ];
+    for (const records of bad) {
+      await expect(log.append(records as never)).rejects.toThrow(InvalidArgumentError);
+    }
+    const tooBig = await log.append([{ lmqs: ['q'], body: Buffer.alloc(MIN_SEGMENT_BYTES) }]).catch((e: unknown) => e);
+    expect(tooBig).toMatchObject({ code: 'INVALID_ARGUMENT', limit: MIN_SEGMENT_BYTES - 64 });
+    expect(log.maxOffset('q')).toBe(0);
+    expect(log.lmqCount).toBe(0);
+    expect(() => log.read('q', -1, 1)).toThrow(InvalidArgumentError);
+    expect(() => log.read('q', 0, 0)).toThrow(InvalidArgumentError);
+    expect(() => log.listLmqs('', 0)).toThrow(InvalidArgumentError);
+    await expect(log.retain({ maxBytes: -5 })).rejects.toThrow(InvalidArgumentError);
+    await expect(openLog(tempDir(), engine, { segmentBytes: 100 })).rejects.toThrow(InvalidArgumentError);
+    await expect(openLog(tempDir(), engine, { flush: 'never' as never })).rejects.toThrow(InvalidArgumentError);
+  });
+});

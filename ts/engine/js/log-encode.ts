@@ -1,0 +1,285 @@
+/**
+ * Encodes `append` records into one buffer in the layout of docs/FORMAT.md, validating every field
+ * as it goes, so an engine only patches LMQ offsets, the store timestamp and the checksum. Shared by
+ * both engines: the native one takes the bytes in one crossing. A bad record throws before anything
+ * is stored.
+ */
+
+import { InvalidArgumentError } from '../../errors.js';
+import type { EncodedBatch } from '../contract.js';
+import {
+  MAX_APPEND_RECORDS,
+  MAX_FIELD_BYTES,
+  MAX_LMQ_NAME_BYTES,
+  MAX_LMQS_PER_RECORD,
+  MAX_PROPERTIES,
+} from './limits.js';
+import {
+  FLAG_HAS_KEY,
+  FLAG_HAS_TAG,
+  RECORD_HEADER_BYTES,
+  RECORD_MAGIC,
+  RECORD_TYPE_DELETE,
+  RECORD_TYPE_MESSAGE,
+  writeU16,
+  writeU32,
+  writeU64,
+} from './log-record.js';
+
+/** One record as callers give it to `CommitLog.append`. */
+export interface AppendRecord {
+  lmqs: readonly string[];
+  body: Uint8Array | string;
+  key?: string;
+  tag?: string;
+  properties?: Readonly<Record<string, string>>;
+  bornTimestamp?: number;
+}
+
+/**
+ * Encoded LMQ names, kept because a workload names the same queues again and again. Bounded: cleared
+ * when full, which costs one re-encoding per name.
+ */
+const NAME_CACHE_ENTRIES = 65_536;
+const nameCache = new Map<string, Buffer>();
+
+function encodedName(name: unknown): Buffer {
+  const cached = nameCache.get(name as string);
+  if (cached !== undefined) return cached;
+  if (typeof name !== 'string' || name.length === 0) {
+    throw new InvalidArgumentError('an LMQ name must be a non-empty string', { value: name });
+  }
+  if (name.includes('\0') || !name.isWellFormed()) {
+    throw new InvalidArgumentError('an LMQ name must be well-formed UTF-16 without NUL characters', { value: name });
+  }
+  const bytes = Buffer.from(name, 'utf8');
+  if (bytes.length > MAX_LMQ_NAME_BYTES) {
+    throw new InvalidArgumentError(`an LMQ name is longer than ${MAX_LMQ_NAME_BYTES} UTF-8 bytes`, {
+      value: name,
+      limit: MAX_LMQ_NAME_BYTES,
+      actual: bytes.length,
+    });
+  }
+  if (nameCache.size >= NAME_CACHE_ENTRIES) nameCache.clear();
+  nameCache.set(name, bytes);
+  return bytes;
+}
+
+/** UTF-8 length of a string field, checked against the u16 limit; -1 when absent. */
+function fieldLength(value: unknown, what: string): number {
+  if (value === undefined) return -1;
+  if (typeof value !== 'string') throw new InvalidArgumentError(`${what} must be a string`, { value });
+  if (!value.isWellFormed()) throw new InvalidArgumentError(`${what} must be well-formed UTF-16`, { value });
+  const length = Buffer.byteLength(value, 'utf8');
+  if (length > MAX_FIELD_BYTES) {
+    throw new InvalidArgumentError(`${what} is longer than ${MAX_FIELD_BYTES} UTF-8 bytes`, {
+      value,
+      limit: MAX_FIELD_BYTES,
+      actual: length,
+    });
+  }
+  return length;
+}
+
+function checkTimestamp(value: unknown): number {
+  if (value === undefined) return -1;
+  if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 0) {
+    throw new InvalidArgumentError('bornTimestamp must be a non-negative integer (ms)', { value });
+  }
+  return value;
+}
+
+/** The encoded size of one record, validating it; `names` receives its encoded LMQ names. */
+function measure(record: AppendRecord, index: number, names: Buffer[], maxRecordBytes: number): number {
+  if (record === null || typeof record !== 'object') {
+    throw new InvalidArgumentError(`record ${index} must be an object`, { value: record });
+  }
+  const lmqs = record.lmqs;
+  if (!Array.isArray(lmqs) || lmqs.length === 0 || lmqs.length > MAX_LMQS_PER_RECORD) {
+    throw new InvalidArgumentError(`record ${index}: lmqs must be an array of 1 to ${MAX_LMQS_PER_RECORD} names`, {
+      value: lmqs,
+      limit: MAX_LMQS_PER_RECORD,
+      actual: Array.isArray(lmqs) ? lmqs.length : undefined,
+    });
+  }
+  let size = RECORD_HEADER_BYTES + 10 * lmqs.length + 2 + 2 + 2 + 4;
+  for (let i = 0; i < lmqs.length; i++) {
+    const name = encodedName(lmqs[i]);
+    for (let j = 0; j < i; j++) {
+      if (lmqs[j] === lmqs[i])
+        throw new InvalidArgumentError(`record ${index} names LMQ ${lmqs[i]} twice`, { value: lmqs });
+    }
+    names.push(name);
+    size += name.length;
+  }
+  size += Math.max(0, fieldLength(record.key, 'key')) + Math.max(0, fieldLength(record.tag, 'tag'));
+  const properties = record.properties;
+  if (properties !== undefined) {
+    if (properties === null || typeof properties !== 'object') {
+      throw new InvalidArgumentError(`record ${index}: properties must be an object of strings`, { value: properties });
+    }
+    let count = 0;
+    for (const name in properties) {
+      if (!Object.hasOwn(properties, name)) continue;
+      count++;
+      const value = properties[name];
+      if (typeof value !== 'string') {
+        throw new InvalidArgumentError(`record ${index}: property ${name} must be a string`, { value });
+      }
+      size += 4 + fieldLength(name, 'a property name') + fieldLength(value, `property ${name}`);
+    }
+    if (count > MAX_PROPERTIES) {
+      throw new InvalidArgumentError(`record ${index} has more than ${MAX_PROPERTIES} properties`, {
+        limit: MAX_PROPERTIES,
+        actual: count,
+      });
+    }
+  }
+  const body = record.body;
+  if (typeof body === 'string') size += Buffer.byteLength(body, 'utf8');
+  else if (body instanceof Uint8Array) size += body.length;
+  else
+    throw new InvalidArgumentError(`record ${index}: body must be a Buffer, a Uint8Array or a string`, { value: body });
+  checkTimestamp(record.bornTimestamp);
+  if (size > maxRecordBytes) {
+    throw new InvalidArgumentError(
+      `record ${index} is ${size} bytes; a segment holds records up to ${maxRecordBytes}`,
+      {
+        limit: maxRecordBytes,
+        actual: size,
+      },
+    );
+  }
+  return size;
+}
+
+function writeString(bytes: Buffer, at: number, value: string | undefined): number {
+  if (value === undefined || value.length === 0) {
+    writeU16(bytes, at, 0);
+    return at + 2;
+  }
+  const length = bytes.write(value, at + 2, 'utf8');
+  writeU16(bytes, at, length);
+  return at + 2 + length;
+}
+
+function allocateBatch(count: number, lmqTotal: number, totalBytes: number, lmqs: string[]): EncodedBatch {
+  return {
+    bytes: Buffer.allocUnsafe(totalBytes),
+    count,
+    starts: new Uint32Array(count + 1),
+    lmqs,
+    lmqStarts: new Uint32Array(count + 1),
+    positions: new Float64Array(count),
+    offsets: new Float64Array(lmqTotal),
+  };
+}
+
+/**
+ * Encodes `records` (validating them all first) with `storeTimestampMs` as the store timestamp and
+ * the born timestamp of records that give none. Records larger than `maxRecordBytes` are refused.
+ */
+export function encodeBatch(
+  records: readonly AppendRecord[],
+  storeTimestampMs: number,
+  maxRecordBytes: number,
+): EncodedBatch {
+  if (!Array.isArray(records) || records.length === 0 || records.length > MAX_APPEND_RECORDS) {
+    throw new InvalidArgumentError(`append takes an array of 1 to ${MAX_APPEND_RECORDS} records`, {
+      value: Array.isArray(records) ? undefined : records,
+      limit: MAX_APPEND_RECORDS,
+      actual: Array.isArray(records) ? records.length : undefined,
+    });
+  }
+  const names: Buffer[] = [];
+  const sizes = new Uint32Array(records.length);
+  let total = 0;
+  for (let i = 0; i < records.length; i++) {
+    const size = measure(records[i] as AppendRecord, i, names, maxRecordBytes);
+    sizes[i] = size;
+    total += size;
+  }
+  const lmqs: string[] = [];
+  for (const record of records) for (const lmq of record.lmqs) lmqs.push(lmq);
+  const batch = allocateBatch(records.length, names.length, total, lmqs);
+  const bytes = batch.bytes as Buffer;
+  let at = 0;
+  let nameIndex = 0;
+  for (let i = 0; i < records.length; i++) {
+    const record = records[i] as AppendRecord;
+    batch.starts[i] = at;
+    batch.lmqStarts[i] = nameIndex;
+    const lmqCount = record.lmqs.length;
+    const end = at + (sizes[i] as number);
+    writeU32(bytes, at, RECORD_MAGIC);
+    writeU32(bytes, at + 4, end - at);
+    writeU32(bytes, at + 8, 0);
+    bytes[at + 12] = RECORD_TYPE_MESSAGE;
+    bytes[at + 13] = (record.key === undefined ? 0 : FLAG_HAS_KEY) | (record.tag === undefined ? 0 : FLAG_HAS_TAG);
+    writeU16(bytes, at + 14, lmqCount);
+    writeU64(bytes, at + 16, storeTimestampMs);
+    writeU64(bytes, at + 24, record.bornTimestamp ?? storeTimestampMs);
+    let p = at + RECORD_HEADER_BYTES;
+    bytes.fill(0, p, p + 8 * lmqCount);
+    p += 8 * lmqCount;
+    for (let j = 0; j < lmqCount; j++) {
+      const name = names[nameIndex++] as Buffer;
+      writeU16(bytes, p, name.length);
+      bytes.set(name, p + 2);
+      p += 2 + name.length;
+    }
+    p = writeString(bytes, p, record.key);
+    p = writeString(bytes, p, record.tag);
+    p = writeProperties(bytes, p, record.properties);
+    const body = record.body;
+    let bodyLength: number;
+    if (typeof body === 'string') bodyLength = bytes.write(body, p + 4, 'utf8');
+    else {
+      bytes.set(body, p + 4);
+      bodyLength = body.length;
+    }
+    writeU32(bytes, p, bodyLength);
+    p += 4 + bodyLength;
+    if (p !== end) throw new Error(`litetopic: record ${i} encoded to ${p - at} bytes, measured ${end - at}`);
+    at = end;
+  }
+  batch.starts[records.length] = at;
+  batch.lmqStarts[records.length] = nameIndex;
+  return batch;
+}
+
+function writeProperties(bytes: Buffer, at: number, properties: AppendRecord['properties']): number {
+  const countAt = at;
+  let p = at + 2;
+  let count = 0;
+  if (properties !== undefined) {
+    for (const name in properties) {
+      if (!Object.hasOwn(properties, name)) continue;
+      p = writeString(bytes, p, name);
+      p = writeString(bytes, p, properties[name]);
+      count++;
+    }
+  }
+  writeU16(bytes, countAt, count);
+  return p;
+}
+
+/** The LMQ deletion record of docs/FORMAT.md for `lmq` (its offset field is set by the engine). */
+export function encodeDeletion(lmq: string, storeTimestampMs: number): EncodedBatch {
+  const name = encodedName(lmq);
+  const size = RECORD_HEADER_BYTES + 8 + 2 + name.length + 2 + 2 + 2 + 4;
+  const batch = allocateBatch(1, 1, size, [lmq]);
+  const bytes = batch.bytes;
+  bytes.fill(0);
+  writeU32(bytes, 0, RECORD_MAGIC);
+  writeU32(bytes, 4, size);
+  bytes[12] = RECORD_TYPE_DELETE;
+  writeU16(bytes, 14, 1);
+  writeU64(bytes, 16, storeTimestampMs);
+  writeU64(bytes, 24, storeTimestampMs);
+  writeU16(bytes, RECORD_HEADER_BYTES + 8, name.length);
+  bytes.set(name, RECORD_HEADER_BYTES + 10);
+  batch.starts[1] = size;
+  batch.lmqStarts[1] = 1;
+  return batch;
+}

@@ -1,0 +1,395 @@
+/**
+ * The commit log: every message written once to append-only segments, every LMQ a consume queue of
+ * index entries into them (DESIGN.md §5, docs/FORMAT.md). This class is the same for both engines:
+ * it validates and encodes records, orders appends, groups flushes (one sync serves every append
+ * waiting when it starts), keeps a spare segment ready and checkpoints the index as the log grows.
+ * The engine does the storage work; file creation, syncs and deletions run off the event loop.
+ */
+import type { EncodedBatch, EngineName, LogCore, LogCoreStats } from './engine/contract.js';
+import {
+  DEFAULT_SEGMENT_BYTES,
+  MAX_READ_RECORDS,
+  MAX_SEGMENT_BYTES,
+  MIN_SEGMENT_BYTES,
+  SEGMENT_HEADER_BYTES,
+} from './engine/js/limits.js';
+import { type AppendRecord, encodeBatch, encodeDeletion } from './engine/js/log-encode.js';
+import { getEngine } from './engine/load.js';
+import { ClosedError, InvalidArgumentError } from './errors.js';
+import { decodeMessages, type StoredMessage } from './log-message.js';
+import { requireString } from './pattern.js';
+
+export type { AppendRecord } from './engine/js/log-encode.js';
+export type { StoredMessage } from './log-message.js';
+
+/** A source of time in ms; tests pass a manual one. */
+export interface Clock {
+  now(): number;
+}
+
+export const systemClock: Clock = { now: () => Date.now() };
+
+export interface CommitLogOptions {
+  /** Size of new segment files in bytes, 4 KiB..1 GiB; default 256 MiB. */
+  segmentBytes?: number;
+  /** `sync`: an append resolves once durable. `async` (default): flushed every `flushIntervalMs`. */
+  flush?: 'async' | 'sync';
+  /** Background flush period in `async` mode, 1..60,000 ms; default 200. */
+  flushIntervalMs?: number;
+  /** Checkpoint the index after this many bytes of log (0: only on close); default 64 MiB. */
+  checkpointBytes?: number;
+  engine?: EngineName;
+  clock?: Clock;
+}
+
+/** Where one appended record went: its log position and its offset in each of its LMQs. */
+export interface AppendResult {
+  position: number;
+  offsets: number[];
+}
+
+/** One page of `listLmqs`; pass `cursor` back to get the next page; absent on the last page. */
+export interface LmqPage {
+  lmqs: string[];
+  cursor?: string;
+}
+
+export interface CommitLogStats extends LogCoreStats {
+  engine: EngineName;
+  flush: 'async' | 'sync';
+  segmentBytes: number;
+  /** The last failure of background work (flush, segment preparation, checkpoint), if any. */
+  lastBackgroundError?: string;
+}
+
+export const DEFAULT_FLUSH_INTERVAL_MS = 200;
+export const DEFAULT_CHECKPOINT_BYTES = 64 * 1024 * 1024;
+const DEFAULT_LIST_LIMIT = 1000;
+
+function integerOption(value: unknown, name: string, min: number, max: number, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new InvalidArgumentError(`${name} must be an integer from ${min} to ${max} (got ${String(value)})`, {
+      value,
+      limit: max,
+    });
+  }
+  return value;
+}
+
+function count(value: unknown, name: string, min: number, max: number): number {
+  return integerOption(value, name, min, max, Number.NaN);
+}
+
+export class CommitLog {
+  private closed = false;
+  private closing: Promise<void> | undefined;
+  /** Set while an append waits for a segment; later appends queue behind it to keep their order. */
+  private writeChain: Promise<void> | undefined;
+  private flushing: Promise<number> | undefined;
+  private preparing: Promise<void> | undefined;
+  private checkpointing: Promise<void> | undefined;
+  private durablePosition: number;
+  private bytesSinceCheckpoint = 0;
+  /** A background failure (flush, preparation, checkpoint) not yet reported to a caller. */
+  private backgroundError: unknown;
+  private readonly timer: NodeJS.Timeout | undefined;
+  private readonly maxRecordBytes: number;
+
+  private constructor(
+    private readonly core: LogCore,
+    readonly engine: EngineName,
+    private readonly options: Required<Omit<CommitLogOptions, 'engine'>>,
+  ) {
+    this.durablePosition = core.stats().durablePosition;
+    this.maxRecordBytes = options.segmentBytes - SEGMENT_HEADER_BYTES;
+    if (options.flush === 'async') {
+      this.timer = setInterval(() => this.backgroundFlush(), options.flushIntervalMs);
+      this.timer.unref();
+    }
+    this.prepareSpare();
+  }
+
+  /** Opens (creating if needed), locks and recovers the log in `dir`. */
+  static async open(dir: string, options: CommitLogOptions = {}): Promise<CommitLog> {
+    requireString(dir, 'dir');
+    if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options must be an object');
+    const flush = options.flush ?? 'async';
+    if (flush !== 'async' && flush !== 'sync') {
+      throw new InvalidArgumentError(`flush must be "async" or "sync" (got ${String(flush)})`, { value: flush });
+    }
+    const resolved = {
+      segmentBytes: integerOption(
+        options.segmentBytes,
+        'segmentBytes',
+        MIN_SEGMENT_BYTES,
+        MAX_SEGMENT_BYTES,
+        DEFAULT_SEGMENT_BYTES,
+      ),
+      flush,
+      flushIntervalMs: integerOption(options.flushIntervalMs, 'flushIntervalMs', 1, 60_000, DEFAULT_FLUSH_INTERVAL_MS),
+      checkpointBytes: integerOption(
+        options.checkpointBytes,
+        'checkpointBytes',
+        0,
+        Number.MAX_SAFE_INTEGER,
+        DEFAULT_CHECKPOINT_BYTES,
+      ),
+      clock: options.clock ?? systemClock,
+    } as const;
+    if (typeof resolved.clock?.now !== 'function') throw new InvalidArgumentError('clock must have a now() method');
+    const engine = getEngine(options.engine);
+    const core = await engine.openLog(dir, { segmentBytes: resolved.segmentBytes, nowMs: resolved.clock.now() });
+    return new CommitLog(core, engine.name, resolved);
+  }
+
+  /**
+   * Appends records in call order. Each record is written once however many LMQs it names; the
+   * result gives its position and its offset in each LMQ, aligned with `lmqs`. Under `sync` it resolves
+   * once the records are durable. Invalid records reject before anything is stored.
+   */
+  async append(records: readonly AppendRecord[]): Promise<AppendResult[]> {
+    this.checkOpen();
+    const now = this.now();
+    const batch = encodeBatch(records, now, this.maxRecordBytes);
+    await this.write(batch, now);
+    const results: AppendResult[] = new Array(batch.count);
+    for (let i = 0; i < batch.count; i++) {
+      const from = batch.lmqStarts[i] as number;
+      const to = batch.lmqStarts[i + 1] as number;
+      results[i] = { position: batch.positions[i] as number, offsets: Array.from(batch.offsets.subarray(from, to)) };
+    }
+    if (this.options.flush === 'sync') await this.durable(this.core.writePosition);
+    return results;
+  }
+
+  /**
+   * Deletes an LMQ: its index goes now, and a deletion record in the log keeps it deleted across
+   * restarts. Its messages stay in their segments until retention removes them. A later message to
+   * the same name starts it again at offset 0. Resolves to whether it existed.
+   */
+  async deleteLmq(lmq: string): Promise<boolean> {
+    this.checkOpen();
+    requireString(lmq, 'lmq');
+    if (this.core.lastWriteTimestamp(lmq) < 0) return false;
+    const now = this.now();
+    await this.write(encodeDeletion(lmq, now), now);
+    if (this.options.flush === 'sync') await this.durable(this.core.writePosition);
+    return true;
+  }
+
+  /** Up to `maxNum` messages of `lmq` from `fromOffset` (or its minimum, if later), in offset order. */
+  read(lmq: string, fromOffset: number, maxNum: number): StoredMessage[] {
+    this.checkOpen();
+    requireString(lmq, 'lmq');
+    const from = count(fromOffset, 'fromOffset', 0, Number.MAX_SAFE_INTEGER);
+    const max = count(maxNum, 'maxNum', 1, MAX_READ_RECORDS);
+    return decodeMessages(lmq, this.core.read(lmq, from, max));
+  }
+
+  /** The next offset to be written to `lmq` (0 for an LMQ that does not exist). */
+  maxOffset(lmq: string): number {
+    this.checkOpen();
+    return this.core.maxOffset(requireString(lmq, 'lmq'));
+  }
+
+  /** The oldest offset still stored (equal to `maxOffset` when nothing is). */
+  minOffset(lmq: string): number {
+    this.checkOpen();
+    return this.core.minOffset(requireString(lmq, 'lmq'));
+  }
+
+  /** Store timestamp of the newest message of `lmq`, or undefined when it does not exist. */
+  lastWriteTimestamp(lmq: string): number | undefined {
+    this.checkOpen();
+    const timestamp = this.core.lastWriteTimestamp(requireString(lmq, 'lmq'));
+    return timestamp < 0 ? undefined : timestamp;
+  }
+
+  get lmqCount(): number {
+    this.checkOpen();
+    return this.core.lmqCount;
+  }
+
+  /** LMQ names starting with `prefix`, in UTF-8 byte order, a page at a time. */
+  listLmqs(prefix = '', limit = DEFAULT_LIST_LIMIT, cursor?: string): LmqPage {
+    this.checkOpen();
+    requireString(prefix, 'prefix');
+    const pageSize = count(limit, 'limit', 1, 0xffff_ffff);
+    if (cursor !== undefined) requireString(cursor, 'cursor');
+    const page = this.core.listLmqs(prefix, pageSize, cursor);
+    const last = page.names[page.names.length - 1];
+    return page.more && last !== undefined ? { lmqs: page.names, cursor: last } : { lmqs: page.names };
+  }
+
+  /**
+   * Deletes whole old segments — those whose newest record is older than `maxAgeMs`, then the oldest
+   * until the log is at most `maxBytes` — with the index entries pointing into them. The segment
+   * being written is never deleted.
+   */
+  async retain(policy: { maxAgeMs?: number; maxBytes?: number }): Promise<{ segments: number; bytes: number }> {
+    this.checkOpen();
+    if (policy === null || typeof policy !== 'object')
+      throw new InvalidArgumentError('retain takes { maxAgeMs?, maxBytes? }');
+    const maxAge = integerOption(policy.maxAgeMs, 'maxAgeMs', 0, Number.MAX_SAFE_INTEGER, -1);
+    const maxBytes = integerOption(policy.maxBytes, 'maxBytes', 0, Number.MAX_SAFE_INTEGER, -1);
+    return this.core.retain(maxAge < 0 ? -1 : this.now() - maxAge, maxBytes);
+  }
+
+  /** Resolves once everything appended so far is durable. */
+  async flush(): Promise<void> {
+    this.checkOpen();
+    await this.durable(this.core.writePosition);
+  }
+
+  /** Writes a checkpoint of the index now, so the next open replays less. */
+  async checkpoint(): Promise<void> {
+    this.checkOpen();
+    await this.runCheckpoint();
+  }
+
+  stats(): CommitLogStats {
+    this.checkOpen();
+    const stats: CommitLogStats = {
+      ...this.core.stats(),
+      engine: this.engine,
+      flush: this.options.flush,
+      segmentBytes: this.options.segmentBytes,
+    };
+    if (this.backgroundError !== undefined) stats.lastBackgroundError = String(this.backgroundError);
+    return stats;
+  }
+
+  /** Flushes, checkpoints and releases the directory. Safe to call twice. */
+  close(): Promise<void> {
+    if (this.closing === undefined) this.closing = this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    this.closed = true;
+    if (this.timer !== undefined) clearInterval(this.timer);
+    const settle = (p: Promise<unknown> | undefined) =>
+      p?.then(
+        () => undefined,
+        () => undefined,
+      );
+    await settle(this.writeChain);
+    await Promise.all([settle(this.flushing), settle(this.preparing), settle(this.checkpointing)]);
+    try {
+      await this.core.checkpoint(this.now());
+    } finally {
+      await this.core.close();
+    }
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new ClosedError('the commit log is closed');
+  }
+
+  private now(): number {
+    const now = this.options.clock.now();
+    if (!Number.isSafeInteger(now) || now < 0) {
+      throw new InvalidArgumentError(`clock.now() must return a non-negative integer (got ${String(now)})`, {
+        value: now,
+      });
+    }
+    return now;
+  }
+
+  /** Writes a batch, in call order, waiting for a spare segment whenever the active one fills. */
+  private write(batch: EncodedBatch, now: number): Promise<void> | undefined {
+    if (this.writeChain === undefined) {
+      const done = this.core.append(batch, 0, now);
+      this.afterWrite(batch);
+      return done === batch.count ? undefined : this.park(this.resume(batch, done, now));
+    }
+    const previous = this.writeChain.then(
+      () => undefined,
+      () => undefined,
+    );
+    return this.park(previous.then(() => this.resume(batch, 0, now)));
+  }
+
+  private park(work: Promise<void>): Promise<void> {
+    const chained: Promise<void> = work.finally(() => {
+      if (this.writeChain === chained) this.writeChain = undefined;
+    });
+    this.writeChain = chained;
+    return chained;
+  }
+
+  private async resume(batch: EncodedBatch, from: number, now: number): Promise<void> {
+    let next = from;
+    while (next < batch.count) {
+      if (!this.core.spareReady) await this.prepareSpare();
+      next = this.core.append(batch, next, now);
+      this.afterWrite(batch);
+    }
+  }
+
+  private afterWrite(batch: EncodedBatch): void {
+    if (!this.core.spareReady) void this.prepareSpare();
+    this.bytesSinceCheckpoint += batch.bytes.length;
+    const every = this.options.checkpointBytes;
+    if (every > 0 && this.bytesSinceCheckpoint >= every && this.checkpointing === undefined) {
+      this.runCheckpoint().catch((error: unknown) => {
+        this.backgroundError = error;
+      });
+    }
+  }
+
+  /** Starts preparing a spare segment unless one is ready or on its way; resolves when it is. */
+  private prepareSpare(): Promise<void> {
+    if (this.preparing === undefined) {
+      const work: Promise<void> = this.core.prepareSegment(this.options.clock.now()).finally(() => {
+        if (this.preparing === work) this.preparing = undefined;
+      });
+      work.catch((error: unknown) => {
+        this.backgroundError = error;
+      });
+      this.preparing = work;
+    }
+    return this.preparing;
+  }
+
+  private runCheckpoint(): Promise<void> {
+    if (this.checkpointing === undefined) {
+      this.bytesSinceCheckpoint = 0;
+      const work: Promise<void> = this.core.checkpoint(this.now()).finally(() => {
+        if (this.checkpointing === work) this.checkpointing = undefined;
+      });
+      this.checkpointing = work;
+    }
+    return this.checkpointing;
+  }
+
+  /** Group commit: waits until `position` is durable, sharing each sync with every waiter it covers. */
+  private async durable(position: number): Promise<void> {
+    while (this.durablePosition < position) {
+      await (this.flushing ?? this.startSync());
+    }
+  }
+
+  private startSync(): Promise<number> {
+    const work: Promise<number> = this.core
+      .sync()
+      .then((durable) => {
+        if (durable > this.durablePosition) this.durablePosition = durable;
+        return durable;
+      })
+      .finally(() => {
+        if (this.flushing === work) this.flushing = undefined;
+      });
+    this.flushing = work;
+    return work;
+  }
+
+  private backgroundFlush(): void {
+    if (this.flushing !== undefined || this.closed) return;
+    if (this.core.writePosition <= this.durablePosition) return;
+    this.startSync().catch((error: unknown) => {
+      this.backgroundError = error;
+    });
+  }
+}
