@@ -73,7 +73,7 @@ describe.each(PAIRS)('written by %s, opened by %s', (writer, reader) => {
 });
 
 describe.runIf(ENGINES.includes('native'))('both engines', () => {
-  it('write byte-identical segments for the same history', async () => {
+  it('write byte-identical segments for the same history (creation times aside)', async () => {
     const files: Buffer[][] = [];
     for (const engine of ['native', 'js'] as const) {
       const dir = tempDir();
@@ -81,7 +81,16 @@ describe.runIf(ENGINES.includes('native'))('both engines', () => {
       const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, clock });
       await writeHistory(log, clock, 0, 60);
       await log.close();
-      files.push(segmentFiles(dir).map((file) => readFileSync(file)));
+      // Segment creation times (header bytes 32..40, and so the header CRC at 60..64) follow when the
+      // background preparation ran, which timing decides; every other byte must be the same.
+      files.push(
+        segmentFiles(dir).map((file) => {
+          const bytes = readFileSync(file);
+          bytes.fill(0, 32, 40);
+          bytes.fill(0, 60, 64);
+          return bytes;
+        }),
+      );
     }
     expect(files[0]?.length).toBeGreaterThan(3);
     expect(files[0]).toEqual(files[1]);
