@@ -6,7 +6,7 @@
 // Without cargo it says so and leaves the js engine to do the work, unless LITETOPIC_REQUIRE_NATIVE=1
 // (set in CI), where a missing native build is a failure.
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, mkdirSync, renameSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -47,7 +47,10 @@ if (napi.status !== 0) process.exit(napi.status ?? 1);
 
 const target = prebuildPath(root);
 mkdirSync(dirname(target), { recursive: true });
-copyFileSync(join(outputDir, 'litetopic.node'), target);
+// Copy beside the target, then rename over it: a process that has the old addon loaded keeps its
+// (now unlinked) file, whereas overwriting the file in place would crash it.
+copyFileSync(join(outputDir, 'litetopic.node'), `${target}.tmp`);
+renameSync(`${target}.tmp`, target);
 console.log(`build:native: staged ${target}`);
 
 // The file name must be the one the loader (ts/engine/load.ts, prebuildPath) looks for. The loader is
