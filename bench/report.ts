@@ -10,7 +10,9 @@ import { lib } from './lib.js';
 
 const { engineInfo } = lib;
 
-import { isNumericColumn } from './measure.js';
+import type { LogBenchResult } from './log.js';
+import { logTables } from './log-print.js';
+import { isNumericColumn, type Timing } from './measure.js';
 import type { PatternBenchResult, TargetCheck } from './pattern.js';
 import { patternTables, type Table } from './pattern-print.js';
 import type { TrieBenchResult } from './trie.js';
@@ -37,7 +39,10 @@ interface RecordOf<S extends string, R> {
   result: R;
 }
 
-export type SuiteRecord = RecordOf<'pattern', PatternBenchResult> | RecordOf<'trie', TrieBenchResult>;
+export type SuiteRecord =
+  | RecordOf<'pattern', PatternBenchResult>
+  | RecordOf<'trie', TrieBenchResult>
+  | RecordOf<'log', LogBenchResult>;
 
 export function environment(): Environment {
   const manifest = JSON.parse(readFileSync(join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { version: string };
@@ -95,18 +100,23 @@ function markdownTable(table: Table): string {
   return [`### ${table.title}`, '', ...(table.note ? [table.note, ''] : []), ...lines].join('\n');
 }
 
-/** `workload` is the suite's own line about its inputs (seed, sizes). */
-function environmentSection(record: SuiteRecord, workload: string): string {
+/** How the interleaved tinybench suites time their cases (bench/measure.ts). */
+function timingMethod(timing: Timing): string {
+  return (
+    `${timing.timeMs} ms per case in ${timing.rounds} interleaved rounds (each figure is the median of ` +
+    `the rounds' medians; spread = range of the rounds' medians over that median)`
+  );
+}
+
+/** `workload` is the suite's own line about its inputs (seed, sizes); `method` how it timed them. */
+function environmentSection(record: SuiteRecord, workload: string, method: string): string {
   const env = record.environment;
-  const { timing } = record.result.config;
   return [
     `- Date: ${env.date}`,
     `- Machine: ${env.cpu}, ${env.cores} cores, ${(env.memoryBytes / 2 ** 30).toFixed(1)} GiB memory, ${env.platform}`,
     `- Node ${env.node}, litetopic ${env.packageVersion}, default engine ${env.engine.active}`,
     `- Reproduce: \`${record.command}\``,
-    `- Workload: ${workload}; ` +
-      `${timing.timeMs} ms per case in ${timing.rounds} interleaved rounds (each figure is the median of ` +
-      `the rounds' medians; spread = range of the rounds' medians over that median)`,
+    `- Workload: ${workload}; ${method}`,
   ].join('\n');
 }
 
@@ -131,7 +141,11 @@ function patternSection(record: RecordOf<'pattern', PatternBenchResult>): string
   return [
     '## Pattern engine',
     '',
-    environmentSection(record, `seed ${config.seed}; ${config.topicsPerIteration} topics per reverse-lookup iteration`),
+    environmentSection(
+      record,
+      `seed ${config.seed}; ${config.topicsPerIteration} topics per reverse-lookup iteration`,
+      timingMethod(config.timing),
+    ),
     '',
     'Workload: agent-bus names `tenantT__agentA__sessionS[__tool[__phase]]` (3–5 segments, Zipf tenants, agents and',
     'tools); subscriptions 80% exact names, 20% wildcards (`t__a__s__*`, `t__a__**`, `t__a__*__tool`, `t__**`,',
@@ -153,6 +167,7 @@ function trieSection(record: RecordOf<'trie', TrieBenchResult>): string {
     environmentSection(
       record,
       `seed ${config.seed}; ${config.names.toLocaleString('en-US')} distinct agent-bus names${config.quick ? ' (quick run)' : ''}`,
+      timingMethod(config.timing),
     ),
     '',
     'Workload: distinct agent-bus names `tenantT__agentA__sessionS[__tool[__phase]]` (3–5 segments, Zipf tenants,',
@@ -167,8 +182,41 @@ function trieSection(record: RecordOf<'trie', TrieBenchResult>): string {
   ].join('\n');
 }
 
+function logSection(record: RecordOf<'log', LogBenchResult>): string {
+  const { config, targets } = record.result;
+  const counted = targets.filter((t) => !t.expectation);
+  const missed = counted.filter((t) => t.pass === false).map((t) => codeSpans(t.name));
+  const failed = counted.filter((t) => t.pass === null).map((t) => codeSpans(t.name));
+  return [
+    '## Commit log',
+    '',
+    environmentSection(
+      record,
+      `seed ${config.seed}; ${config.records.toLocaleString('en-US')} records over ${config.lmqs.toLocaleString('en-US')} ` +
+        `LMQs, bodies of ${config.bodySizes.join(' and ')} bytes${config.quick ? ' (quick run)' : ''}`,
+      `each store appends the whole workload once per round into a fresh directory, ${config.rounds} interleaved ` +
+        'rounds with the order reversed every other round; each figure is the median over rounds, ratios are paired ' +
+        'by round, spread = range of the rounds over the median',
+    ),
+    '',
+    'Workload: LMQs `%LMQ%$agents$t<i>__a<j>` (100 tenants × 100 agents), each record in one LMQ drawn uniformly,',
+    'bodies cut from a seeded random pool, no key, tag or properties (bench/log-workload.ts). Every run is checked:',
+    'the store must hold every record after appending, and every read pass must return every record and body byte.',
+    'All stores run in one process on the same disk, in temporary directories under `os.tmpdir()`.',
+    '',
+    [
+      missed.length === 0 ? 'Every measured target of issue #4 is met.' : `Missed: ${missed.join('; ')}.`,
+      ...(failed.length === 0 ? [] : [`Not measured (the store failed): ${failed.join('; ')}.`]),
+    ].join(' '),
+    '',
+    ...logTables(record.result).map((t) => `${markdownTable(t)}\n`),
+  ].join('\n');
+}
+
 function section(record: SuiteRecord): string {
-  return record.suite === 'pattern' ? patternSection(record) : trieSection(record);
+  if (record.suite === 'pattern') return patternSection(record);
+  if (record.suite === 'log') return logSection(record);
+  return trieSection(record);
 }
 
 /** Rewrites bench/RESULTS.md from the stored records. */

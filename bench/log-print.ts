@@ -1,0 +1,221 @@
+/**
+ * The log suite's figures as tables: the same headers and cells feed the console (aligned text) and
+ * bench/RESULTS.md (markdown), as pattern-print.ts and trie-print.ts do for their suites.
+ */
+import type { AppendRow, FootprintSample, LogBenchResult, ReadRow } from './log.js';
+import type { LogTarget } from './log-targets.js';
+import { figure, textTable } from './measure.js';
+import type { Table } from './pattern-print.js';
+
+const MIB = 2 ** 20;
+
+function mebibytes(bytes: number | null): string {
+  return bytes === null || !Number.isFinite(bytes) ? '—' : `${figure(bytes / MIB)} MiB`;
+}
+
+function cell(value: number, format: (v: number) => string = figure): string {
+  return Number.isFinite(value) ? format(value) : '—';
+}
+
+function failure(error: string | undefined): string {
+  return error === undefined ? '' : `failed: ${error.split('\n')[0]?.slice(0, 120)}`;
+}
+
+function diskTable(result: Pick<LogBenchResult, 'config' | 'disk'>): Table {
+  const { disk } = result;
+  return {
+    title: 'Disk under os.tmpdir()',
+    note:
+      `\`dd bs=1M conv=fdatasync\` in Node: ${mebibytes(disk.bytes)} written in 1 MiB writes, then one fdatasync; ` +
+      'sync latency is the median of 200 × (4 KiB append + fdatasync), the floor under every synced commit.',
+    headers: ['probe', 'GB/s', 'seconds', 'sync latency µs', 'free GiB'],
+    rows: [
+      [
+        mebibytes(disk.bytes),
+        figure(disk.bytesPerSecond / 1e9),
+        figure(disk.seconds),
+        figure(disk.syncLatencyMicros),
+        figure(disk.freeBytes / 2 ** 30),
+      ],
+    ],
+  };
+}
+
+function appendTable(rows: readonly AppendRow[], durable: boolean, config: LogBenchResult['config']): Table {
+  const ofMode = rows.filter((r) => r.durable === durable);
+  const note = durable
+    ? `litetopic \`flush: 'sync'\` and lmdb (synced commits, awaited through \`flushed\`): ${config.inFlightCalls} concurrent ` +
+      `calls of ${config.callRecords} records in flight (${config.inFlightCalls * config.callRecords} records), so group ` +
+      `commit can share syncs; better-sqlite3 WAL with \`synchronous=FULL\` and the plain file with fdatasync commit ` +
+      `once per ${config.batchRecords} records (both synchronous, nothing in flight).`
+    : `litetopic \`flush: 'async'\`, lmdb \`noSync\` (one transaction per event turn, up to ${config.lmdbWindowBatches} batches issued ` +
+      `before the oldest is awaited), better-sqlite3 WAL with \`synchronous=OFF\` and one transaction per batch, the plain ` +
+      `file one \`writeSync\` per batch. Batches of ${config.batchRecords}. On disk: allocated blocks after close ` +
+      '(segments are sparse until written) over body bytes.';
+  const headers = ['store', 'body B', 'records/s', 'MB/s (payload)', 'spread %', 'native ×'];
+  if (!durable) headers.push('on disk ÷ payload');
+  headers.push('note');
+  return {
+    title: `${durable ? 'Durable' : 'Non-durable'} append (${config.records.toLocaleString('en-US')} records)`,
+    note: `${note} native × is how many times faster litetopic native was, paired by round.`,
+    headers,
+    rows: ofMode.map((r) => [
+      r.store,
+      String(r.bodyBytes),
+      cell(r.recordsPerSecond),
+      cell(r.payloadBytesPerSecond / 1e6),
+      cell(r.measurement?.spreadPercent ?? Number.NaN),
+      cell(r.nativeSpeedup, (x) => `${figure(x)}×`),
+      ...(durable ? [] : [cell(r.allocatedBytes / r.payloadBytes)]),
+      failure(r.error),
+    ]),
+  };
+}
+
+function readTable(rows: readonly ReadRow[]): Table {
+  return {
+    title: 'Warm read back by LMQ',
+    note:
+      'Right after appending: every LMQ read in full, in offset order (litetopic `read(lmq, from, 1000)` until a short ' +
+      'page; lmdb `getRange` over `[lmq, 0]..[lmq, max]`; sqlite `SELECT body … WHERE lmq = ? ORDER BY seq`), every ' +
+      "body's length summed and checked. The plain file has no index to read by.",
+    headers: ['store', 'body B', 'records/s', 'spread %', 'native ×', 'note'],
+    rows: rows.map((r) => [
+      r.store,
+      String(r.bodyBytes),
+      cell(r.recordsPerSecond),
+      cell(r.measurement?.spreadPercent ?? Number.NaN),
+      cell(r.nativeSpeedup, (x) => `${figure(x)}×`),
+      failure(r.error),
+    ]),
+  };
+}
+
+/** Calls per record: fractions far below one keep two significant digits rather than showing 0.00. */
+function perRecord(calls: number): string {
+  return calls >= 0.1 ? figure(calls) : calls.toPrecision(2);
+}
+
+/** `logAppend 1,000, logRead 10,000`: which binding functions the counted calls went to. */
+function callNames(crossings: NonNullable<FootprintSample['crossings']>): string {
+  const all = { ...crossings.appendByFunction };
+  for (const [name, n] of Object.entries(crossings.readByFunction)) all[name] = (all[name] ?? 0) + n;
+  return Object.entries(all)
+    .map(([name, n]) => `${name} ${n.toLocaleString('en-US')}`)
+    .join(', ');
+}
+
+function footprintTable(result: Pick<LogBenchResult, 'config' | 'footprint'>): Table {
+  return {
+    title: `Memory and native calls (${result.config.records.toLocaleString('en-US')} records of 100 B, fresh process per store)`,
+    note:
+      'Growth over a baseline taken after the workload was built and the store loaded, after global.gc(), once every ' +
+      'record was appended and read back. RssFile counts mapped file pages (the native engine maps its segments). ' +
+      'Native calls: every function of the addon wrapped as `process.dlopen` returns it, counted per record.',
+    headers: [
+      'store',
+      'rss Δ',
+      'anon Δ',
+      'file Δ',
+      'heapUsed Δ',
+      'external Δ',
+      'index bytes',
+      'calls/record append',
+      'calls/record read',
+      'note',
+    ],
+    rows: result.footprint.map((f) =>
+      'error' in f
+        ? [f.store, '—', '—', '—', '—', '—', '—', '—', '—', failure(f.error)]
+        : [
+            f.store,
+            mebibytes(f.rssBytes),
+            mebibytes(f.rssAnonBytes),
+            mebibytes(f.rssFileBytes),
+            mebibytes(f.heapUsedBytes),
+            mebibytes(f.externalBytes),
+            mebibytes(f.indexBytes),
+            f.crossings ? perRecord(f.crossings.append / f.records) : '—',
+            f.crossings ? perRecord(f.crossings.read / f.records) : '—',
+            f.crossings ? callNames(f.crossings) : '',
+          ],
+    ),
+  };
+}
+
+function recoveryTable(result: Pick<LogBenchResult, 'config' | 'recovery'>): Table {
+  const { config } = result;
+  return {
+    title: 'Reopen after SIGKILL',
+    note:
+      `A child process appends 1 KiB records until the log holds ${mebibytes(config.recoverBytes)}, checkpointing every ` +
+      `${mebibytes(config.checkpointBytes)} or never, and is killed without closing; this process then times ` +
+      '`CommitLog.open` (page cache warm, one sample) and checks every resolved append is indexed.' +
+      (config.recoverNote ? ` Scaled down: ${config.recoverNote}.` : ''),
+    headers: [
+      'engine',
+      'checkpoints',
+      'log MiB',
+      'records',
+      'open ms',
+      'checkpoint',
+      'replayed records',
+      'replayed MiB',
+      'note',
+    ],
+    rows: result.recovery.map((r) => [
+      r.engine,
+      r.checkpointBytes === 0 ? 'none' : `every ${mebibytes(r.checkpointBytes)}`,
+      cell(r.logBytes / MIB),
+      figure(r.records),
+      cell(r.openMs),
+      r.checkpoint,
+      figure(r.replayedRecords),
+      cell(r.replayedBytes / MIB),
+      failure(r.error),
+    ]),
+  };
+}
+
+function targetsTable(targets: readonly LogTarget[]): Table {
+  return {
+    title: 'Targets (issue #4)',
+    note: 'Comparisons with lmdb are paired by round. An expectation without a number is reported, not counted as a target.',
+    headers: ['target', 'measured', 'required', 'result'],
+    rows: targets.map((t) => [
+      t.name,
+      t.measured,
+      t.required,
+      t.pass === null
+        ? 'n/a (failed)'
+        : t.expectation
+          ? t.pass
+            ? 'as expected'
+            : 'not as expected'
+          : t.pass
+            ? 'PASS'
+            : 'FAIL',
+    ]),
+  };
+}
+
+/** The tables for whichever sections `result` holds, in suite order. */
+export function logTables(result: Partial<LogBenchResult> & Pick<LogBenchResult, 'config'>): Table[] {
+  const tables: Table[] = [];
+  if (result.disk) tables.push(diskTable({ config: result.config, disk: result.disk }));
+  if (result.append)
+    tables.push(appendTable(result.append, false, result.config), appendTable(result.append, true, result.config));
+  if (result.read) tables.push(readTable(result.read));
+  if (result.footprint) tables.push(footprintTable({ config: result.config, footprint: result.footprint }));
+  if (result.recovery) tables.push(recoveryTable({ config: result.config, recovery: result.recovery }));
+  if (result.targets) tables.push(targetsTable(result.targets));
+  return tables;
+}
+
+export function printLogResult(result: Partial<LogBenchResult> & Pick<LogBenchResult, 'config'>): void {
+  for (const table of logTables(result)) {
+    console.log(`\n## ${table.title}`);
+    if (table.note) console.log(table.note);
+    console.log(textTable(table.headers, table.rows));
+  }
+}

@@ -1,0 +1,244 @@
+/**
+ * The stores compared by the log suite, behind one small interface: litetopic's CommitLog on each
+ * engine, lmdb modelled as per-LMQ queues, better-sqlite3, and a plain length-prefixed append file.
+ * Each is driven in its own fastest idiomatic style at the durability asked for:
+ *
+ * - non-durable: litetopic `flush: 'async'` (bytes in the page cache when an append resolves, synced
+ *   in the background); lmdb `noSync` (commits reach the page cache, never synced); sqlite WAL with
+ *   `synchronous=OFF`; the plain file with no sync.
+ * - durable: litetopic `flush: 'sync'` and lmdb (its default sync, `overlappingSync`, each batch
+ *   awaited through its `flushed` promise) with up to `inFlightCalls` batches of `callRecords`
+ *   outstanding, so group commit can share syncs; sqlite WAL with `synchronous=FULL` (WAL's NORMAL
+ *   would not sync the WAL at commit) and the plain file with fdatasync, one commit per batch of
+ *   `batchRecords`, since both are synchronous and cannot have appends in flight.
+ */
+import { closeSync, fdatasyncSync, openSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { open as openLmdb } from 'lmdb';
+import type { AppendRecord, CommitLog } from '../ts/index.js';
+import { lib } from './lib.js';
+import { batchesOf, type LogWorkload } from './log-workload.js';
+
+export const STORES = ['litetopic native', 'litetopic js', 'lmdb', 'better-sqlite3', 'fs append'] as const;
+export type StoreName = (typeof STORES)[number];
+
+export interface AppendShape {
+  durable: boolean;
+  /** Records per append call, transaction or write when nothing is in flight (1,000 in the issue). */
+  batchRecords: number;
+  /** Durable only: records per concurrent append call, and how many such calls may be outstanding. */
+  callRecords: number;
+  inFlightCalls: number;
+}
+
+export interface ReadTally {
+  records: number;
+  bytes: number;
+}
+
+export interface OpenStore {
+  /** Appends every record of the workload; resolves when the last is done at the shape's durability. */
+  append(work: LogWorkload, shape: AppendShape): Promise<void>;
+  /** Records the store holds, counted by the store (checked against the workload after appending). */
+  count(): number;
+  /** Reads every LMQ in full, in offset order; undefined for a store without an index. */
+  readAll?(work: LogWorkload): ReadTally;
+  /** litetopic only: the index's own estimate of its memory (`stats().indexBytes`). */
+  indexBytes?(): number;
+  close(): Promise<void>;
+}
+
+/** Records per `read` call; LMQs of this workload hold about 100, so one call usually reads one. */
+export const READ_PAGE = 1000;
+/**
+ * lmdb batches issued before the oldest is awaited (non-durable). lmdb commits what one event turn
+ * issued as one transaction, so a larger window means larger transactions; in trials at 100 B on
+ * this machine (200,000 records, medians of 3) windows of 1, 4, 16 and 64 gave about 59k, 58k, 95k
+ * and 131k records/s, so lmdb gets the largest.
+ */
+export const LMDB_WINDOW = 64;
+
+/** Issues `items` in order with at most `window` unresolved at once. */
+async function windowed<T>(items: readonly T[], window: number, issue: (item: T) => Promise<unknown>): Promise<void> {
+  const pending: Promise<unknown>[] = [];
+  for (const item of items) {
+    pending.push(issue(item));
+    if (pending.length >= window) await pending.shift();
+  }
+  await Promise.all(pending);
+}
+
+async function openLitetopic(engine: 'native' | 'js', dir: string, durable: boolean): Promise<OpenStore> {
+  const log: CommitLog = await lib.CommitLog.open(dir, { engine, flush: durable ? 'sync' : 'async' });
+  return {
+    async append(work, shape) {
+      const size = shape.durable ? shape.callRecords : shape.batchRecords;
+      const window = shape.durable ? shape.inFlightCalls : 1;
+      let results = 0;
+      await windowed(batchesOf(work, size), window, async (batch: AppendRecord[]) => {
+        const written = await log.append(batch);
+        results += written.length;
+      });
+      if (results !== work.records.length) throw new Error(`litetopic ${engine}: ${results} append results`);
+    },
+    count: () => log.stats().indexEntries,
+    indexBytes: () => log.stats().indexBytes,
+    readAll(work) {
+      const tally = { records: 0, bytes: 0 };
+      for (const lmq of work.lmqs) {
+        for (let from = 0; ; ) {
+          const messages = log.read(lmq, from, READ_PAGE);
+          for (const message of messages) tally.bytes += message.body.length;
+          tally.records += messages.length;
+          if (messages.length < READ_PAGE) break;
+          from = (messages[messages.length - 1]?.offset as number) + 1;
+        }
+      }
+      return tally;
+    },
+    close: () => log.close(),
+  };
+}
+
+/** Puts records `from..to` under `[lmq, seq]` in one event turn; lmdb commits them as one transaction. */
+function lmdbPutter(db: ReturnType<typeof openLmdb>, work: LogWorkload) {
+  const next = new Float64Array(work.lmqs.length);
+  return (from: number, to: number): Promise<boolean> => {
+    let last: Promise<boolean> = Promise.resolve(true);
+    for (let i = from; i < to; i++) {
+      const lmq = work.lmqIndex[i] as number;
+      const seq = next[lmq] as number;
+      next[lmq] = seq + 1;
+      last = db.put([work.lmqs[lmq] as string, seq], work.bodies[i] as Buffer);
+    }
+    return last;
+  };
+}
+
+function ranges(total: number, size: number): [number, number][] {
+  const out: [number, number][] = [];
+  for (let at = 0; at < total; at += size) out.push([at, Math.min(total, at + size)]);
+  return out;
+}
+
+async function openLmdbStore(dir: string, durable: boolean): Promise<OpenStore> {
+  const db = openLmdb({
+    path: join(dir, 'lmdb'),
+    encoding: 'binary',
+    noSync: !durable,
+    separateFlushed: durable,
+    compression: false,
+  });
+  return {
+    async append(work, shape) {
+      const put = lmdbPutter(db, work);
+      const total = work.records.length;
+      if (shape.durable) {
+        // The commit promise carries `flushed` (separateFlushed): resolved once the commit is synced.
+        await windowed(ranges(total, shape.callRecords), shape.inFlightCalls, ([from, to]) => {
+          const committed = put(from, to) as Promise<boolean> & { flushed?: Promise<boolean> };
+          return committed.flushed ?? committed;
+        });
+      } else {
+        await windowed(ranges(total, shape.batchRecords), LMDB_WINDOW, ([from, to]) => put(from, to));
+      }
+    },
+    count: () => db.getCount(),
+    readAll(work) {
+      const tally = { records: 0, bytes: 0 };
+      for (const lmq of work.lmqs) {
+        for (const { value } of db.getRange({ start: [lmq, 0], end: [lmq, Number.MAX_SAFE_INTEGER] })) {
+          tally.records++;
+          tally.bytes += (value as Buffer).length;
+        }
+      }
+      return tally;
+    },
+    close: () => db.close(),
+  };
+}
+
+async function openSqlite(dir: string, durable: boolean): Promise<OpenStore> {
+  const db = new Database(join(dir, 'log.sqlite'));
+  db.pragma('journal_mode = WAL');
+  db.pragma(`synchronous = ${durable ? 'FULL' : 'OFF'}`);
+  db.exec('CREATE TABLE log (lmq TEXT NOT NULL, seq INTEGER NOT NULL, body BLOB NOT NULL, PRIMARY KEY (lmq, seq))');
+  const insert = db.prepare('INSERT INTO log (lmq, seq, body) VALUES (?, ?, ?)');
+  const select = db.prepare('SELECT body FROM log WHERE lmq = ? ORDER BY seq').pluck();
+  return {
+    async append(work, shape) {
+      const next = new Float64Array(work.lmqs.length);
+      const commit = db.transaction((from: number, to: number) => {
+        for (let i = from; i < to; i++) {
+          const lmq = work.lmqIndex[i] as number;
+          const seq = next[lmq] as number;
+          next[lmq] = seq + 1;
+          insert.run(work.lmqs[lmq], seq, work.bodies[i]);
+        }
+      });
+      for (const [from, to] of ranges(work.records.length, shape.batchRecords)) commit(from, to);
+    },
+    count: () => db.prepare('SELECT count(*) FROM log').pluck().get() as number,
+    readAll(work) {
+      const tally = { records: 0, bytes: 0 };
+      for (const lmq of work.lmqs) {
+        const bodies = select.all(lmq) as Buffer[];
+        for (const body of bodies) tally.bytes += body.length;
+        tally.records += bodies.length;
+      }
+      return tally;
+    },
+    close: async () => {
+      db.close();
+    },
+  };
+}
+
+/**
+ * One file of records `u32 length, u16 LMQ length, LMQ bytes, body`, a batch per write: the floor any
+ * log with the names in it sits on. No index, so nothing to read back by LMQ. Durability is the
+ * shape's (fdatasync after each write when durable), so opening takes no mode.
+ */
+async function openFsAppend(dir: string): Promise<OpenStore> {
+  const fd = openSync(join(dir, 'append.log'), 'a');
+  let records = 0;
+  return {
+    async append(work, shape) {
+      const names = work.lmqs.map((name) => Buffer.from(name, 'utf8'));
+      const longest = Math.max(...names.map((n) => n.length));
+      const buffer = Buffer.allocUnsafe(shape.batchRecords * (6 + longest + work.bodyBytes));
+      for (const [from, to] of ranges(work.records.length, shape.batchRecords)) {
+        let at = 0;
+        for (let i = from; i < to; i++) {
+          const name = names[work.lmqIndex[i] as number] as Buffer;
+          const body = work.bodies[i] as Buffer;
+          at = buffer.writeUInt32LE(2 + name.length + body.length, at);
+          at = buffer.writeUInt16LE(name.length, at);
+          at += name.copy(buffer, at);
+          at += body.copy(buffer, at);
+        }
+        writeSync(fd, buffer, 0, at);
+        if (shape.durable) fdatasyncSync(fd);
+        records += to - from;
+      }
+    },
+    count: () => records,
+    close: async () => closeSync(fd),
+  };
+}
+
+export function openStore(store: StoreName, dir: string, durable: boolean): Promise<OpenStore> {
+  switch (store) {
+    case 'litetopic native':
+      return openLitetopic('native', dir, durable);
+    case 'litetopic js':
+      return openLitetopic('js', dir, durable);
+    case 'lmdb':
+      return openLmdbStore(dir, durable);
+    case 'better-sqlite3':
+      return openSqlite(dir, durable);
+    case 'fs append':
+      return openFsAppend(dir);
+  }
+}

@@ -1,0 +1,357 @@
+/**
+ * The commit-log suite (issue 4, "Figures"): litetopic's CommitLog on both engines next to lmdb,
+ * better-sqlite3 and a plain append file, side by side in one run. 1,000,000 records (100 B and
+ * 1 KiB bodies) over 10,000 LMQs, appended in batches of 1,000 without and with durability, then
+ * every LMQ read back while warm; bytes on disk; memory and native calls per record in fresh
+ * processes; reopen time after a SIGKILL with and without checkpoints; and the disk's own speed.
+ *
+ * Each store appends the whole workload once per round into a fresh directory under os.tmpdir(),
+ * rounds interleaved with the store order reversed every other round (as bench/measure.ts does for
+ * short cases); figures are medians over rounds and ratios are paired by round (`pairedSpeedup`).
+ * Every run is checked: the store must hold every record, and a read must return every record and
+ * every body byte.
+ */
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { type DiskProbe, diskUsage, freeBytes, probeDisk, removeDir, tempDir } from './log-disk.js';
+import type { FootprintSample } from './log-footprint.js';
+import { printLogResult } from './log-print.js';
+import { benchRecovery, type RecoveryRow } from './log-recovery.js';
+import { type AppendShape, LMDB_WINDOW, openStore, STORES, type StoreName } from './log-stores.js';
+import { checkLogTargets, type LogTarget } from './log-targets.js';
+import { batchesOf, type LogWorkload, makeLogWorkload } from './log-workload.js';
+import { type Measurement, pairedSpeedup } from './measure.js';
+
+export type { FootprintSample, LogTarget, RecoveryRow };
+
+const SEED = 20_250_504;
+const MIB = 2 ** 20;
+const GIB = 2 ** 30;
+/** Space left free beside the recovery log, so the benchmark never fills the disk. */
+const FREE_MARGIN_BYTES = 2 * GIB;
+
+export interface LogBenchConfig {
+  quick: boolean;
+  seed: number;
+  records: number;
+  lmqs: number;
+  batchRecords: number;
+  bodySizes: number[];
+  rounds: number;
+  /** Full read passes per store and round (the round's figure is their median). */
+  readPasses: number;
+  /** Durable appends: records per concurrent call and calls in flight (1,000 records in flight). */
+  callRecords: number;
+  inFlightCalls: number;
+  /** Non-durable lmdb: batches issued before the oldest is awaited (see log-stores.ts). */
+  lmdbWindowBatches: number;
+  recoverBytes: number;
+  /** Why `recoverBytes` is below what was asked, when it is. */
+  recoverNote?: string;
+  checkpointBytes: number;
+  probeBytes: number;
+}
+
+export interface AppendRow {
+  store: StoreName;
+  bodyBytes: number;
+  durable: boolean;
+  /** Per-record figures; null when the store failed (see `error`). */
+  measurement: Measurement | null;
+  recordsPerSecond: number;
+  /** Body bytes per second. */
+  payloadBytesPerSecond: number;
+  /** How many times faster litetopic native was, paired by round. */
+  nativeSpeedup: number;
+  /** What the store left on disk after closing, in the first round. */
+  apparentBytes: number;
+  allocatedBytes: number;
+  payloadBytes: number;
+  error?: string;
+}
+
+export interface ReadRow {
+  store: StoreName;
+  bodyBytes: number;
+  measurement: Measurement | null;
+  recordsPerSecond: number;
+  nativeSpeedup: number;
+  error?: string;
+}
+
+export interface LogBenchResult {
+  config: LogBenchConfig;
+  disk: DiskProbe & { freeBytes: number };
+  append: AppendRow[];
+  read: ReadRow[];
+  footprint: (FootprintSample | { store: StoreName; error: string })[];
+  recovery: RecoveryRow[];
+  targets: LogTarget[];
+}
+
+export interface LogBenchOptions {
+  quick: boolean;
+  /** Size of the log the reopen case recovers, MiB (default 2,048; quick 64). */
+  recoverMib?: number;
+}
+
+function configFor(options: LogBenchOptions): LogBenchConfig {
+  const common = {
+    seed: SEED,
+    lmqs: 10_000,
+    batchRecords: 1000,
+    bodySizes: [100, 1024],
+    callRecords: 100,
+    lmdbWindowBatches: LMDB_WINDOW,
+  };
+  const recoverBytes = (options.recoverMib ?? (options.quick ? 64 : 2048)) * MIB;
+  return options.quick
+    ? {
+        ...common,
+        quick: true,
+        records: 50_000,
+        rounds: 2,
+        readPasses: 2,
+        inFlightCalls: 10,
+        recoverBytes,
+        checkpointBytes: 8 * MIB,
+        probeBytes: 64 * MIB,
+      }
+    : {
+        ...common,
+        quick: false,
+        records: 1_000_000,
+        rounds: 3,
+        readPasses: 3,
+        inFlightCalls: 10,
+        recoverBytes,
+        checkpointBytes: 64 * MIB,
+        probeBytes: 256 * MIB,
+      };
+}
+
+function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+/** A measure.ts `Measurement` from one timed figure (ns per record) per round. */
+export function fromRounds(name: string, roundNs: readonly number[]): Measurement {
+  const medianNs = median(roundNs);
+  return {
+    name,
+    medianNs,
+    meanNs: roundNs.reduce((a, b) => a + b, 0) / roundNs.length,
+    opsPerSecond: 1e9 / medianNs,
+    spreadPercent: ((Math.max(...roundNs) - Math.min(...roundNs)) / medianNs) * 100,
+    samples: roundNs.length,
+    roundMediansNs: [...roundNs],
+  };
+}
+
+/** Timings of one body size: ns per record per round, by case, and the first round's disk usage. */
+interface SizeTimings {
+  append: Map<string, number[]>;
+  read: Map<string, number[]>;
+  usage: Map<string, { apparentBytes: number; allocatedBytes: number }>;
+  errors: Map<string, string>;
+}
+
+const caseKey = (store: StoreName, durable: boolean) => `${store}|${durable ? 'sync' : 'async'}`;
+
+function push(map: Map<string, number[]>, key: string, value: number): void {
+  const list = map.get(key) ?? [];
+  list.push(value);
+  map.set(key, list);
+}
+
+async function runOnce(store: StoreName, work: LogWorkload, shape: AppendShape, passes: number, into: SizeTimings) {
+  const key = caseKey(store, shape.durable);
+  const records = work.records.length;
+  const dir = tempDir(store.replace(/\W+/g, '-'));
+  try {
+    const opened = await openStore(store, dir, shape.durable);
+    const started = performance.now();
+    await opened.append(work, shape);
+    push(into.append, key, ((performance.now() - started) * 1e6) / records);
+    const held = opened.count();
+    if (held !== records) throw new Error(`holds ${held} of ${records} records after appending`);
+    if (!shape.durable && opened.readAll !== undefined) {
+      const passNs: number[] = [];
+      for (let pass = 0; pass < passes; pass++) {
+        const at = performance.now();
+        const tally = opened.readAll(work);
+        passNs.push(((performance.now() - at) * 1e6) / records);
+        if (tally.records !== records || tally.bytes !== work.payloadBytes) {
+          throw new Error(`read back ${tally.records} records, ${tally.bytes} body bytes`);
+        }
+      }
+      push(into.read, store, median(passNs));
+    }
+    await opened.close();
+    if (!into.usage.has(key)) into.usage.set(key, diskUsage(dir));
+  } catch (error) {
+    into.errors.set(key, error instanceof Error ? (error.stack ?? error.message) : String(error));
+  } finally {
+    removeDir(dir);
+  }
+}
+
+async function timeSize(bodyBytes: number, config: LogBenchConfig): Promise<{ append: AppendRow[]; read: ReadRow[] }> {
+  const work = makeLogWorkload(config.records, config.lmqs, bodyBytes, config.seed + bodyBytes);
+  batchesOf(work, config.batchRecords);
+  batchesOf(work, config.callRecords);
+  const timings: SizeTimings = { append: new Map(), read: new Map(), usage: new Map(), errors: new Map() };
+  for (let round = 0; round < config.rounds; round++) {
+    const order = round % 2 === 1 ? [...STORES].reverse() : STORES;
+    for (const durable of [false, true]) {
+      const shape: AppendShape = { durable, ...config };
+      for (const store of order) {
+        if (timings.errors.has(caseKey(store, durable))) continue;
+        await runOnce(store, work, shape, config.readPasses, timings);
+        const failed = timings.errors.get(caseKey(store, durable));
+        if (failed !== undefined)
+          console.log(`  ${store} (${bodyBytes} B, ${durable ? 'sync' : 'async'}) failed: ${failed.split('\n')[0]}`);
+      }
+    }
+    console.log(`  ${bodyBytes} B bodies: round ${round + 1} of ${config.rounds} done`);
+  }
+  return rowsOf(work, timings);
+}
+
+function rowsOf(work: LogWorkload, t: SizeTimings): { append: AppendRow[]; read: ReadRow[] } {
+  const bodyBytes = work.bodyBytes;
+  /** The case's figures, or null when it failed in any round (its rounds would not pair). */
+  const measured = (map: Map<string, number[]>, key: string, errorKey: string, name: string) => {
+    const rounds = map.get(key);
+    return t.errors.has(errorKey) || rounds === undefined ? null : fromRounds(name, rounds);
+  };
+  const speedup = (native: Measurement | null, other: Measurement | null) =>
+    native === null || other === null ? Number.NaN : pairedSpeedup(native, other);
+  const append: AppendRow[] = [];
+  for (const durable of [false, true]) {
+    const nativeKey = caseKey('litetopic native', durable);
+    const native = measured(t.append, nativeKey, nativeKey, 'native');
+    for (const store of STORES) {
+      const key = caseKey(store, durable);
+      const m = measured(t.append, key, key, store);
+      const usage = t.usage.get(key) ?? { apparentBytes: Number.NaN, allocatedBytes: Number.NaN };
+      append.push({
+        store,
+        bodyBytes,
+        durable,
+        measurement: m,
+        recordsPerSecond: m?.opsPerSecond ?? Number.NaN,
+        payloadBytesPerSecond: (m?.opsPerSecond ?? Number.NaN) * bodyBytes,
+        nativeSpeedup: speedup(native, m),
+        ...usage,
+        payloadBytes: work.payloadBytes,
+        ...(t.errors.has(key) ? { error: t.errors.get(key) } : {}),
+      });
+    }
+  }
+  const nativeRead = measured(t.read, 'litetopic native', caseKey('litetopic native', false), 'native read');
+  const read: ReadRow[] = STORES.filter((s) => s !== 'fs append').map((store) => {
+    const m = measured(t.read, store, caseKey(store, false), `${store} read`);
+    const error = t.errors.get(caseKey(store, false));
+    return {
+      store,
+      bodyBytes,
+      measurement: m,
+      recordsPerSecond: m?.opsPerSecond ?? Number.NaN,
+      nativeSpeedup: speedup(nativeRead, m),
+      ...(error === undefined ? {} : { error }),
+    };
+  });
+  return { append, read };
+}
+
+const run = promisify(execFile);
+
+async function footprintOf(store: StoreName, config: LogBenchConfig): Promise<LogBenchResult['footprint'][number]> {
+  const script = join(__dirname, 'log-footprint.ts');
+  const args = [
+    '--expose-gc',
+    '--import',
+    'tsx',
+    script,
+    store,
+    String(config.records),
+    String(config.lmqs),
+    '100',
+    String(SEED),
+  ];
+  try {
+    const { stdout } = await run(process.execPath, args, { cwd: join(__dirname, '..'), maxBuffer: 1 << 20 });
+    return JSON.parse(stdout) as FootprintSample;
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr ?? '';
+    return {
+      store,
+      error: (
+        stderr
+          .trim()
+          .split('\n')
+          .find((l) => l.includes('Error')) ?? String(error)
+      ).slice(0, 300),
+    };
+  }
+}
+
+/** The recovery log's size: as asked if the disk has room, else the largest power of two that fits. */
+function fitRecovery(config: LogBenchConfig, free: number): LogBenchConfig {
+  const room = free - FREE_MARGIN_BYTES;
+  if (config.recoverBytes <= room) return config;
+  let bytes = 64 * MIB;
+  while (bytes * 2 <= room) bytes *= 2;
+  const note = `asked for ${config.recoverBytes / MIB} MiB, but ${(free / GIB).toFixed(1)} GiB is free under os.tmpdir()`;
+  return { ...config, recoverBytes: bytes, recoverNote: note };
+}
+
+/** Runs the log suite, prints its tables and returns the figures. */
+export async function runLogBench(options: LogBenchOptions): Promise<LogBenchResult> {
+  const free = freeBytes();
+  const config = fitRecovery(configFor(options), free);
+  console.log(
+    `\n# log${config.quick ? ' (quick)' : ''}: seed ${SEED}, ${config.records.toLocaleString('en-US')} records over ` +
+      `${config.lmqs.toLocaleString('en-US')} LMQs, bodies ${config.bodySizes.join(' B and ')} B, ${config.rounds} interleaved rounds`,
+  );
+  if (config.recoverNote)
+    console.log(`recovery log scaled down to ${config.recoverBytes / MIB} MiB: ${config.recoverNote}`);
+  const disk = { ...probeDisk(config.probeBytes), freeBytes: free };
+  printLogResult({ config, disk });
+  const append: AppendRow[] = [];
+  const read: ReadRow[] = [];
+  for (const bodyBytes of config.bodySizes) {
+    const rows = await timeSize(bodyBytes, config);
+    append.push(...rows.append);
+    read.push(...rows.read);
+  }
+  printLogResult({ config, append, read });
+  const footprint: LogBenchResult['footprint'] = [];
+  for (const store of STORES.filter((s) => s !== 'fs append')) footprint.push(await footprintOf(store, config));
+  printLogResult({ config, footprint });
+  const recovery = await benchRecovery(config.recoverBytes, config.checkpointBytes, SEED);
+  printLogResult({ config, recovery });
+  const partial = { config, disk, append, read, footprint, recovery };
+  const targets = checkLogTargets(partial);
+  printLogResult({ config, targets });
+  return { ...partial, targets };
+}
+
+function recoverMibArgument(argv: readonly string[]): number | undefined {
+  const flag = argv.find((a) => a.startsWith('--recover-mib='));
+  return flag === undefined ? undefined : Number(flag.slice('--recover-mib='.length));
+}
+
+if (require.main === module) {
+  const argv = process.argv.slice(2);
+  runLogBench({ quick: argv.includes('--quick'), recoverMib: recoverMibArgument(argv) }).catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}
