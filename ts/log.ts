@@ -233,7 +233,14 @@ export class CommitLog {
       throw new InvalidArgumentError('retain takes { maxAgeMs?, maxBytes? }');
     const maxAge = integerOption(policy.maxAgeMs, 'maxAgeMs', 0, Number.MAX_SAFE_INTEGER, -1);
     const maxBytes = integerOption(policy.maxBytes, 'maxBytes', 0, Number.MAX_SAFE_INTEGER, -1);
-    return this.core.retain(maxAge < 0 ? -1 : this.now() - maxAge, maxBytes);
+    const retired = await this.core.retain(maxAge < 0 ? -1 : this.now() - maxAge, maxBytes);
+    // A checkpoint older than the first remaining segment cannot be used (docs/FORMAT.md,
+    // "Recovery"); a fresh one keeps the next open from replaying the whole log.
+    if (retired.segments > 0) {
+      await this.checkpointing?.catch(() => undefined); // one already running may predate the retention
+      await this.runCheckpoint();
+    }
+    return retired;
   }
 
   /** Resolves once everything appended so far is durable. */

@@ -4,7 +4,7 @@
  * Mirrors native/core/src/log/record.rs. Encoding lives in log-encode.ts.
  */
 import { crc32c } from './crc32c.js';
-import { MAX_LMQS_PER_RECORD } from './limits.js';
+import { MAX_LMQ_NAME_BYTES, MAX_LMQS_PER_RECORD } from './limits.js';
 import { murmur3 } from './murmur3.js';
 
 /** `LTR1` read as a little-endian u32. */
@@ -126,7 +126,7 @@ export function checkRecord(bytes: Uint8Array, start: number, end: number): Reco
   const lmqs: string[] = [];
   for (let i = 0; i < lmqCount; i++) {
     const field = lengthPrefixed(bytes, at, recordEnd, 2);
-    if (field < 0 || field === at + 2) return 'bad LMQ name';
+    if (field < 0 || field === at + 2 || field - at - 2 > MAX_LMQ_NAME_BYTES) return 'bad LMQ name';
     const name = decodeStrict(bytes, at + 2, field);
     if (name === undefined) return 'LMQ name is not UTF-8';
     lmqs.push(name);

@@ -127,18 +127,19 @@ async function loadCheckpoint(storage: Storage, dir: string, segments: readonly 
   if (bytes === undefined) return undefined;
   const path = join(dir, CHECKPOINT_FILE);
   const checkpoint = decodeCheckpoint(bytes, path);
-  stats.checkpoint = 'invalid';
-  if (checkpoint === undefined) return undefined;
   const first = segments[0];
   const last = segments[segments.length - 1];
-  if (first !== undefined && last !== undefined) {
-    if (checkpoint.position < first.base) return undefined;
-    if (checkpoint.position > last.base + last.size) {
-      // It describes records this log does not have: once the log grows past its position, loading
-      // it would point queues at other records. It goes.
-      await removeIfPresent(storage, path);
-      return undefined;
-    }
+  const usable =
+    checkpoint !== undefined &&
+    (first === undefined ||
+      last === undefined ||
+      (checkpoint.position >= first.base && checkpoint.position <= last.base + last.size));
+  if (!usable) {
+    // Left in place, an unusable checkpoint could be loaded once the log grows past its position
+    // (docs/FORMAT.md, "Checkpoint"): it goes.
+    stats.checkpoint = 'invalid';
+    await removeIfPresent(storage, path);
+    return undefined;
   }
   stats.checkpoint = 'loaded';
   checkpoint.queues.dropBefore(first?.base ?? checkpoint.position);

@@ -295,8 +295,14 @@ fn load_checkpoint(
             })
         }
         Ok(_) | Err(CheckpointProblem::Invalid(_)) => {
+            // Left in place, an unusable checkpoint could be loaded once the log grows past its
+            // position (docs/FORMAT.md, "Checkpoint"): it goes.
             stats.checkpoint = CheckpointState::Invalid;
-            Ok(LoadedCheckpoint::default())
+            match storage.remove(&path) {
+                Ok(()) => Ok(LoadedCheckpoint::default()),
+                Err(e) if e.kind() == ErrorKind::NotFound => Ok(LoadedCheckpoint::default()),
+                Err(e) => Err(LogError::io("removing an unusable checkpoint", &e)),
+            }
         }
         Err(CheckpointProblem::Version(version)) => Err(LogError::UnsupportedFormat {
             file: path.display().to_string(),
