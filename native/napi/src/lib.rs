@@ -50,7 +50,9 @@ pub fn limits() -> Vec<(String, f64)> {
         ("MAX_APPEND_RECORDS", MAX_APPEND_RECORDS),
         ("MAX_READ_RECORDS", MAX_READ_RECORDS),
     ];
-    all.iter().map(|(name, value)| (name.to_string(), *value as f64)).collect()
+    all.iter()
+        .map(|(name, value)| (name.to_string(), *value as f64))
+        .collect()
 }
 
 /// The caller's typed array as a mutable slice.
