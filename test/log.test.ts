@@ -3,6 +3,7 @@
  * without a checkpoint, LMQ deletion, retention, locking, and refusal of bad input with nothing
  * stored. Corruption, cross-engine and crash tests live in their own files.
  */
+import { readdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   ClosedError,
@@ -223,6 +224,26 @@ describe.each(ENGINES)('%s engine', (engine) => {
     await expect(log.append([{ lmqs: ['q'], body: 'x' }])).rejects.toThrow(ClosedError);
     const again = await openLog(dir, engine);
     expect(again.lmqCount).toBe(0);
+  });
+
+  it('keeps files and descriptors independent of the number of LMQs', async () => {
+    const openDescriptors = () => readdirSync('/proc/self/fd').length;
+    const dir = tempDir();
+    const before = openDescriptors();
+    const log = await openLog(dir, engine, { segmentBytes: 1024 * 1024 });
+    for (let batch = 0; batch < 30; batch++) {
+      await log.append(
+        Array.from({ length: 1000 }, (_, i) => ({ lmqs: [`%LMQ%$p$lite${batch * 1000 + i}`], body: 'x' })),
+      );
+    }
+    expect(log.lmqCount).toBe(30_000);
+    const stats = log.stats();
+    expect(stats.filesOpen).toBeLessThanOrEqual(stats.segments + 1);
+    expect(openDescriptors() - before).toBeLessThanOrEqual(stats.segments + 2);
+    expect(readdirSync(dir).sort()).toEqual(['LOCK', 'segments']);
+    expect(stats.indexBytes / stats.lmqs).toBeLessThan(1024);
+    await log.close();
+    expect(readdirSync(dir).sort()).toEqual(['checkpoint', 'segments']);
   });
 
   it('makes sync appends durable before resolving', async () => {
