@@ -3,6 +3,31 @@
  * core behind Node-API and a pure TypeScript fallback. This release provides the engines, the
  * pattern engine, the topic-name trie and the commit log; see README.md.
  */
+export {
+  Broker,
+  type BrokerOptions,
+  DEFAULT_MAX_RECONSUME_TIMES,
+  DEFAULT_STALL_TIMEOUT_MS,
+  type GroupOptions,
+  type TopicOptions,
+} from './broker/broker.js';
+export {
+  Consumer,
+  type ConsumerEvents,
+  type StreamedMessage,
+  type SubscribeOptions,
+  type UnsubscribedEvent,
+} from './broker/consumer.js';
+export { type BrokerLimits, DEFAULT_LIMITS } from './broker/quota.js';
+export type { StartPosition } from './broker/start.js';
+export { MemoryStore, type MessageStore } from './broker/store.js';
+export {
+  DEFAULT_INVISIBLE_TIME_MS,
+  type PopOptions,
+  type PoppedMessage,
+  type SendMessage,
+  type SendResult,
+} from './broker/types.js';
 export type { DialectName, EngineName } from './engine/contract.js';
 export {
   DEFAULT_SEGMENT_BYTES,

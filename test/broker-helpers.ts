@@ -1,0 +1,61 @@
+/**
+ * Shared by the broker tests: a broker per engine on a manual clock (timers run on `tick()`),
+ * closed after each test, and small helpers to send and pop.
+ */
+import { afterEach } from 'vitest';
+import { Broker, type BrokerOptions, type Consumer, type EngineName, type PoppedMessage } from '../ts/index.js';
+import { ManualClock } from './log-helpers.js';
+
+export { ManualClock, tempDir } from './log-helpers.js';
+
+const opened: Broker[] = [];
+
+afterEach(async () => {
+  for (const broker of opened.splice(0)) await broker.close().catch(() => undefined);
+});
+
+export interface TestBroker {
+  broker: Broker;
+  clock: ManualClock;
+  /** Advances the clock and runs what became due. */
+  advance(ms: number): void;
+}
+
+/** A broker with parent `agents` on a manual clock; closed after the test. */
+export async function openBroker(engine: EngineName, options: BrokerOptions = {}): Promise<TestBroker> {
+  const clock = new ManualClock();
+  const broker = await Broker.open({ engine, clock, ...options });
+  opened.push(broker);
+  broker.createTopic('agents');
+  return {
+    broker,
+    clock,
+    advance(ms: number) {
+      clock.advance(ms);
+      broker.tick();
+    },
+  };
+}
+
+/** Sends `count` messages to `liteTopic` with bodies `<liteTopic>#<i>` from `from`. */
+export async function sendMany(broker: Broker, liteTopic: string, count: number, from = 0): Promise<void> {
+  const messages = Array.from({ length: count }, (_, i) => ({ liteTopic, body: `${liteTopic}#${from + i}` }));
+  await broker.sendBatch('agents', messages);
+}
+
+export function bodies(messages: readonly PoppedMessage[]): string[] {
+  return messages.map((m) => m.body.toString());
+}
+
+/** Pops everything ready (several rounds) and acks it; returns the bodies. */
+export async function drain(consumer: Consumer, ack = true): Promise<string[]> {
+  const seen: string[] = [];
+  for (;;) {
+    const batch = await consumer.pop({ maxNum: 32 });
+    if (batch.length === 0) return seen;
+    for (const message of batch) {
+      seen.push(message.body.toString());
+      if (ack) await consumer.ack(message);
+    }
+  }
+}

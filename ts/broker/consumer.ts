@@ -1,0 +1,173 @@
+/**
+ * A consumer: one client of one group. Subscribes (explicit lite topics, or patterns in wildcard
+ * groups), POPs, acks, and hears about lost subscriptions through `unsubscribed` events. Every
+ * method is a thin check-and-forward to the broker's registry and POP logic.
+ */
+import { EventEmitter } from 'node:events';
+import { ClosedError, InvalidArgumentError } from '../errors.js';
+import type { Matcher } from '../pattern.js';
+import type { BrokerParts } from './parts.js';
+import { compilePatterns } from './registry.js';
+import { requireStart, type StartPosition } from './start.js';
+import type { ClientState } from './state.js';
+import type { PopOptions, PoppedMessage } from './types.js';
+
+export interface SubscribeOptions {
+  /** Where the group starts on lite topics it has no progress on; default `{ policy: 'max' }`. */
+  offset?: StartPosition;
+}
+
+/** Payload of the `unsubscribed` event. */
+export interface UnsubscribedEvent {
+  liteTopic: string;
+  /** `evicted`: an exclusive group gave the lite topic to another client. */
+  reason: 'evicted' | 'expired';
+}
+
+/** A popped message with its own `ack()`, as `messages()` yields it. */
+export interface StreamedMessage extends PoppedMessage {
+  ack(): Promise<void>;
+}
+
+export interface ConsumerEvents {
+  unsubscribed: [UnsubscribedEvent];
+  /** A new lite topic matched this client's patterns but a quota refused it; nothing changed. */
+  quotaExceeded: [Error];
+}
+
+export class Consumer extends EventEmitter<ConsumerEvents> {
+  /** @internal Use `broker.consumer()`. */
+  constructor(
+    private readonly parts: BrokerParts,
+    private readonly client: ClientState,
+  ) {
+    super();
+    client.notify = (event, payload) => {
+      if (event === 'unsubscribed') this.emit('unsubscribed', payload as UnsubscribedEvent);
+      else if (event === 'quotaExceeded' && this.listenerCount('quotaExceeded') > 0) {
+        this.emit('quotaExceeded', payload as Error);
+      }
+    };
+  }
+
+  get clientId(): string {
+    return this.client.clientId;
+  }
+
+  get group(): string {
+    return this.client.group.name;
+  }
+
+  /** The lite topics this client holds now (in wildcard groups: those its patterns matched). */
+  get liteTopics(): string[] {
+    return [...this.client.topics];
+  }
+
+  /** Wildcard groups: this client's patterns (none = every lite topic of the parent). */
+  get patterns(): string[] {
+    return [...this.client.patterns.keys()];
+  }
+
+  /** Partial add: lite topics (or, in wildcard groups, patterns) join the subscription. */
+  async subscribe(items: readonly string[], options?: SubscribeOptions): Promise<void> {
+    this.checkOpen();
+    const start = requireStart(options?.offset);
+    const list = this.list(items);
+    if (this.client.group.wildcard) {
+      const target = new Map<string, Matcher>(this.client.patterns);
+      for (const [pattern, matcher] of compilePatterns(list, this.client.group)) target.set(pattern, matcher);
+      this.parts.registry.setPatterns(this.client, target, start);
+    } else {
+      const target = new Set(this.client.topics);
+      for (const name of this.parts.liteTopics(list)) target.add(name);
+      this.parts.registry.setTopics(this.client, target, start);
+    }
+  }
+
+  /** Partial remove. In a wildcard group removing the last pattern makes the client legacy (everything). */
+  async unsubscribe(items: readonly string[]): Promise<void> {
+    this.checkOpen();
+    const list = this.list(items);
+    if (this.client.group.wildcard) {
+      const target = new Map<string, Matcher>(this.client.patterns);
+      for (const pattern of list) target.delete(pattern);
+      this.parts.registry.setPatterns(this.client, target, { policy: 'max' });
+    } else {
+      const target = new Set(this.client.topics);
+      for (const name of list) target.delete(name);
+      this.parts.registry.setTopics(this.client, target, { policy: 'max' });
+    }
+  }
+
+  /** Complete add: the subscription becomes exactly `items` (patterns in wildcard groups; [] = legacy). */
+  async sync(items: readonly string[], options?: SubscribeOptions): Promise<void> {
+    this.checkOpen();
+    const start = requireStart(options?.offset);
+    const list = this.list(items);
+    if (this.client.group.wildcard) {
+      this.parts.registry.setPatterns(this.client, compilePatterns(list, this.client.group), start);
+    } else {
+      this.parts.registry.setTopics(this.client, new Set(this.parts.liteTopics(list)), start);
+    }
+  }
+
+  /** POP: up to `maxNum` messages across this client's lite topics; waits up to `waitMs` for some. */
+  async pop(options?: PopOptions): Promise<PoppedMessage[]> {
+    this.checkOpen();
+    const { maxNum, invisibleTimeMs, waitMs } = this.parts.popper.options(options);
+    return this.parts.popper.pop(this.client, maxNum, invisibleTimeMs, waitMs);
+  }
+
+  /** Acks a popped message (or its receipt handle). */
+  async ack(messageOrHandle: PoppedMessage | string): Promise<void> {
+    this.checkOpen();
+    this.parts.popper.ack(this.client, handleOf(messageOrHandle));
+  }
+
+  /** Hides a popped message for `invisibleTimeMs` from now; 0 makes it visible at once. */
+  async changeInvisibleTime(messageOrHandle: PoppedMessage | string, invisibleTimeMs: number): Promise<void> {
+    this.checkOpen();
+    this.parts.popper.changeInvisibleTime(this.client, handleOf(messageOrHandle), invisibleTimeMs);
+  }
+
+  /**
+   * The messages as a stream: POPs with long poll (default wait 30 s per round) until the consumer
+   * closes. Each message has `ack()`.
+   */
+  async *messages(options?: PopOptions): AsyncGenerator<StreamedMessage, void, undefined> {
+    const pop = { waitMs: 30_000, ...options };
+    this.parts.popper.options(pop);
+    while (!this.client.closed) {
+      const batch = await this.pop(pop).catch((error: unknown) => {
+        if (error instanceof ClosedError) return [];
+        throw error;
+      });
+      for (const message of batch) yield { ...message, ack: () => this.ack(message) };
+    }
+  }
+
+  /** Complete remove: drops the subscription; queued events go to other clients at once. */
+  async close(): Promise<void> {
+    this.parts.registry.close(this.client);
+  }
+
+  get closed(): boolean {
+    return this.client.closed;
+  }
+
+  private checkOpen(): void {
+    this.parts.checkOpen();
+    if (this.client.closed) throw new ClosedError('the consumer is closed');
+  }
+
+  private list(items: readonly string[]): string[] {
+    if (!Array.isArray(items)) throw new InvalidArgumentError('expected an array of strings', { value: items });
+    return items as string[];
+  }
+}
+
+function handleOf(messageOrHandle: PoppedMessage | string): string {
+  if (typeof messageOrHandle === 'string') return messageOrHandle;
+  if (messageOrHandle !== null && typeof messageOrHandle === 'object') return messageOrHandle.receiptHandle;
+  throw new InvalidArgumentError('expected a popped message or a receipt handle', { value: messageOrHandle });
+}

@@ -1,0 +1,145 @@
+/**
+ * Events (DESIGN.md §7): "lite topic X has messages for group G", queued to exactly one client of G
+ * at a time. A lite topic has at most one event per group: queued at a client, in the group's
+ * backlog (no client had room), or none because nothing of it is deliverable (all handed out and
+ * hidden, or nothing new). Every change that can make a lite topic deliverable — an arrival, an ack,
+ * an invisible time passing, a subscription, a client leaving — calls `ready`, which queues the event
+ * if it is missing, so events are never lost and never doubled.
+ */
+import type { TopicProgress } from './offsets.js';
+import type { BrokerContext, ClientState, GroupState } from './state.js';
+import { lmqName } from './store.js';
+
+export class Dispatcher {
+  constructor(private readonly context: BrokerContext) {}
+
+  /** Queues the event of `liteTopic` for `group` if it has something deliverable and none is queued. */
+  ready(group: GroupState, liteTopic: string): void {
+    if (group.queued.has(liteTopic)) return;
+    const progress = group.progress.get(liteTopic);
+    if (progress === undefined || !group.interested(liteTopic)) {
+      group.backlog.delete(liteTopic);
+      return;
+    }
+    const { store, clock } = this.context;
+    const lmq = lmqName(group.parent.name, liteTopic);
+    progress.skipTo(store.minOffset(lmq));
+    if (!progress.deliverable(clock.now(), store.maxOffset(lmq))) {
+      group.backlog.delete(liteTopic);
+      this.armWake(group, liteTopic, progress);
+      return;
+    }
+    const client = this.choose(group, liteTopic);
+    if (client === undefined) group.backlog.add(liteTopic);
+    else this.enqueue(client, liteTopic);
+  }
+
+  /**
+   * The client to queue an event at: the exclusive holder, or among shared candidates with room and
+   * not stalled the least loaded (queued events + unacked deliveries), ties to the one chosen longest ago.
+   */
+  private choose(group: GroupState, liteTopic: string): ClientState | undefined {
+    const room = this.context.limits.maxEventsPerClient;
+    let best: ClientState | undefined;
+    const consider = (client: ClientState) => {
+      if (client.closed || client.stalled || client.events.size >= room) return;
+      if (
+        best === undefined ||
+        client.load < best.load ||
+        (client.load === best.load && client.lastChosen < best.lastChosen)
+      ) {
+        best = client;
+      }
+    };
+    for (const client of group.subscribers.get(liteTopic) ?? []) consider(client);
+    for (const client of group.legacy) consider(client);
+    return best;
+  }
+
+  private enqueue(client: ClientState, liteTopic: string): void {
+    const group = client.group;
+    client.events.add(liteTopic);
+    group.queued.set(liteTopic, client);
+    group.backlog.delete(liteTopic);
+    client.lastChosen = ++group.chooseCounter;
+    if (client.events.size === 1) this.armStallCheck(client);
+    this.wake(client);
+  }
+
+  /** Takes the event of `liteTopic` off `client`'s queue (POP does this before it reads). */
+  dequeue(client: ClientState, liteTopic: string): void {
+    client.events.delete(liteTopic);
+    if (client.group.queued.get(liteTopic) === client) client.group.queued.delete(liteTopic);
+  }
+
+  /** Moves one event away from `client` (it no longer holds the lite topic, or it is leaving). */
+  move(client: ClientState, liteTopic: string): void {
+    if (!client.events.has(liteTopic)) return;
+    this.dequeue(client, liteTopic);
+    this.ready(client.group, liteTopic);
+  }
+
+  /** Moves all of `client`'s events to others, at once (close, stall). */
+  withdraw(client: ClientState): void {
+    for (const liteTopic of [...client.events]) this.move(client, liteTopic);
+  }
+
+  /** Places backlog events while clients have room; with `client`, stops once that one is full. */
+  drainBacklog(group: GroupState, client?: ClientState): void {
+    for (const liteTopic of [...group.backlog]) {
+      if (client !== undefined && client.events.size >= this.context.limits.maxEventsPerClient) return;
+      group.backlog.delete(liteTopic);
+      this.ready(group, liteTopic);
+    }
+  }
+
+  /**
+   * Keeps one timer per (group, lite topic) for the moment its first hidden delivery becomes visible
+   * again; at that moment the lite topic is ready. No timer while nothing is hidden.
+   */
+  armWake(group: GroupState, liteTopic: string, progress: TopicProgress): void {
+    const first = progress.firstDeadline();
+    // A deadline already passed needs no timer: the lite topic is deliverable and `ready` queues it.
+    const deadline = first > this.context.clock.now() ? first : Number.POSITIVE_INFINITY;
+    if (deadline === progress.wakeAt) return;
+    progress.cancelWake?.();
+    progress.cancelWake = undefined;
+    progress.wakeAt = deadline;
+    if (deadline === Number.POSITIVE_INFINITY) return;
+    progress.cancelWake = this.context.scheduler.at(deadline, () => {
+      progress.cancelWake = undefined;
+      progress.wakeAt = Number.POSITIVE_INFINITY;
+      this.ready(group, liteTopic);
+      this.armWake(group, liteTopic, progress);
+    });
+  }
+
+  /** Runs waiting POPs of `client` once the current synchronous work is done (one wake per batch). */
+  private wake(client: ClientState): void {
+    if (client.waiters.length === 0 || client.wakeScheduled) return;
+    client.wakeScheduled = true;
+    queueMicrotask(() => {
+      client.wakeScheduled = false;
+      while (client.events.size > 0) {
+        const waiter = client.waiters[0];
+        if (waiter === undefined || !waiter.retry()) break;
+      }
+    });
+  }
+
+  /** After the stall timeout, a client that has not POPped since its queue filled loses its events. */
+  private armStallCheck(client: ClientState): void {
+    client.cancelStallCheck?.();
+    const since = this.context.clock.now();
+    client.cancelStallCheck = this.context.scheduler.at(since + this.context.stallTimeoutMs, () => {
+      client.cancelStallCheck = undefined;
+      if (client.closed || client.events.size === 0) return;
+      if (client.lastPopAt > since || client.waiters.length > 0) {
+        this.armStallCheck(client);
+        return;
+      }
+      client.stalled = true;
+      this.withdraw(client);
+    });
+  }
+}

@@ -1,0 +1,133 @@
+/**
+ * Consumption progress of one group on one lite topic, with FIFO POP semantics (DESIGN.md §7):
+ * messages are handed out in offset order; while a handed-out message is unacked and invisible,
+ * nothing after it is handed out; when its invisible time passes it is handed out again, before
+ * anything after it, with its attempt (reconsume count) plus one. Acks advance `committed` past the
+ * contiguous acked prefix. Every offset in [committed, next) has a `Delivery`.
+ */
+
+/** One handed-out message of the lite topic. */
+export interface Delivery {
+  offset: number;
+  /** Deliveries so far minus one: the `reconsumeTimes` of the current delivery. */
+  attempt: number;
+  /** Clock time (ms) from which it may be handed out again unless acked. */
+  invisibleUntil: number;
+  acked: boolean;
+  /** Who holds the current delivery (for load counting); cleared when acked. */
+  holder: { inflight: number } | undefined;
+}
+
+/** What `ack` found. */
+export type AckOutcome = 'acked' | 'already-acked' | 'stale' | 'unknown' | 'below-committed';
+
+export class TopicProgress {
+  /** Every offset below this is acked. */
+  committed: number;
+  /** The first offset never handed out. */
+  next: number;
+  /** Deliveries of the offsets in [committed, next). */
+  readonly deliveries = new Map<number, Delivery>();
+  /** Cancels the timer that wakes the topic when its first hidden message becomes visible. */
+  cancelWake: (() => void) | undefined;
+  /** The deadline that timer is set for. */
+  wakeAt = Number.POSITIVE_INFINITY;
+
+  constructor(start: number) {
+    this.committed = start;
+    this.next = start;
+  }
+
+  /** Skips offsets the store no longer holds (retention) so the group does not wait for them. */
+  skipTo(minOffset: number): void {
+    if (this.committed >= minOffset) return;
+    for (let offset = this.committed; offset < Math.min(minOffset, this.next); offset++) this.forget(offset);
+    this.committed = minOffset;
+    if (this.next < minOffset) this.next = minOffset;
+  }
+
+  /**
+   * Whether something can be handed out now: an expired unacked delivery before any hidden one, or,
+   * with nothing hidden, an offset below `maxOffset` never handed out.
+   */
+  deliverable(now: number, maxOffset: number): boolean {
+    for (let offset = this.committed; offset < this.next; offset++) {
+      const delivery = this.deliveries.get(offset) as Delivery;
+      if (delivery.acked) continue;
+      return delivery.invisibleUntil <= now;
+    }
+    return this.next < maxOffset;
+  }
+
+  /** The earliest time something hidden becomes visible (the first unacked delivery), or Infinity. */
+  firstDeadline(): number {
+    for (let offset = this.committed; offset < this.next; offset++) {
+      const delivery = this.deliveries.get(offset) as Delivery;
+      if (!delivery.acked) return delivery.invisibleUntil;
+    }
+    return Number.POSITIVE_INFINITY;
+  }
+
+  /** Whether an unacked delivery is still hidden: nothing of the topic may be handed out. */
+  blocked(now: number): boolean {
+    const deadline = this.firstDeadline();
+    return deadline !== Number.POSITIVE_INFINITY && deadline > now;
+  }
+
+  /**
+   * Hands out up to `max` messages in FIFO order: expired deliveries first (attempt + 1), then new
+   * offsets below `maxOffset`; stops at the first hidden one.
+   */
+  take(now: number, max: number, maxOffset: number, invisibleMs: number, holder: { inflight: number }): Delivery[] {
+    const taken: Delivery[] = [];
+    for (let offset = this.committed; offset < this.next && taken.length < max; offset++) {
+      const delivery = this.deliveries.get(offset) as Delivery;
+      if (delivery.acked) continue;
+      if (delivery.invisibleUntil > now) return taken;
+      delivery.attempt++;
+      this.hand(delivery, now + invisibleMs, holder);
+      taken.push(delivery);
+    }
+    while (taken.length < max && this.next < maxOffset) {
+      const delivery: Delivery = { offset: this.next, attempt: 0, invisibleUntil: 0, acked: false, holder: undefined };
+      this.hand(delivery, now + invisibleMs, holder);
+      this.deliveries.set(this.next, delivery);
+      this.next++;
+      taken.push(delivery);
+    }
+    return taken;
+  }
+
+  private hand(delivery: Delivery, invisibleUntil: number, holder: { inflight: number }): void {
+    if (delivery.holder !== undefined) delivery.holder.inflight--;
+    delivery.holder = holder;
+    holder.inflight++;
+    delivery.invisibleUntil = invisibleUntil;
+  }
+
+  /** Acks one delivery if `attempt` is its current one; advances `committed` over the acked prefix. */
+  ack(offset: number, attempt: number): AckOutcome {
+    if (offset < this.committed) return 'below-committed';
+    const delivery = this.deliveries.get(offset);
+    if (delivery === undefined) return 'unknown';
+    if (delivery.attempt !== attempt) return 'stale';
+    if (delivery.acked) return 'already-acked';
+    delivery.acked = true;
+    if (delivery.holder !== undefined) delivery.holder.inflight--;
+    delivery.holder = undefined;
+    while (this.deliveries.get(this.committed)?.acked === true) this.forget(this.committed++);
+    return 'acked';
+  }
+
+  /** The current, unacked delivery of `offset` at `attempt`, else undefined. */
+  current(offset: number, attempt: number): Delivery | undefined {
+    const delivery = this.deliveries.get(offset);
+    return delivery !== undefined && delivery.attempt === attempt && !delivery.acked ? delivery : undefined;
+  }
+
+  private forget(offset: number): void {
+    const delivery = this.deliveries.get(offset);
+    if (delivery?.holder !== undefined && !delivery.acked) delivery.holder.inflight--;
+    this.deliveries.delete(offset);
+  }
+}

@@ -1,0 +1,12 @@
+/** The broker internals a `Consumer` forwards to (kept apart so consumer.ts does not import broker.ts). */
+import type { Popper } from './pop.js';
+import type { Registry } from './registry.js';
+
+export interface BrokerParts {
+  readonly registry: Registry;
+  readonly popper: Popper;
+  /** Throws `ClosedError` once the broker is closed. */
+  checkOpen(): void;
+  /** Checks lite topic names (quota on length, then characters); returns them. */
+  liteTopics(names: readonly string[]): string[];
+}

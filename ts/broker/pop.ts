@@ -1,0 +1,203 @@
+/**
+ * POP, ack and change of invisible time (DESIGN.md §7). POP drains the client's queued events: for
+ * each it first takes the event off the queue, then hands out what the lite topic's FIFO rules allow,
+ * then asks the dispatcher to queue the event again if anything is still deliverable. Because the
+ * event is removed before the read and re-checked after, an ack (or arrival) during the read that
+ * queues the lite topic again is never undone by the POP: no event is lost.
+ */
+import { ClosedError, InvalidArgumentError, InvalidReceiptError } from '../errors.js';
+import type { StoredMessage } from '../log.js';
+import type { Dispatcher } from './dispatcher.js';
+import type { Delivery } from './offsets.js';
+import { checkQuota } from './quota.js';
+import { decodeReceipt, encodeReceipt, type Receipt } from './receipt.js';
+import type { BrokerContext, ClientState, GroupState } from './state.js';
+import { lmqName } from './store.js';
+import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from './types.js';
+
+/** Recently acked handles kept per group, so a second ack of a committed message stays harmless. */
+const RECENT_ACKS_PER_GROUP = 65_536;
+
+/** Longest invisible time or wait, ms: a day; longer is almost certainly a unit mistake. */
+const MAX_TIME_MS = 86_400_000;
+
+function requireTime(value: unknown, what: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > MAX_TIME_MS) {
+    throw new InvalidArgumentError(`${what} must be an integer from 0 to ${MAX_TIME_MS} ms (got ${String(value)})`, {
+      value,
+    });
+  }
+  return value;
+}
+
+export function messageId(position: number): string {
+  return position.toString(16).toUpperCase().padStart(16, '0');
+}
+
+export class Popper {
+  private readonly recentAcks = new Map<GroupState, Set<string>>();
+
+  constructor(
+    private readonly context: BrokerContext,
+    private readonly dispatcher: Dispatcher,
+  ) {}
+
+  /** Checked POP options. */
+  options(options: PopOptions | undefined): { maxNum: number; invisibleTimeMs: number; waitMs: number } {
+    if (options !== undefined && (options === null || typeof options !== 'object')) {
+      throw new InvalidArgumentError('pop options must be an object', { value: options });
+    }
+    const maxNum = options?.maxNum ?? this.context.limits.maxPopNum;
+    if (typeof maxNum !== 'number' || !Number.isInteger(maxNum) || maxNum < 1) {
+      throw new InvalidArgumentError(`maxNum must be a positive integer (got ${String(maxNum)})`, { value: maxNum });
+    }
+    checkQuota(this.context.limits, 'maxPopNum', maxNum, maxNum);
+    return {
+      maxNum,
+      invisibleTimeMs: requireTime(options?.invisibleTimeMs, 'invisibleTimeMs', DEFAULT_INVISIBLE_TIME_MS),
+      waitMs: requireTime(options?.waitMs, 'waitMs', 0),
+    };
+  }
+
+  /** POP with long poll: resolves with messages as soon as some are ready, or with [] after `waitMs`. */
+  pop(client: ClientState, maxNum: number, invisibleTimeMs: number, waitMs: number): Promise<PoppedMessage[]> {
+    const ready = this.popNow(client, maxNum, invisibleTimeMs);
+    if (ready.length > 0 || waitMs === 0 || client.closed) return Promise.resolve(ready);
+    return new Promise((resolve) => {
+      const done = (messages: PoppedMessage[]) => {
+        cancel();
+        const at = client.waiters.indexOf(waiter);
+        if (at >= 0) client.waiters.splice(at, 1);
+        resolve(messages);
+      };
+      const waiter = {
+        retry: () => {
+          const messages = client.closed ? [] : this.popNow(client, maxNum, invisibleTimeMs);
+          if (messages.length === 0) return false;
+          done(messages);
+          return true;
+        },
+        finish: () => done([]),
+      };
+      const cancel = this.context.scheduler.at(this.context.clock.now() + waitMs, () => waiter.finish());
+      client.waiters.push(waiter);
+    });
+  }
+
+  /** Drains `client`'s events into at most `maxNum` messages, without waiting. */
+  popNow(client: ClientState, maxNum: number, invisibleTimeMs: number): PoppedMessage[] {
+    const group = client.group;
+    const now = this.context.clock.now();
+    client.lastPopAt = now;
+    if (client.stalled) {
+      client.stalled = false;
+      this.dispatcher.drainBacklog(group, client);
+    }
+    const out: PoppedMessage[] = [];
+    const touched: string[] = [];
+    for (;;) {
+      if (out.length >= maxNum) break;
+      const liteTopic = client.events.values().next().value;
+      if (liteTopic === undefined) break;
+      // Off the queue first: anything that queues it again from here on stays queued.
+      this.dispatcher.dequeue(client, liteTopic);
+      touched.push(liteTopic);
+      const progress = group.progress.get(liteTopic);
+      if (progress === undefined) continue;
+      const lmq = lmqName(group.parent.name, liteTopic);
+      const { store } = this.context;
+      progress.skipTo(store.minOffset(lmq));
+      const taken = progress.take(now, maxNum - out.length, store.maxOffset(lmq), invisibleTimeMs, client);
+      if (taken.length === 0) continue;
+      this.dispatcher.armWake(group, liteTopic, progress);
+      this.read(group, liteTopic, lmq, taken, out);
+    }
+    for (const liteTopic of touched) this.dispatcher.ready(group, liteTopic);
+    this.dispatcher.drainBacklog(group, client);
+    return out;
+  }
+
+  private read(group: GroupState, liteTopic: string, lmq: string, taken: Delivery[], out: PoppedMessage[]): void {
+    const first = (taken[0] as Delivery).offset;
+    const last = (taken[taken.length - 1] as Delivery).offset;
+    const stored = new Map<number, StoredMessage>();
+    for (const message of this.context.store.read(lmq, first, last - first + 1)) stored.set(message.offset, message);
+    for (const delivery of taken) {
+      const message = stored.get(delivery.offset);
+      if (message === undefined) continue;
+      const receipt: Receipt = {
+        epoch: this.context.epoch,
+        group: group.name,
+        liteTopic,
+        offset: delivery.offset,
+        attempt: delivery.attempt,
+      };
+      const popped: PoppedMessage = {
+        messageId: messageId(message.position),
+        topic: group.parent.name,
+        liteTopic,
+        offset: delivery.offset,
+        body: Buffer.from(message.body),
+        properties: message.properties,
+        storeTimestamp: message.storeTimestamp,
+        reconsumeTimes: delivery.attempt,
+        receiptHandle: encodeReceipt(receipt),
+      };
+      if (message.key !== undefined) popped.key = message.key;
+      if (message.tag !== undefined) popped.tag = message.tag;
+      out.push(popped);
+    }
+  }
+
+  /** Acks one delivery. Stale or unknown handles throw `InvalidReceiptError`; a repeated ack is harmless. */
+  ack(client: ClientState, handle: string): void {
+    const { receipt, group } = this.resolve(client, handle);
+    const progress = group.progress.get(receipt.liteTopic);
+    const outcome = progress?.ack(receipt.offset, receipt.attempt) ?? 'unknown';
+    const recent = this.recent(group);
+    if (outcome === 'already-acked') return;
+    if (outcome === 'below-committed' && recent.has(handle)) return;
+    if (outcome !== 'acked' || progress === undefined) {
+      throw new InvalidReceiptError(`receipt handle is ${outcome === 'stale' ? 'stale' : 'unknown'}`, {
+        value: handle,
+      });
+    }
+    recent.add(handle);
+    if (recent.size > RECENT_ACKS_PER_GROUP) recent.delete(recent.values().next().value as string);
+    this.dispatcher.armWake(group, receipt.liteTopic, progress);
+    this.dispatcher.ready(group, receipt.liteTopic);
+  }
+
+  /** Hides the delivery for `ms` more from now (0: visible now). Same errors as `ack`. */
+  changeInvisibleTime(client: ClientState, handle: string, ms: unknown): void {
+    const time = requireTime(ms, 'invisibleTimeMs', Number.NaN);
+    const { receipt, group } = this.resolve(client, handle);
+    const progress = group.progress.get(receipt.liteTopic);
+    const delivery = progress?.current(receipt.offset, receipt.attempt);
+    if (progress === undefined || delivery === undefined) {
+      throw new InvalidReceiptError('receipt handle is stale, unknown or already acked', { value: handle });
+    }
+    delivery.invisibleUntil = this.context.clock.now() + time;
+    this.dispatcher.armWake(group, receipt.liteTopic, progress);
+    this.dispatcher.ready(group, receipt.liteTopic);
+  }
+
+  private resolve(client: ClientState, handle: string): { receipt: Receipt; group: GroupState } {
+    if (client.closed) throw new ClosedError('the consumer is closed');
+    const receipt = decodeReceipt(handle);
+    if (receipt.epoch !== this.context.epoch || receipt.group !== client.group.name) {
+      throw new InvalidReceiptError('receipt handle is from another broker or group', { value: handle });
+    }
+    return { receipt, group: client.group };
+  }
+
+  private recent(group: GroupState): Set<string> {
+    let set = this.recentAcks.get(group);
+    if (set === undefined) {
+      set = new Set();
+      this.recentAcks.set(group, set);
+    }
+    return set;
+  }
+}

@@ -1,0 +1,176 @@
+/**
+ * Subscriptions (DESIGN.md §6): which clients of a group hold which lite topics. Every change is
+ * computed as a target set first, checked against the quotas, and only then applied, so a failed
+ * call changes nothing. Explicit groups hold lite topic names; wildcard groups hold patterns, whose
+ * matching lite topics are found through the parent's trie (never a scan of every lite topic) and,
+ * for lite topics created later, through the group's pattern index when their first message lands.
+ */
+
+import { getEngine } from '../engine/load.js';
+import { InvalidArgumentError, type InvalidPatternError } from '../errors.js';
+import { compilePattern, invalidPattern, type Matcher } from '../pattern.js';
+import type { Dispatcher } from './dispatcher.js';
+import { TopicProgress } from './offsets.js';
+import { checkQuota } from './quota.js';
+import { type StartPosition, startOffset } from './start.js';
+import type { BrokerContext, ClientState, GroupState } from './state.js';
+import { lmqName } from './store.js';
+
+export type UnsubscribeReason = 'evicted' | 'expired';
+
+export class Registry {
+  /** (client, lite topic) references across the broker. */
+  subscriptionCount = 0;
+
+  constructor(
+    private readonly context: BrokerContext,
+    private readonly dispatcher: Dispatcher,
+  ) {}
+
+  /** Explicit groups: makes `client`'s lite topics exactly `target` (partial add/remove build it). */
+  setTopics(client: ClientState, target: ReadonlySet<string>, start: StartPosition): void {
+    const added = [...target].filter((t) => !client.topics.has(t));
+    const removed = [...client.topics].filter((t) => !target.has(t));
+    this.checkTopics(client, target.size, added, removed.length);
+    for (const liteTopic of removed) this.detach(client, liteTopic, undefined);
+    for (const liteTopic of added) this.attach(client, liteTopic, start);
+  }
+
+  /**
+   * Wildcard groups: makes `client`'s patterns exactly `target` (empty = legacy, every lite topic).
+   * Its lite topics become the existing ones any of the patterns match.
+   */
+  setPatterns(client: ClientState, target: ReadonlyMap<string, Matcher>, start: StartPosition): void {
+    const { limits } = this.context;
+    checkQuota(limits, 'maxPatternsPerClient', target.size, [...target.keys()]);
+    const trie = client.group.parent.trie;
+    const addedPatterns = [...target.keys()].filter((p) => !client.patterns.has(p));
+    const removedPatterns = [...client.patterns.keys()].filter((p) => !target.has(p));
+    const added = new Set<string>();
+    for (const pattern of addedPatterns) {
+      for (const name of trie.expand(pattern)) if (!client.topics.has(name)) added.add(name);
+    }
+    const removed = new Set<string>();
+    for (const pattern of removedPatterns) {
+      for (const name of trie.expand(pattern)) {
+        if (client.topics.has(name) && ![...target.values()].some((m) => m.matches(name))) removed.add(name);
+      }
+    }
+    this.checkTopics(client, client.topics.size - removed.size + added.size, [...added], removed.size);
+    const index = client.group.patternIndex;
+    for (const pattern of removedPatterns) {
+      client.patterns.delete(pattern);
+      index?.remove(pattern, client.id);
+    }
+    for (const pattern of addedPatterns) {
+      client.patterns.set(pattern, target.get(pattern) as Matcher);
+      index?.add(pattern, client.id);
+    }
+    for (const liteTopic of removed) this.detach(client, liteTopic, undefined);
+    for (const liteTopic of added) this.attach(client, liteTopic, start);
+    this.updateLegacy(client);
+  }
+
+  /**
+   * Adds a lite topic created after `client`'s patterns were set, from `offset` (its first message).
+   * Throws `QuotaExceededError` and changes nothing when a quota refuses it.
+   */
+  attachArrived(client: ClientState, liteTopic: string, offset: number): void {
+    if (client.closed || client.topics.has(liteTopic)) return;
+    this.checkTopics(client, client.topics.size + 1, [liteTopic], 0);
+    this.attach(client, liteTopic, { offset });
+  }
+
+  /** Drops everything `client` holds and re-dispatches its events at once (complete remove). */
+  close(client: ClientState): void {
+    if (client.closed) return;
+    for (const liteTopic of [...client.topics]) this.detach(client, liteTopic, undefined);
+    for (const pattern of client.patterns.keys()) client.group.patternIndex?.remove(pattern, client.id);
+    client.patterns.clear();
+    client.group.legacy.delete(client);
+    client.closed = true;
+    client.group.clients.delete(client.clientId);
+    client.group.byId.delete(client.id);
+    client.cancelStallCheck?.();
+    this.dispatcher.withdraw(client);
+    for (const waiter of [...client.waiters]) waiter.finish();
+  }
+
+  /** Quotas for a change that leaves `client` with `finalCount` lite topics, adding `added`. */
+  private checkTopics(client: ClientState, finalCount: number, added: readonly string[], removedCount: number): void {
+    const { limits } = this.context;
+    checkQuota(limits, 'maxLiteTopicsPerClient', finalCount, added);
+    let evicted = 0;
+    if (client.group.exclusive) {
+      for (const liteTopic of added) {
+        for (const holder of client.group.subscribers.get(liteTopic) ?? []) if (holder !== client) evicted++;
+      }
+    }
+    const total = this.subscriptionCount + added.length - removedCount - evicted;
+    checkQuota(limits, 'maxSubscriptionsPerBroker', total, added);
+  }
+
+  /** Legacy status follows the pattern set; events for lite topics no longer wanted move on. */
+  private updateLegacy(client: ClientState): void {
+    const group = client.group;
+    if (client.legacy) {
+      if (!group.legacy.has(client)) {
+        group.legacy.add(client);
+        this.dispatcher.drainBacklog(group, client);
+      }
+      return;
+    }
+    if (!group.legacy.delete(client)) return;
+    for (const liteTopic of [...client.events])
+      if (!client.topics.has(liteTopic)) this.dispatcher.move(client, liteTopic);
+  }
+
+  private attach(client: ClientState, liteTopic: string, start: StartPosition): void {
+    const group = client.group;
+    if (group.exclusive)
+      for (const holder of [...(group.subscribers.get(liteTopic) ?? [])]) this.detach(holder, liteTopic, 'evicted');
+    let holders = group.subscribers.get(liteTopic);
+    if (holders === undefined) {
+      holders = new Set();
+      group.subscribers.set(liteTopic, holders);
+    }
+    holders.add(client);
+    client.topics.add(liteTopic);
+    this.subscriptionCount++;
+    if (!group.progress.has(liteTopic)) {
+      const lmq = lmqName(group.parent.name, liteTopic);
+      group.progress.set(liteTopic, new TopicProgress(startOffset(this.context.store, lmq, start)));
+    }
+    this.dispatcher.ready(group, liteTopic);
+  }
+
+  private detach(client: ClientState, liteTopic: string, reason: UnsubscribeReason | undefined): void {
+    const group = client.group;
+    const holders = group.subscribers.get(liteTopic);
+    holders?.delete(client);
+    if (holders?.size === 0) group.subscribers.delete(liteTopic);
+    client.topics.delete(liteTopic);
+    this.subscriptionCount--;
+    if (!client.legacy) this.dispatcher.move(client, liteTopic);
+    if (reason !== undefined) client.notify('unsubscribed', { liteTopic, reason });
+  }
+}
+
+/**
+ * The valid patterns of `items`, compiled. Invalid ones never match and are dropped; a non-empty
+ * list with no valid pattern is refused with the first `InvalidPatternError` (never "receive all").
+ */
+export function compilePatterns(items: readonly string[], group: GroupState): Map<string, Matcher> {
+  const engine = getEngine(group.parent.trie.engine);
+  const compiled = new Map<string, Matcher>();
+  let firstError: InvalidPatternError | undefined;
+  for (const item of items) {
+    if (typeof item !== 'string') throw new InvalidArgumentError('patterns must be strings', { value: item });
+    const error = invalidPattern(engine, item, group.config.dialect);
+    if (error !== undefined) firstError ??= error;
+    else if (!compiled.has(item))
+      compiled.set(item, compilePattern(item, { engine: engine.name, dialect: group.config.dialect }));
+  }
+  if (compiled.size === 0 && firstError !== undefined) throw firstError;
+  return compiled;
+}

@@ -1,0 +1,134 @@
+/**
+ * The broker's in-memory model: parent topics, groups bound to them, clients and their
+ * subscriptions, event queues and per-(group, lite topic) progress. Plain data shared by the
+ * registry, the dispatcher and POP; each of those owns the rules for the fields it changes.
+ */
+import type { Matcher, PatternIndex } from '../pattern.js';
+import type { TopicTrie } from '../trie.js';
+import type { TopicProgress } from './offsets.js';
+
+export type SubModel = 'shared' | 'exclusive';
+
+export interface ParentTopic {
+  name: string;
+  /** Stored for the lifecycle layer (expiry of idle lite topics); not acted on yet. */
+  liteTopicExpirationMs: number | undefined;
+  /** Names of the existing lite topics of this parent. */
+  trie: TopicTrie;
+  groups: Set<GroupState>;
+}
+
+/** A POP waiting for events (long poll). */
+export interface PopWaiter {
+  /** Tries again; true when the waiter is done (it resolved). */
+  retry(): boolean;
+  /** Ends the wait with whatever is ready (possibly nothing). */
+  finish(): void;
+}
+
+export class ClientState {
+  /** The numeric id used in the group's pattern index. */
+  readonly id: number;
+  /** Lite topics it is subscribed to: explicit ones, or in wildcard groups those its patterns match. */
+  readonly topics = new Set<string>();
+  /** Wildcard groups: its patterns, compiled. Empty = legacy (every lite topic of the parent). */
+  readonly patterns = new Map<string, Matcher>();
+  /** Queued events: lite topics with messages for the group, in arrival order, each once. */
+  readonly events = new Set<string>();
+  /** Unacked deliveries it holds. */
+  inflight = 0;
+  /** Clock time of its last POP. */
+  lastPopAt: number;
+  /** Stopped POPping for the stall timeout while it had events; chosen again once it POPs. */
+  stalled = false;
+  closed = false;
+  readonly waiters: PopWaiter[] = [];
+  /** A microtask to run the waiters is already queued. */
+  wakeScheduled = false;
+  cancelStallCheck: (() => void) | undefined;
+  /** Told about evictions and expiries (the Consumer's `emit`). */
+  notify: (event: string, payload: unknown) => void = () => undefined;
+  /** Order of the last time it was chosen for an event: ties go to the one chosen longest ago. */
+  lastChosen = 0;
+
+  constructor(
+    readonly clientId: string,
+    readonly group: GroupState,
+    id: number,
+    now: number,
+  ) {
+    this.id = id;
+    this.lastPopAt = now;
+  }
+
+  /** A wildcard client without patterns receives every lite topic of its parent. */
+  get legacy(): boolean {
+    return this.group.wildcard && this.patterns.size === 0;
+  }
+
+  get load(): number {
+    return this.events.size + this.inflight;
+  }
+}
+
+export interface GroupConfig {
+  bindTopic: string;
+  subModel: SubModel;
+  wildcard: boolean;
+  maxReconsumeTimes: number;
+  dialect: 'lite';
+}
+
+export class GroupState {
+  readonly clients = new Map<string, ClientState>();
+  /** Clients by their pattern-index id. */
+  readonly byId = new Map<number, ClientState>();
+  /** Lite topic → clients holding it (at most one in an exclusive group). */
+  readonly subscribers = new Map<string, Set<ClientState>>();
+  /** Wildcard clients without patterns. */
+  readonly legacy = new Set<ClientState>();
+  /** Wildcard groups: pattern → client ids, to find the clients of a new lite topic without a scan. */
+  readonly patternIndex: PatternIndex | undefined;
+  readonly progress = new Map<string, TopicProgress>();
+  /** Lite topic → the client its event is queued at (one event per lite topic per group). */
+  readonly queued = new Map<string, ClientState>();
+  /** Lite topics with messages ready but no client with room; placed as clients make room. */
+  readonly backlog = new Set<string>();
+  /** Ids for the pattern index. */
+  nextClientId = 0;
+  chooseCounter = 0;
+
+  constructor(
+    readonly name: string,
+    readonly parent: ParentTopic,
+    readonly config: GroupConfig,
+    patternIndex: PatternIndex | undefined,
+  ) {
+    this.patternIndex = patternIndex;
+  }
+
+  get wildcard(): boolean {
+    return this.config.wildcard;
+  }
+
+  get exclusive(): boolean {
+    return this.config.subModel === 'exclusive';
+  }
+
+  /** Whether any live client of the group wants `liteTopic`. */
+  interested(liteTopic: string): boolean {
+    return this.legacy.size > 0 || (this.subscribers.get(liteTopic)?.size ?? 0) > 0;
+  }
+}
+
+/** What the broker's parts share: storage, time and bounds. */
+export interface BrokerContext {
+  readonly store: import('./store.js').MessageStore;
+  readonly clock: import('../log.js').Clock;
+  readonly scheduler: import('./timers.js').Scheduler;
+  readonly limits: import('./quota.js').BrokerLimits;
+  /** Random per broker instance; part of every receipt handle. */
+  readonly epoch: string;
+  /** A client that has events but does not POP for this long has them moved to others. */
+  readonly stallTimeoutMs: number;
+}

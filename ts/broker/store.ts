@@ -1,0 +1,115 @@
+/**
+ * The message store the broker writes to and reads from: the part of `CommitLog` it uses. With a
+ * directory the broker opens a `CommitLog`; without one it uses `MemoryStore`, a Map of arrays with
+ * the same offsets and the same answers, so the broker code is identical over both.
+ */
+import { join } from 'node:path';
+import type { EngineName } from '../engine/contract.js';
+import { ClosedError } from '../errors.js';
+import {
+  type AppendRecord,
+  type AppendResult,
+  type Clock,
+  CommitLog,
+  type LmqPage,
+  type StoredMessage,
+} from '../log.js';
+
+export interface MessageStore {
+  append(records: readonly AppendRecord[]): Promise<AppendResult[]>;
+  /** Up to `maxNum` messages of `lmq` from `fromOffset` (or its minimum, if later), in offset order. */
+  read(lmq: string, fromOffset: number, maxNum: number): StoredMessage[];
+  /** The next offset to be written (0 for an LMQ that does not exist). */
+  maxOffset(lmq: string): number;
+  /** The oldest offset still stored. */
+  minOffset(lmq: string): number;
+  listLmqs(prefix?: string, limit?: number, cursor?: string): LmqPage;
+  close(): Promise<void>;
+}
+
+/** The store the broker uses when it has no directory: everything in memory, lost on close. */
+export class MemoryStore implements MessageStore {
+  private readonly queues = new Map<string, StoredMessage[]>();
+  private position = 0;
+  private closed = false;
+
+  constructor(private readonly clock: Clock) {}
+
+  async append(records: readonly AppendRecord[]): Promise<AppendResult[]> {
+    this.checkOpen();
+    const now = this.clock.now();
+    return records.map((record) => {
+      const position = this.position++;
+      const body = typeof record.body === 'string' ? Buffer.from(record.body) : Buffer.from(record.body);
+      const offsets = record.lmqs.map((lmq) => {
+        let queue = this.queues.get(lmq);
+        if (queue === undefined) {
+          queue = [];
+          this.queues.set(lmq, queue);
+        }
+        const message: StoredMessage = {
+          lmq,
+          offset: queue.length,
+          position,
+          storeTimestamp: now,
+          bornTimestamp: record.bornTimestamp ?? now,
+          key: record.key,
+          tag: record.tag,
+          properties: { ...record.properties },
+          body,
+        };
+        queue.push(message);
+        return message.offset;
+      });
+      return { position, offsets };
+    });
+  }
+
+  read(lmq: string, fromOffset: number, maxNum: number): StoredMessage[] {
+    this.checkOpen();
+    return (this.queues.get(lmq) ?? []).slice(fromOffset, fromOffset + maxNum);
+  }
+
+  maxOffset(lmq: string): number {
+    return this.queues.get(lmq)?.length ?? 0;
+  }
+
+  minOffset(_lmq: string): number {
+    return 0;
+  }
+
+  listLmqs(prefix = '', limit = 1000, cursor?: string): LmqPage {
+    const names = [...this.queues.keys()]
+      .filter(
+        (name) =>
+          name.startsWith(prefix) &&
+          (cursor === undefined || Buffer.compare(Buffer.from(name), Buffer.from(cursor)) > 0),
+      )
+      .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    const page = names.slice(0, limit);
+    const last = page[page.length - 1];
+    return names.length > limit && last !== undefined ? { lmqs: page, cursor: last } : { lmqs: page };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  private checkOpen(): void {
+    if (this.closed) throw new ClosedError('the store is closed');
+  }
+}
+
+/** A `CommitLog` in `<dir>/log`, or a `MemoryStore` without a directory. */
+export async function openStore(
+  dir: string | undefined,
+  options: { engine?: EngineName; flush?: 'async' | 'sync'; clock: Clock },
+): Promise<MessageStore> {
+  if (dir === undefined) return new MemoryStore(options.clock);
+  return CommitLog.open(join(dir, 'log'), options);
+}
+
+/** The LMQ of a lite topic: `%LMQ%$<parent>$<lite>`. */
+export function lmqName(parent: string, liteTopic: string): string {
+  return `%LMQ%$${parent}$${liteTopic}`;
+}
