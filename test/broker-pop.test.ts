@@ -1,0 +1,323 @@
+/**
+ * Broker scenarios (issue 5): dispatch, POP with long poll, FIFO per lite topic, ack, change of
+ * invisible time, the ack-during-POP race, the message stream and the on-disk store, on every engine.
+ */
+import { describe, expect, it } from 'vitest';
+import { getEngine } from '../ts/engine/load.js';
+import {
+  Broker,
+  type Clock,
+  type Consumer,
+  MemoryStore,
+  type StoredMessage,
+} from '../ts/index.js';
+import { bodies, drain, ManualClock, openBroker, sendMany, tempDir } from './broker-helpers.js';
+import { ENGINES } from './engines.js';
+
+/** A memory store that runs `onRead` (once) in the middle of a read, to stage races deterministically. */
+class HookedStore extends MemoryStore {
+  onRead: ((lmq: string) => void) | undefined;
+  constructor(clock: Clock) {
+    super(clock);
+  }
+  override read(lmq: string, fromOffset: number, maxNum: number): StoredMessage[] {
+    const hook = this.onRead;
+    this.onRead = undefined;
+    const messages = super.read(lmq, fromOffset, maxNum);
+    hook?.(lmq);
+    return messages;
+  }
+}
+
+async function popBodies(consumer: Consumer, maxNum = 32): Promise<string[]> {
+  return bodies(await consumer.pop({ maxNum }));
+}
+
+describe.each(ENGINES)('%s engine', (engine) => {
+  describe('dispatch', () => {
+    it('queues one event per interested group per arrival, to the least-loaded client, ties in turn', async () => {
+      const { broker } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      broker.createGroup('h', { bindTopic: 'agents' });
+      const a = broker.consumer({ group: 'g', clientId: 'a' });
+      const b = broker.consumer({ group: 'g', clientId: 'b' });
+      const h = broker.consumer({ group: 'h', clientId: 'h' });
+      const topics = ['t1', 't2', 't3', 't4'];
+      for (const c of [a, b, h]) await c.subscribe(topics);
+      for (const t of topics) await sendMany(broker, t, 1);
+      const fromA = await popBodies(a);
+      const fromB = await popBodies(b);
+      expect(fromA).toHaveLength(2);
+      expect(fromB).toHaveLength(2);
+      expect([...fromA, ...fromB].sort()).toEqual(['t1#0', 't2#0', 't3#0', 't4#0']);
+      // Group h gets every message too, whatever g did with them.
+      expect((await popBodies(h)).sort()).toEqual(['t1#0', 't2#0', 't3#0', 't4#0']);
+    });
+
+    it('prefers the client with fewer unacked messages', async () => {
+      const { broker } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const a = broker.consumer({ group: 'g', clientId: 'a' });
+      const b = broker.consumer({ group: 'g', clientId: 'b' });
+      for (const c of [a, b]) await c.subscribe(['t1', 't2', 't3']);
+      await sendMany(broker, 't1', 3);
+      const busy = (await a.pop()).length > 0 ? a : b;
+      const idle = busy === a ? b : a;
+      await sendMany(broker, 't2', 1);
+      await sendMany(broker, 't3', 1);
+      expect((await popBodies(idle)).sort()).toEqual(['t2#0', 't3#0']);
+    });
+
+    it('bounds and de-duplicates event queues; the rest waits in a backlog and is not lost', async () => {
+      const { broker } = await openBroker(engine, { limits: { maxEventsPerClient: 2 } });
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['t1', 't2', 't3', 't4', 't5']);
+      await sendMany(broker, 't1', 3);
+      for (const t of ['t2', 't3', 't4', 't5']) await sendMany(broker, t, 1);
+      // One event for t1's three messages; two events per POP at most.
+      expect(await popBodies(c)).toEqual(['t1#0', 't1#1', 't1#2', 't2#0']);
+      expect(await popBodies(c)).toEqual(['t3#0', 't4#0']);
+      expect(await popBodies(c)).toEqual(['t5#0']);
+    });
+
+    it("re-dispatches a closed client's events at once", async () => {
+      const { broker } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const a = broker.consumer({ group: 'g', clientId: 'a' });
+      const b = broker.consumer({ group: 'g', clientId: 'b' });
+      for (const c of [a, b]) await c.subscribe(['t1', 't2', 't3', 't4']);
+      for (const t of ['t1', 't2', 't3', 't4']) await sendMany(broker, t, 1);
+      await a.close();
+      expect((await popBodies(b)).sort()).toEqual(['t1#0', 't2#0', 't3#0', 't4#0']);
+    });
+
+    it('moves the events of a client that stops POPping for the stall timeout', async () => {
+      const { broker, advance } = await openBroker(engine, { stallTimeoutMs: 1000 });
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const a = broker.consumer({ group: 'g', clientId: 'a' });
+      const b = broker.consumer({ group: 'g', clientId: 'b' });
+      for (const c of [a, b]) await c.subscribe(['t1', 't2']);
+      await sendMany(broker, 't1', 1);
+      await sendMany(broker, 't2', 1);
+      const first = await popBodies(b);
+      expect(first).toHaveLength(1);
+      advance(999);
+      expect(await popBodies(b)).toEqual([]);
+      advance(1);
+      // a never POPped: its event moved to b.
+      expect(await popBodies(b)).toHaveLength(1);
+    });
+  });
+
+  describe('pop', () => {
+    it('long-polls until an arrival wakes it, or until waitMs passes', async () => {
+      const { broker, advance } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['t1']);
+      const waiting = c.pop({ waitMs: 5000 });
+      await sendMany(broker, 't1', 2);
+      expect(bodies(await waiting)).toEqual(['t1#0', 't1#1']);
+      const timedOut = c.pop({ waitMs: 5000 });
+      let settled = false;
+      void timedOut.then(() => {
+        settled = true;
+      });
+      advance(4999);
+      await Promise.resolve();
+      expect(settled).toBe(false);
+      advance(1);
+      expect(await timedOut).toEqual([]);
+      const closing = c.pop({ waitMs: 5000 });
+      await c.close();
+      expect(await closing).toEqual([]);
+    });
+
+    it('keeps FIFO per lite topic per group and redelivers first at expiry with reconsumeTimes + 1', async () => {
+      const { broker, advance } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const a = broker.consumer({ group: 'g', clientId: 'a' });
+      const b = broker.consumer({ group: 'g', clientId: 'b' });
+      for (const c of [a, b]) await c.subscribe(['x']);
+      await sendMany(broker, 'x', 3);
+      const first = [...(await a.pop({ maxNum: 1, invisibleTimeMs: 1000 })), ...(await b.pop({ maxNum: 1 }))];
+      expect(bodies(first)).toEqual(['x#0']);
+      expect(await a.pop()).toEqual([]);
+      expect(await b.pop()).toEqual([]);
+      advance(1000);
+      const again = [...(await a.pop({ maxNum: 2 })), ...(await b.pop({ maxNum: 2 }))];
+      expect(again.map((m) => [m.body.toString(), m.reconsumeTimes])).toEqual([
+        ['x#0', 1],
+        ['x#1', 0],
+      ]);
+      for (const m of again) await a.ack(m);
+      expect([...(await popBodies(a)), ...(await popBodies(b))]).toEqual(['x#2']);
+    });
+
+    it('rejects a stale or unknown receipt and changes nothing; acking twice is harmless', async () => {
+      const { broker, advance } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['x']);
+      await sendMany(broker, 'x', 2);
+      const [old] = await c.pop({ maxNum: 1, invisibleTimeMs: 100 });
+      advance(100);
+      const [fresh] = await c.pop({ maxNum: 1 });
+      expect(fresh?.reconsumeTimes).toBe(1);
+      await expect(c.ack(old as never)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+      await expect(c.ack('garbage')).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+      await expect(c.changeInvisibleTime(old as never, 0)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+      // Still hidden: the stale ack did nothing.
+      expect(await c.pop()).toEqual([]);
+      await c.ack(fresh as never);
+      await c.ack(fresh as never);
+      expect(await popBodies(c)).toEqual(['x#1']);
+      await c.ack(fresh as never);
+      await expect(c.ack(old as never)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+    });
+
+    it('advances past the acked prefix only', async () => {
+      const { broker, advance } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['x']);
+      await sendMany(broker, 'x', 3);
+      const batch = await c.pop({ invisibleTimeMs: 1000 });
+      expect(bodies(batch)).toEqual(['x#0', 'x#1', 'x#2']);
+      await c.ack(batch[1] as never);
+      await c.ack(batch[2] as never);
+      await sendMany(broker, 'x', 1, 3);
+      expect(await c.pop()).toEqual([]);
+      advance(1000);
+      // Only the unacked x#0 comes back, then the new x#3.
+      const again = await c.pop();
+      expect(again.map((m) => [m.body.toString(), m.reconsumeTimes])).toEqual([
+        ['x#0', 1],
+        ['x#3', 0],
+      ]);
+    });
+
+    it('changeInvisibleTime: 0 makes it visible now, larger values extend', async () => {
+      const { broker, advance } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['x']);
+      await sendMany(broker, 'x', 1);
+      const [m] = await c.pop({ invisibleTimeMs: 1000 });
+      await c.changeInvisibleTime(m as never, 0);
+      const [again] = await c.pop({ invisibleTimeMs: 1000 });
+      expect(again?.reconsumeTimes).toBe(1);
+      await c.changeInvisibleTime(again as never, 5000);
+      advance(4999);
+      expect(await c.pop()).toEqual([]);
+      advance(1);
+      expect((await c.pop()).map((x) => x.reconsumeTimes)).toEqual([2]);
+      const waiting = c.pop({ waitMs: 60_000 });
+      advance(30_000);
+      expect((await waiting).map((x) => x.reconsumeTimes)).toEqual([3]);
+    });
+
+    it('never loses the event an ack queues while a POP is reading (deterministic race)', async () => {
+      const clock = new ManualClock();
+      const store = new HookedStore(clock);
+      const broker = await Broker.open({ engine, clock, store });
+      try {
+        broker.createTopic('agents');
+        broker.createGroup('g', { bindTopic: 'agents' });
+        const c = broker.consumer({ group: 'g', clientId: 'c' });
+        await c.subscribe(['x', 'y']);
+        await sendMany(broker, 'y', 2);
+        const [y0] = await c.pop({ maxNum: 1 });
+        expect(bodies([y0 as never])).toEqual(['y#0']);
+        await sendMany(broker, 'x', 1);
+        // While the POP reads x, an ack of y0 makes y deliverable and queues its event.
+        store.onRead = () => void c.ack(y0 as never);
+        const withX = await c.pop({ maxNum: 1 });
+        expect(bodies(withX)).toEqual(['x#0']);
+        const withY = await c.pop();
+        expect(bodies(withY)).toEqual(['y#1']);
+        for (const m of [...withX, ...withY]) await c.ack(m);
+        // The same with room left in the POP: it picks up the re-queued event in the same call.
+        await sendMany(broker, 'y', 2, 2);
+        const [y2] = await c.pop({ maxNum: 1 });
+        expect(bodies([y2 as never])).toEqual(['y#2']);
+        await sendMany(broker, 'x', 1, 1);
+        store.onRead = (lmq) => {
+          if (lmq.endsWith('$x')) void c.ack(y2 as never);
+        };
+        expect(await popBodies(c)).toEqual(['x#1', 'y#3']);
+      } finally {
+        await broker.close();
+      }
+    });
+
+    it('streams messages with m.ack() until the consumer closes', async () => {
+      const { broker } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['x']);
+      await sendMany(broker, 'x', 3);
+      const seen: string[] = [];
+      for await (const m of c.messages({ invisibleTimeMs: 1000 })) {
+        seen.push(m.body.toString());
+        await m.ack();
+        if (seen.length === 3) await c.close();
+      }
+      expect(seen).toEqual(['x#0', 'x#1', 'x#2']);
+    });
+  });
+
+  const logAvailable = typeof (getEngine(engine) as { openLog?: unknown }).openLog === 'function';
+  describe.skipIf(!logAvailable)('on disk', () => {
+    it('sends and pops through the commit log, and finds lite topics again after reopening', async () => {
+      const dir = tempDir();
+      const first = await Broker.open({ engine, dir, flush: 'sync' });
+      first.createTopic('agents');
+      first.createGroup('g', { bindTopic: 'agents' });
+      const c = first.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['pay__1']);
+      await first.send('agents', { liteTopic: 'pay__1', body: 'one', key: 'k', properties: { a: 'b' } });
+      await first.send('agents', { liteTopic: 'pay__2', body: 'two' });
+      const [m] = await c.pop();
+      expect(m).toMatchObject({ topic: 'agents', liteTopic: 'pay__1', offset: 0, key: 'k', properties: { a: 'b' } });
+      expect(m?.body.toString()).toBe('one');
+      await c.ack(m as never);
+      await first.close();
+      const second = await Broker.open({ engine, dir });
+      try {
+        second.createTopic('agents');
+        second.createGroup('w', { bindTopic: 'agents', wildcard: true });
+        const w = second.consumer({ group: 'w', clientId: 'w' });
+        await w.sync(['pay__*'], { offset: { policy: 'min' } });
+        expect(w.liteTopics.sort()).toEqual(['pay__1', 'pay__2']);
+        expect((await drain(w)).sort()).toEqual(['one', 'two']);
+        expect((await second.send('agents', { liteTopic: 'pay__1', body: 'x' })).offset).toBe(1);
+      } finally {
+        await second.close();
+      }
+    });
+  });
+});
+
+describe('system time', () => {
+  it('wakes a long poll on arrival and ends it at waitMs with real timers', async () => {
+    const broker = await Broker.open({ engine: 'js' });
+    try {
+      broker.createTopic('agents');
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['x']);
+      const started = Date.now();
+      expect(await c.pop({ waitMs: 50 })).toEqual([]);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(45);
+      const waiting = c.pop({ waitMs: 10_000 });
+      setTimeout(() => void broker.send('agents', { liteTopic: 'x', body: 'late' }), 20);
+      const woke = Date.now();
+      expect(bodies(await waiting)).toEqual(['late']);
+      expect(Date.now() - woke).toBeLessThan(5000);
+    } finally {
+      await broker.close();
+    }
+  });
+});
