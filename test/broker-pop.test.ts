@@ -4,13 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { getEngine } from '../ts/engine/load.js';
-import {
-  Broker,
-  type Clock,
-  type Consumer,
-  MemoryStore,
-  type StoredMessage,
-} from '../ts/index.js';
+import { Broker, type Clock, type Consumer, MemoryStore, type StoredMessage } from '../ts/index.js';
 import { bodies, drain, ManualClock, openBroker, sendMany, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
 
