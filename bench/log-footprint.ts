@@ -100,9 +100,11 @@ async function sample(store: StoreName, records: number, lmqs: number, bodyBytes
   const shape: AppendShape = { durable: false, batchRecords: 1000, callRecords: 1000, inFlightCalls: 1 };
   // Load the store's code (and the native addon) before the baseline.
   const warmDir = tempDir('footprint-warm');
-  const warm = await openStore(store, warmDir, false);
-  await warm.close();
-  removeDir(warmDir);
+  try {
+    await (await openStore(store, warmDir, false)).close();
+  } finally {
+    removeDir(warmDir);
+  }
   const dir = tempDir('footprint');
   try {
     const before = collectedMemory();

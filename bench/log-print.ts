@@ -56,7 +56,7 @@ function appendTable(rows: readonly AppendRow[], durable: boolean, config: LogBe
   if (!durable) headers.push('on disk ÷ payload');
   headers.push('note');
   return {
-    title: `${durable ? 'Durable' : 'Non-durable'} append (${config.records.toLocaleString('en-US')} records)`,
+    title: `${durable ? 'Durable' : 'Non-durable'} append (${(durable ? config.durableRecords : config.records).toLocaleString('en-US')} records)`,
     note: `${note} native × is how many times faster litetopic native was, paired by round.`,
     headers,
     rows: ofMode.map((r) => [

@@ -84,3 +84,32 @@ export function batchesOf(work: LogWorkload, size: number): AppendRecord[][] {
   }
   return batches;
 }
+
+const prefixCache = new WeakMap<LogWorkload, Map<number, LogWorkload>>();
+
+/** The first `records` records of `work` as a workload of their own (sharing its bodies), made once. */
+export function prefixOf(work: LogWorkload, records: number): LogWorkload {
+  if (records >= work.records.length) return work;
+  let byLength = prefixCache.get(work);
+  if (byLength === undefined) {
+    byLength = new Map();
+    prefixCache.set(work, byLength);
+  }
+  let prefix = byLength.get(records);
+  if (prefix === undefined) {
+    const lmqIndex = work.lmqIndex.slice(0, records);
+    const perLmq = new Uint32Array(work.lmqs.length);
+    for (const lmq of lmqIndex) perLmq[lmq] = (perLmq[lmq] as number) + 1;
+    prefix = {
+      bodyBytes: work.bodyBytes,
+      lmqs: work.lmqs,
+      records: work.records.slice(0, records),
+      lmqIndex,
+      bodies: work.bodies.slice(0, records),
+      payloadBytes: records * work.bodyBytes,
+      perLmq,
+    };
+    byLength.set(records, prefix);
+  }
+  return prefix;
+}

@@ -1,8 +1,8 @@
 /**
  * The commit-log suite (issue 4, "Figures"): litetopic's CommitLog on both engines next to lmdb,
  * better-sqlite3 and a plain append file, side by side in one run. 1,000,000 records (100 B and
- * 1 KiB bodies) over 10,000 LMQs, appended in batches of 1,000 without and with durability, then
- * every LMQ read back while warm; bytes on disk; memory and native calls per record in fresh
+ * 1 KiB bodies) over 10,000 LMQs, appended in batches of 1,000 without durability, then every LMQ
+ * read back while warm; the first 200,000 appended with durability; bytes on disk; memory and native calls per record in fresh
  * processes; reopen time after a SIGKILL with and without checkpoints; and the disk's own speed.
  *
  * Each store appends the whole workload once per round into a fresh directory under os.tmpdir(),
@@ -20,8 +20,8 @@ import { printLogResult } from './log-print.js';
 import { benchRecovery, type RecoveryRow } from './log-recovery.js';
 import { type AppendShape, LMDB_WINDOW, openStore, STORES, type StoreName } from './log-stores.js';
 import { checkLogTargets, type LogTarget } from './log-targets.js';
-import { batchesOf, type LogWorkload, makeLogWorkload } from './log-workload.js';
-import { type Measurement, pairedSpeedup } from './measure.js';
+import { batchesOf, type LogWorkload, makeLogWorkload, prefixOf } from './log-workload.js';
+import { figure, type Measurement, pairedSpeedup } from './measure.js';
 
 export type { FootprintSample, LogTarget, RecoveryRow };
 
@@ -35,6 +35,12 @@ export interface LogBenchConfig {
   quick: boolean;
   seed: number;
   records: number;
+  /**
+   * Records of the durable cases (the workload's first ones): a synced append runs at the disk's sync
+   * rate, which a shorter run measures as well, and lmdb's synced 1 KiB rate would otherwise take
+   * minutes per round.
+   */
+  durableRecords: number;
   lmqs: number;
   batchRecords: number;
   bodySizes: number[];
@@ -57,6 +63,8 @@ export interface AppendRow {
   store: StoreName;
   bodyBytes: number;
   durable: boolean;
+  /** Records appended per run. */
+  records: number;
   /** Per-record figures; null when the store failed (see `error`). */
   measurement: Measurement | null;
   recordsPerSecond: number;
@@ -111,6 +119,7 @@ function configFor(options: LogBenchOptions): LogBenchConfig {
         ...common,
         quick: true,
         records: 50_000,
+        durableRecords: 50_000,
         rounds: 2,
         readPasses: 2,
         inFlightCalls: 10,
@@ -122,6 +131,7 @@ function configFor(options: LogBenchOptions): LogBenchConfig {
         ...common,
         quick: false,
         records: 1_000_000,
+        durableRecords: 200_000,
         rounds: 3,
         readPasses: 3,
         inFlightCalls: 10,
@@ -204,70 +214,80 @@ async function runOnce(store: StoreName, work: LogWorkload, shape: AppendShape, 
 async function timeSize(bodyBytes: number, config: LogBenchConfig): Promise<{ append: AppendRow[]; read: ReadRow[] }> {
   const work = makeLogWorkload(config.records, config.lmqs, bodyBytes, config.seed + bodyBytes);
   batchesOf(work, config.batchRecords);
-  batchesOf(work, config.callRecords);
+  const durableWork = prefixOf(work, config.durableRecords);
+  batchesOf(durableWork, config.callRecords);
   const timings: SizeTimings = { append: new Map(), read: new Map(), usage: new Map(), errors: new Map() };
   for (let round = 0; round < config.rounds; round++) {
     const order = round % 2 === 1 ? [...STORES].reverse() : STORES;
     for (const durable of [false, true]) {
       const shape: AppendShape = { durable, ...config };
       for (const store of order) {
-        if (timings.errors.has(caseKey(store, durable))) continue;
-        await runOnce(store, work, shape, config.readPasses, timings);
-        const failed = timings.errors.get(caseKey(store, durable));
-        if (failed !== undefined)
-          console.log(`  ${store} (${bodyBytes} B, ${durable ? 'sync' : 'async'}) failed: ${failed.split('\n')[0]}`);
+        const key = caseKey(store, durable);
+        if (timings.errors.has(key)) continue;
+        await runOnce(store, durable ? durableWork : work, shape, config.readPasses, timings);
+        const failed = timings.errors.get(key);
+        const ns = timings.append.get(key)?.[round] ?? Number.NaN;
+        const outcome = failed === undefined ? `${figure(1e9 / ns)} records/s` : `failed: ${failed.split('\n')[0]}`;
+        console.log(`  round ${round + 1}/${config.rounds}, ${bodyBytes} B, ${key}: ${outcome}`);
       }
     }
-    console.log(`  ${bodyBytes} B bodies: round ${round + 1} of ${config.rounds} done`);
   }
-  return rowsOf(work, timings);
+  return { append: appendRows(work, durableWork, timings), read: readRows(work, timings) };
 }
 
-function rowsOf(work: LogWorkload, t: SizeTimings): { append: AppendRow[]; read: ReadRow[] } {
-  const bodyBytes = work.bodyBytes;
-  /** The case's figures, or null when it failed in any round (its rounds would not pair). */
-  const measured = (map: Map<string, number[]>, key: string, errorKey: string, name: string) => {
-    const rounds = map.get(key);
-    return t.errors.has(errorKey) || rounds === undefined ? null : fromRounds(name, rounds);
-  };
-  const speedup = (native: Measurement | null, other: Measurement | null) =>
-    native === null || other === null ? Number.NaN : pairedSpeedup(native, other);
-  const append: AppendRow[] = [];
+/** A case's figures, or null when it failed in any round (its rounds would not pair). */
+function measured(t: SizeTimings, map: Map<string, number[]>, key: string, errorKey: string, name: string) {
+  const rounds = map.get(key);
+  return t.errors.has(errorKey) || rounds === undefined ? null : fromRounds(name, rounds);
+}
+
+function speedup(native: Measurement | null, other: Measurement | null): number {
+  return native === null || other === null ? Number.NaN : pairedSpeedup(native, other);
+}
+
+function appendRows(work: LogWorkload, durableWork: LogWorkload, t: SizeTimings): AppendRow[] {
+  const rows: AppendRow[] = [];
   for (const durable of [false, true]) {
+    const ran = durable ? durableWork : work;
     const nativeKey = caseKey('litetopic native', durable);
-    const native = measured(t.append, nativeKey, nativeKey, 'native');
+    const native = measured(t, t.append, nativeKey, nativeKey, 'native');
     for (const store of STORES) {
       const key = caseKey(store, durable);
-      const m = measured(t.append, key, key, store);
+      const m = measured(t, t.append, key, key, store);
       const usage = t.usage.get(key) ?? { apparentBytes: Number.NaN, allocatedBytes: Number.NaN };
-      append.push({
+      rows.push({
         store,
-        bodyBytes,
+        bodyBytes: work.bodyBytes,
         durable,
+        records: ran.records.length,
         measurement: m,
         recordsPerSecond: m?.opsPerSecond ?? Number.NaN,
-        payloadBytesPerSecond: (m?.opsPerSecond ?? Number.NaN) * bodyBytes,
+        payloadBytesPerSecond: (m?.opsPerSecond ?? Number.NaN) * work.bodyBytes,
         nativeSpeedup: speedup(native, m),
         ...usage,
-        payloadBytes: work.payloadBytes,
+        payloadBytes: ran.payloadBytes,
         ...(t.errors.has(key) ? { error: t.errors.get(key) } : {}),
       });
     }
   }
-  const nativeRead = measured(t.read, 'litetopic native', caseKey('litetopic native', false), 'native read');
-  const read: ReadRow[] = STORES.filter((s) => s !== 'fs append').map((store) => {
-    const m = measured(t.read, store, caseKey(store, false), `${store} read`);
+  return rows;
+}
+
+function readRows(work: LogWorkload, t: SizeTimings): ReadRow[] {
+  const nativeKey = caseKey('litetopic native', false);
+  const nativeRead = measured(t, t.read, 'litetopic native', nativeKey, 'native read');
+  return STORES.filter((s) => s !== 'fs append').map((store) => {
+    const m = measured(t, t.read, store, caseKey(store, false), `${store} read`);
     const error = t.errors.get(caseKey(store, false));
     return {
       store,
-      bodyBytes,
+      bodyBytes: work.bodyBytes,
       measurement: m,
       recordsPerSecond: m?.opsPerSecond ?? Number.NaN,
       nativeSpeedup: speedup(nativeRead, m),
       ...(error === undefined ? {} : { error }),
     };
   });
-  return { append, read };
 }
 
 const run = promisify(execFile);
