@@ -184,6 +184,12 @@ impl LogHandle {
             return Ok(());
         }
         log.closed = true;
+        // Only after the sync above: the released range is past every record it made durable.
+        if synced.is_ok() {
+            if let Some(active) = log.segments.back() {
+                active.release_tail();
+            }
+        }
         log.segments.clear();
         let spare = log.spare.take().map(|s| s.path.clone());
         let lock = log.lock.take();

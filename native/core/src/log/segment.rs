@@ -103,17 +103,21 @@ pub struct Segment {
 }
 
 impl Segment {
-    /// Creates a zero-filled segment file, writes its header and makes both durable (the file's
-    /// directory entry included) before the segment is used: a segment with an invalid header then
-    /// never held a record (docs/FORMAT.md).
+    /// Creates a zero-filled segment file with its blocks reserved, writes its header and makes
+    /// both durable (the file's directory entry included) before the segment is used: a segment
+    /// with an invalid header then never held a record (docs/FORMAT.md). Then faults in every page
+    /// of the mapping (see [`Segment::populate`]), so this slow part runs where the segment is
+    /// created (a background task), not in the appends that fill it.
     pub fn create(storage: &dyn Storage, dir: &Path, header: SegmentHeader) -> io::Result<Segment> {
         let path = dir.join(segment_file_name(header.base));
         let file = storage.create_new(&path)?;
-        storage.set_len(&file, header.size)?;
+        storage.allocate(&file, header.size)?;
         storage.write_at(&file, &header.encode(), 0)?;
         storage.sync(&file)?;
         storage.sync_dir(dir)?;
-        Segment::map(path, file, header)
+        let segment = Segment::map(path, file, header)?;
+        segment.populate(0);
+        Ok(segment)
     }
 
     /// Maps an existing segment file whose header was read and checked.
@@ -139,6 +143,68 @@ impl Segment {
             last_store_ms: 0,
             complete: false,
         })
+    }
+
+    /// Makes every page of the mapping from byte `from` on present, writable and in the page
+    /// cache (`MADV_POPULATE_WRITE`): the first write to a page of a fresh file otherwise costs a
+    /// page fault, a page-cache page to allocate and zero and a block to reserve, which made up most
+    /// of an append's time. The pages hold zeros, as the file does, and are dirty: the kernel may
+    /// write those zeros back before records overwrite them, which costs disk time but never
+    /// changes what the file holds. They are not synced here, so a durable append waits only for
+    /// its own bytes. Best effort: a kernel without it (before Linux 5.14) or a failure leaves the
+    /// pages to fault in as they are written.
+    pub fn populate(&self, from: usize) {
+        #[cfg(target_os = "linux")]
+        {
+            const PAGE_BYTES: usize = 4096;
+            let start = from / PAGE_BYTES * PAGE_BYTES;
+            if start >= self.map.len() {
+                return;
+            }
+            // SAFETY: the range lies inside the mapping (the mapping starts page-aligned, so
+            // `start` is too); MADV_POPULATE_WRITE only faults pages in and leaves their contents.
+            unsafe {
+                libc::madvise(
+                    self.map.as_mut_ptr().add(start).cast(),
+                    self.map.len() - start,
+                    libc::MADV_POPULATE_WRITE,
+                );
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = from;
+    }
+
+    /// Gives back the pages and blocks past the records of a segment that is no longer written
+    /// (`FALLOC_FL_PUNCH_HOLE`), so the zeros [`Segment::populate`] dirtied there are not written
+    /// to disk after the log closes. The file keeps its size and still reads as zeros there, as
+    /// docs/FORMAT.md requires. Best effort: a file system without holes keeps the zeros.
+    pub fn release_tail(&self) {
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::unix::io::AsRawFd;
+            const PAGE_BYTES: u64 = 4096;
+            let from = self.written.div_ceil(PAGE_BYTES) * PAGE_BYTES;
+            let (Ok(offset), Ok(len)) = (
+                libc::off_t::try_from(from),
+                libc::off_t::try_from(self.size().saturating_sub(from)),
+            ) else {
+                return;
+            };
+            if len > 0 {
+                // SAFETY: fallocate reads no memory of ours. The range holds no record (it starts
+                // after `written`, rounded up to a page), and the pages it drops from the mapping
+                // read back as zeros.
+                unsafe {
+                    libc::fallocate(
+                        self.file.as_raw_fd(),
+                        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                        offset,
+                        len,
+                    );
+                }
+            }
+        }
     }
 
     pub fn base(&self) -> u64 {
