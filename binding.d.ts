@@ -51,7 +51,14 @@ export declare function logOpen(dir: string, segmentBytes: number, nowMs: number
 /** Creates, sizes, heads and syncs the next segment unless one is ready or being made. */
 export declare function logPrepareSegment(handle: ExternalObject<'Log'>, nowMs: number): Promise<void>
 
-export declare function logRead(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number): NativeLogRead
+/**
+ * Reads up to `max_count` records of `lmq` from `from_offset` into one new Buffer: the position of
+ * each record as a native-endian f64, then the records as stored, back to back, checked. The Buffer
+ * is allocated by the engine (`napi_create_buffer`) and filled in place: one allocation and one
+ * copy of each record, and no finalizer for the garbage collector to run, as an external Buffer
+ * over a Rust `Vec` would have. `meta` receives the record count and the first record's offset.
+ */
+export declare function logRead(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number, meta: Float64Array): Buffer
 
 /**
  * Detaches old segments now (never the active one) and removes their files in the task.
@@ -90,14 +97,6 @@ export interface NativeListPage {
 export interface NativeLmqPage {
   names: Array<string>
   more: boolean
-}
-
-/** What `log_read` returns: the records back to back, checked, and where they came from. */
-export interface NativeLogRead {
-  bytes: Buffer
-  positions: Float64Array
-  firstOffset: number
-  count: number
 }
 
 /** `LogRecoveryStats` of ts/engine/contract.ts. */

@@ -9,8 +9,8 @@
 mod tasks;
 
 use litetopic_core::log::{LogError, LogHandle};
-use napi::bindgen_prelude::{Buffer, External, Float64Array, Uint32Array, Uint8Array};
-use napi::{Error, Result, Status};
+use napi::bindgen_prelude::{BufferSlice, External, Float64Array, FromNapiValue, Uint32Array, Uint8Array};
+use napi::{check_status, sys, Env, Error, Result, Status};
 use napi_derive::napi;
 
 /// The handle behind `ExternalObject<'Log'>`.
@@ -111,33 +111,54 @@ pub fn log_append(
     Ok((from + written) as u32)
 }
 
-/// What `log_read` returns: the records back to back, checked, and where they came from.
-#[napi(object)]
-pub struct NativeLogRead {
-    pub bytes: Buffer,
-    pub positions: Float64Array,
-    pub first_offset: f64,
-    pub count: u32,
-}
-
-#[napi(catch_unwind)]
-pub fn log_read(
+/// Reads up to `max_count` records of `lmq` from `from_offset` into one new Buffer: the position of
+/// each record as a native-endian f64, then the records as stored, back to back, checked. The Buffer
+/// is allocated by the engine (`napi_create_buffer`) and filled in place: one allocation and one
+/// copy of each record, and no finalizer for the garbage collector to run, as an external Buffer
+/// over a Rust `Vec` would have. `meta` receives the record count and the first record's offset.
+#[napi(catch_unwind, ts_return_type = "Buffer")]
+pub fn log_read<'env>(
+    env: &'env Env,
     #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
     lmq: String,
     from_offset: f64,
     max_count: u32,
-) -> Result<NativeLogRead> {
-    let read = handle
-        .lock()
-        .read(lmq.as_bytes(), from_offset as u64, max_count as usize)
+    mut meta: Float64Array,
+) -> Result<BufferSlice<'env>> {
+    let meta = crate::out_f64_slice(&mut meta);
+    if meta.len() < 2 {
+        return Err(invalid("meta must have 2 slots"));
+    }
+    let log = handle.lock();
+    let lmq = lmq.as_bytes();
+    let span = log
+        .read_span(lmq, from_offset as u64, max_count as usize)
         .map_err(js_error)?;
-    Ok(NativeLogRead {
-        count: read.positions.len() as u32,
-        first_offset: read.first_offset as f64,
-        bytes: Buffer::from(read.bytes),
-        positions: Float64Array::new(read.positions),
+    let positions_bytes = span.count * POSITION_BYTES;
+    let total = positions_bytes + span.bytes;
+    let mut data = std::ptr::null_mut();
+    let mut value = std::ptr::null_mut();
+    // SAFETY: a valid env on the JavaScript thread; both out-pointers are written by the call.
+    check_status!(
+        unsafe { sys::napi_create_buffer(env.raw(), total, &mut data, &mut value) },
+        "allocating the read's Buffer"
+    )?;
+    // SAFETY: `value` is the Buffer just created; `from_napi_value` gives its bytes as a slice
+    // (empty when `total` is 0), which nothing else references yet.
+    let mut buffer = unsafe { BufferSlice::from_napi_value(env.raw(), value)? };
+    let (positions, records) = buffer.split_at_mut(positions_bytes);
+    log.read_into(lmq, &span, records, |i, position| {
+        let at = i * POSITION_BYTES;
+        positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
     })
+    .map_err(js_error)?;
+    meta[0] = span.count as f64;
+    meta[1] = span.first_offset as f64;
+    Ok(buffer)
 }
+
+/// Bytes of one record position at the start of `log_read`'s Buffer.
+const POSITION_BYTES: usize = 8;
 
 #[napi(catch_unwind)]
 pub fn log_max_offset(

@@ -84,7 +84,13 @@ export async function openNativeLog(binding: NativeBinding, dir: string, options
   return new NativeLogAdapter(binding, handle);
 }
 
+/** Bytes of one record position at the start of a `logRead` Buffer (a native-endian f64). */
+const POSITION_BYTES = 8;
+
 export class NativeLogAdapter implements LogCore {
+  /** Where `logRead` puts its record count and first offset; reads are synchronous, so one serves all. */
+  private readonly readMeta = new Float64Array(2);
+
   constructor(
     private readonly binding: NativeBinding,
     private readonly handle: Handle,
@@ -124,7 +130,17 @@ export class NativeLogAdapter implements LogCore {
   }
 
   read(lmq: string, fromOffset: number, maxNum: number): LogReadResult {
-    return typed(() => this.binding.logRead(this.handle, lmq, fromOffset, maxNum));
+    const meta = this.readMeta;
+    const buffer = typed(() => this.binding.logRead(this.handle, lmq, fromOffset, maxNum, meta));
+    const count = meta[0] as number;
+    const recordsAt = count * POSITION_BYTES;
+    // The binding's Buffer starts its own allocation, so the positions are aligned for a view; a
+    // copy covers an engine that placed it otherwise.
+    const positions =
+      buffer.byteOffset % POSITION_BYTES === 0
+        ? new Float64Array(buffer.buffer, buffer.byteOffset, count)
+        : new Float64Array(buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + recordsAt));
+    return { bytes: buffer.subarray(recordsAt), positions, firstOffset: meta[1] as number, count };
   }
 
   maxOffset(lmq: string): number {

@@ -24,6 +24,7 @@ mod tests;
 
 pub use error::LogError;
 pub use handle::LogHandle;
+pub use read::ReadSpan;
 pub use recovery::{CheckpointState, RecoveryStats};
 pub use retain::Retired;
 pub use storage::{FaultyStorage, RealStorage, Storage};

@@ -18,23 +18,81 @@ pub struct ReadResult {
     pub first_offset: u64,
 }
 
+/// What a read will return, found from the index alone: enough to allocate the result once.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadSpan {
+    /// Offset of the first record (the LMQ's minimum when asked below it).
+    pub first_offset: u64,
+    /// Records to read.
+    pub count: usize,
+    /// Their bytes, back to back.
+    pub bytes: usize,
+}
+
 impl Log {
     /// Up to `max` records of `lmq` from offset `from`. An unknown LMQ or `from` at or past the end
     /// gives no records.
     pub fn read(&self, lmq: &[u8], from: u64, max: usize) -> Result<ReadResult, LogError> {
+        let span = self.read_span(lmq, from, max)?;
+        let mut result = ReadResult {
+            bytes: vec![0; span.bytes],
+            positions: Vec::with_capacity(span.count),
+            first_offset: span.first_offset,
+        };
+        let positions = &mut result.positions;
+        self.read_into(lmq, &span, &mut result.bytes, |_, position| {
+            positions.push(position as f64);
+        })?;
+        Ok(result)
+    }
+
+    /// The span of a read of up to `max` records of `lmq` from offset `from`, from the index; then
+    /// [`Log::read_into`], under the same lock, copies the records.
+    pub fn read_span(&self, lmq: &[u8], from: u64, max: usize) -> Result<ReadSpan, LogError> {
         self.usable()?;
         let Some(queue) = self.queues.get(lmq) else {
-            return Ok(ReadResult {
+            return Ok(ReadSpan {
                 first_offset: from,
-                ..ReadResult::default()
+                ..ReadSpan::default()
             });
         };
         let (first_offset, entries) = queue.range(from, max);
-        let mut result = ReadResult {
+        let (count, bytes) = entries.fold((0, 0), |(count, bytes), entry| {
+            (count + 1, bytes + entry.size as usize)
+        });
+        Ok(ReadSpan {
             first_offset,
-            ..ReadResult::default()
-        };
+            count,
+            bytes,
+        })
+    }
+
+    /// Copies the records of `span` (from [`Log::read_span`] under the same lock) into `out`,
+    /// exactly `span.bytes` long, checking each as it goes, and calls `position(i, position)` for
+    /// each. A record that fails its check is never returned: the read fails.
+    pub fn read_into(
+        &self,
+        lmq: &[u8],
+        span: &ReadSpan,
+        out: &mut [u8],
+        mut position: impl FnMut(usize, u64),
+    ) -> Result<(), LogError> {
+        self.usable()?;
+        let mismatch = || LogError::InvalidArgument("the read span does not match the log".into());
+        if out.len() != span.bytes {
+            return Err(mismatch());
+        }
+        if span.count == 0 {
+            return Ok(());
+        }
+        let queue = self.queues.get(lmq).ok_or_else(mismatch)?;
+        let (first_offset, entries) = queue.range(span.first_offset, span.count);
+        if first_offset != span.first_offset {
+            return Err(mismatch());
+        }
         let mut segment: Option<&Segment> = None;
+        let mut at = 0usize;
+        let mut count = 0usize;
         for entry in entries {
             let inside = |s: &&Segment| s.base() <= entry.position && entry.position < s.end();
             if !segment.as_ref().is_some_and(inside) {
@@ -52,14 +110,25 @@ impl Log {
             let corrupt = |why: &str| {
                 LogError::corrupt(Some(found.path.display().to_string()), Some(entry.position), why)
             };
-            let layout = check_stored(rest).map_err(corrupt)?;
+            let size = entry.size as usize;
+            // The index says where the record ends, so the checks run on exactly its bytes.
+            let record = rest
+                .get(..size)
+                .ok_or_else(|| corrupt("record size does not fit"))?;
+            let layout = check_stored(record).map_err(corrupt)?;
             if layout.size != entry.size {
                 return Err(corrupt("record size differs from its index entry"));
             }
-            result.bytes.extend_from_slice(&rest[..entry.size as usize]);
-            result.positions.push(entry.position as f64);
+            let target = out.get_mut(at..at + size).ok_or_else(mismatch)?;
+            target.copy_from_slice(record);
+            position(count, entry.position);
+            at += size;
+            count += 1;
         }
-        Ok(result)
+        if count != span.count || at != span.bytes {
+            return Err(mismatch());
+        }
+        Ok(())
     }
 
     /// The segment holding `position`.
