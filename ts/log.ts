@@ -285,6 +285,9 @@ export class CommitLog {
         () => undefined,
       );
     await settle(this.writeChain);
+    // One last sync covers every append still waiting for durability, so none of them starts a
+    // sync of its own once the engine is closing. A failure reaches those appends; close goes on.
+    await settle(this.durable(this.core.writePosition));
     await Promise.all([settle(this.flushing), settle(this.preparing), settle(this.checkpointing)]);
     try {
       await this.core.checkpoint(this.now());
