@@ -5,6 +5,8 @@
  * with a manual clock, `tick()` runs what is due).
  */
 import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { EngineName } from '../engine/contract.js';
 import { getEngine } from '../engine/load.js';
 import {
@@ -17,15 +19,40 @@ import {
 import { type Clock, systemClock } from '../log.js';
 import { PatternIndex } from '../pattern.js';
 import { TopicTrie } from '../trie.js';
+import { Admin } from './admin.js';
 import { Consumer } from './consumer.js';
+import { DEAD_LETTER_PREFIX, type DeadLetter, DeadLetters } from './deadletter.js';
 import { Dispatcher } from './dispatcher.js';
+import { StateJournal } from './journal.js';
+import {
+  DEFAULT_MAINTENANCE_INTERVAL_MS,
+  DEFAULT_SESSION_TIMEOUT_MS,
+  Lifecycle,
+  type RetentionPolicy,
+} from './lifecycle.js';
 import { checkLiteTopic } from './names.js';
 import { TopicProgress } from './offsets.js';
 import type { BrokerParts } from './parts.js';
+import {
+  journalRecorder,
+  noRecorder,
+  type RestoredState,
+  replay,
+  type StateRecorder,
+  snapshot,
+  type TopicAttributes,
+} from './persist.js';
 import { messageId, Popper } from './pop.js';
 import { type BrokerLimits, checkQuota, resolveLimits } from './quota.js';
 import { Registry } from './registry.js';
-import { type BrokerContext, ClientState, GroupState, type ParentTopic, type SubModel } from './state.js';
+import {
+  type BrokerContext,
+  ClientState,
+  type GroupConfig,
+  GroupState,
+  type ParentTopic,
+  type SubModel,
+} from './state.js';
 import { lmqName, type MessageStore, openStore } from './store.js';
 import { ManualScheduler, type Scheduler, SystemScheduler } from './timers.js';
 import type { SendMessage, SendResult } from './types.js';
@@ -44,12 +71,20 @@ export interface BrokerOptions {
   limits?: Partial<BrokerLimits>;
   /** A client with queued events that does not POP for this long has them moved; default 30,000 ms. */
   stallTimeoutMs?: number;
-  /** A custom store (fault injection in tests); replaces `dir`. */
+  /** A custom store (fault injection in tests); replaces `dir` (and then nothing is persisted). */
   store?: MessageStore;
+  /** Old segments are deleted by age or total size on each maintenance pass. */
+  retention?: RetentionPolicy;
+  /** A client that makes no call for this long is closed as by `close()`; 0: never. Default 120,000 ms. */
+  sessionTimeoutMs?: number;
+  /** Period of the maintenance pass (expiry, retention); default 1,000 ms. */
+  maintenanceIntervalMs?: number;
+  /** Compact the state journal once it is this large (bytes); default 4 MiB. */
+  stateCompactBytes?: number;
 }
 
 export interface TopicOptions {
-  /** Idle lite topics expire after this long (kept for the lifecycle layer; not enforced yet). */
+  /** A lite topic with no new message for this long is deleted (docs/BROKER.md, "Expiry"). */
   liteTopicExpirationMs?: number;
 }
 
@@ -59,7 +94,7 @@ export interface GroupOptions {
   subModel?: SubModel;
   /** Subscriptions are patterns (shared groups only). */
   wildcard?: boolean;
-  /** Kept for the dead-letter layer; default 16. */
+  /** A message that would be delivered with a higher `reconsumeTimes` goes to the dead-letter queue; default 16. */
   maxReconsumeTimes?: number;
   /** Pattern dialect; only `lite` applies to lite topic names. */
   dialect?: 'lite';
@@ -68,6 +103,28 @@ export interface GroupOptions {
 const NAME = /^[A-Za-z0-9_-]{1,127}$/;
 export const DEFAULT_STALL_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_RECONSUME_TIMES = 16;
+
+/** The broker's state journal inside the data directory (docs/FORMAT.md, "Broker state"). */
+const STATE_FILE = 'broker-state';
+
+function topicAttributes(liteTopicExpirationMs: number | undefined): TopicAttributes {
+  return liteTopicExpirationMs === undefined ? {} : { liteTopicExpirationMs };
+}
+
+function checkRetention(value: unknown): RetentionPolicy | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || typeof value !== 'object') {
+    throw new InvalidArgumentError('retention must be { maxAgeMs?, maxBytes? }', { value });
+  }
+  const policy = value as RetentionPolicy;
+  for (const key of Object.keys(policy)) {
+    if (key !== 'maxAgeMs' && key !== 'maxBytes') throw new InvalidArgumentError(`unknown retention option ${key}`);
+  }
+  const out: RetentionPolicy = {};
+  if (policy.maxAgeMs !== undefined) out.maxAgeMs = optionalCount(policy.maxAgeMs, 'retention.maxAgeMs', 0);
+  if (policy.maxBytes !== undefined) out.maxBytes = optionalCount(policy.maxBytes, 'retention.maxBytes', 0);
+  return out;
+}
 
 function requireName(value: unknown, what: string): string {
   if (typeof value !== 'string' || !NAME.test(value)) {
@@ -88,6 +145,8 @@ function optionalCount(value: unknown, what: string, fallback: number): number {
 
 export class Broker {
   readonly engine: EngineName;
+  /** Admin queries (docs/BROKER.md, "Admin"). */
+  readonly admin: Admin;
   private closed = false;
   private readonly parents = new Map<string, ParentTopic>();
   private readonly groups = new Map<string, GroupState>();
@@ -96,22 +155,44 @@ export class Broker {
   private readonly dispatcher: Dispatcher;
   private readonly registry: Registry;
   private readonly popper: Popper;
+  private readonly deadLetters: DeadLetters;
+  private readonly lifecycle: Lifecycle;
   private readonly parts: BrokerParts;
+  private journal: StateJournal | undefined;
 
   private constructor(
     private readonly context: BrokerContext,
     engine: EngineName,
+    lifecycle: { retention: RetentionPolicy | undefined; maintenanceIntervalMs: number; sessionTimeoutMs: number },
   ) {
     this.engine = engine;
     this.dispatcher = new Dispatcher(context);
     this.registry = new Registry(context, this.dispatcher);
-    this.popper = new Popper(context, this.dispatcher);
+    this.deadLetters = new DeadLetters(context, this.dispatcher, messageId);
+    this.popper = new Popper(context, this.dispatcher, this.deadLetters);
+    this.lifecycle = new Lifecycle(context, this.dispatcher, this.registry, this.parents, lifecycle);
     this.parts = {
       registry: this.registry,
       popper: this.popper,
       checkOpen: () => this.checkOpen(),
       liteTopics: (names) => names.map((name) => checkLiteTopic(name, context.limits, engine)),
+      settle: () => context.state.settle(),
+      seen: (client) => {
+        client.lastSeenAt = context.clock.now();
+      },
+      deadLetter: (client, handle) => this.popper.deadLetter(client, handle),
     };
+    this.admin = new Admin({
+      engine,
+      context,
+      parents: this.parents,
+      groups: this.groups,
+      clients: this.clients,
+      registry: this.registry,
+      dispatcher: this.dispatcher,
+      expiredLiteTopics: () => this.lifecycle.expiredCount,
+      checkOpen: () => this.checkOpen(),
+    });
   }
 
   static async open(options: BrokerOptions = {}): Promise<Broker> {
@@ -128,35 +209,126 @@ export class Broker {
     if (options.dir !== undefined && typeof options.dir !== 'string') {
       throw new InvalidArgumentError('dir must be a string', { value: options.dir });
     }
-    const store = options.store ?? (await openStore(options.dir, { engine, flush: options.flush, clock }));
+    const sessionTimeoutMs = optionalCount(options.sessionTimeoutMs, 'sessionTimeoutMs', DEFAULT_SESSION_TIMEOUT_MS);
+    const maintenanceIntervalMs = optionalCount(
+      options.maintenanceIntervalMs,
+      'maintenanceIntervalMs',
+      DEFAULT_MAINTENANCE_INTERVAL_MS,
+    );
+    if (maintenanceIntervalMs === 0) throw new InvalidArgumentError('maintenanceIntervalMs must be positive');
+    const retention = checkRetention(options.retention);
+    const flush = options.flush ?? 'async';
+    const store = options.store ?? (await openStore(options.dir, { engine, flush, clock }));
+    let journal: StateJournal | undefined;
+    let restored: RestoredState | undefined;
+    if (options.dir !== undefined && options.store === undefined) {
+      try {
+        await mkdir(options.dir, { recursive: true });
+        const opened = await StateJournal.open(join(options.dir, STATE_FILE), {
+          flush,
+          compactBytes: options.stateCompactBytes,
+        });
+        journal = opened.journal;
+        restored = replay(opened.records);
+      } catch (error) {
+        await store.close();
+        throw error;
+      }
+    }
+    const state: StateRecorder = journal === undefined ? noRecorder : journalRecorder(journal);
     const scheduler: Scheduler = timers === 'manual' ? new ManualScheduler(clock) : new SystemScheduler(clock);
-    const epoch = randomBytes(6).toString('hex');
-    return new Broker({ store, clock, scheduler, limits, epoch, stallTimeoutMs }, engine);
+    // The epoch names the directory's broker in receipt handles: kept across restarts, so handles
+    // of deliveries still current after a restart are honoured.
+    const epoch = restored?.epoch ?? randomBytes(6).toString('hex');
+    const context: BrokerContext = { store, clock, scheduler, limits, epoch, stallTimeoutMs, state };
+    const broker = new Broker(context, engine, { retention, maintenanceIntervalMs, sessionTimeoutMs });
+    broker.journal = journal;
+    if (restored !== undefined) broker.restore(restored);
+    if (journal !== undefined) {
+      if (restored?.epoch === undefined) state.record(['epoch', epoch]);
+      journal.snapshot = () => broker.snapshotRecords();
+    }
+    broker.lifecycle.start();
+    return broker;
   }
 
-  /** Creates a LITE parent topic. Lite topics already in the store (a reopened directory) are found. */
+  /** Recreates persisted topics, groups and progress (a restart). */
+  private restore(restored: RestoredState): void {
+    for (const [name, attributes] of restored.topics) this.addTopic(name, attributes);
+    for (const [name, config] of restored.groups) {
+      const parent = this.parents.get(config.bindTopic);
+      if (parent !== undefined) this.addGroup(name, parent, config);
+    }
+    const { store } = this.context;
+    for (const [groupName, progress] of restored.progress) {
+      const group = this.groups.get(groupName);
+      if (group === undefined) continue;
+      for (const [liteTopic, entry] of progress) {
+        // An LMQ shorter than the committed offset was deleted after the record: that progress is void.
+        if (store.maxOffset(lmqName(group.parent.name, liteTopic)) < entry.committed) continue;
+        group.progress.set(liteTopic, entry);
+      }
+    }
+  }
+
+  private snapshotRecords(): unknown[] {
+    return snapshot(this.context.epoch, this.parents.values(), this.groups.values(), (parent) =>
+      topicAttributes(parent.liteTopicExpirationMs),
+    );
+  }
+
+  /**
+   * Creates a LITE parent topic, or updates the attributes of an existing one (topics are
+   * persisted: after a restart they exist already). Lite topics already in the store are found.
+   */
   createTopic(name: string, options: TopicOptions = {}): void {
     this.checkOpen();
     requireName(name, 'topic name');
-    if (this.parents.has(name)) throw new InvalidArgumentError(`topic ${name} already exists`, { value: name });
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('topic options must be an object');
     const expiration = options.liteTopicExpirationMs;
     if (expiration !== undefined) optionalCount(expiration, 'liteTopicExpirationMs', 0);
+    const existing = this.parents.get(name);
+    if (existing !== undefined) {
+      if (existing.liteTopicExpirationMs === expiration) return;
+      existing.liteTopicExpirationMs = expiration;
+    } else {
+      this.addTopic(name, topicAttributes(expiration));
+    }
+    this.context.state.record(['topic', name, topicAttributes(expiration)]);
+  }
+
+  private addTopic(name: string, attributes: TopicAttributes): void {
     const trie = new TopicTrie({ engine: this.engine, maxNameBytes: this.context.limits.maxLiteTopicBytes });
+    const { store, clock } = this.context;
     const prefix = lmqName(name, '');
     let cursor: string | undefined;
     do {
-      const page = this.context.store.listLmqs(prefix, 1000, cursor);
-      for (const lmq of page.lmqs) trie.add(lmq.slice(prefix.length), this.context.clock.now());
+      const page = store.listLmqs(prefix, 1000, cursor);
+      for (const lmq of page.lmqs) {
+        const liteTopic = lmq.slice(prefix.length);
+        if (liteTopic.startsWith(DEAD_LETTER_PREFIX)) continue;
+        // Idle since its last message, so expiry counts from there and not from this open.
+        trie.add(liteTopic, store.lastWriteTimestamp?.(lmq) ?? clock.now());
+      }
       cursor = page.cursor;
     } while (cursor !== undefined);
-    this.parents.set(name, { name, liteTopicExpirationMs: expiration, trie, groups: new Set() });
+    this.parents.set(name, {
+      name,
+      liteTopicExpirationMs: attributes.liteTopicExpirationMs,
+      trie,
+      groups: new Set(),
+      expiring: new Map(),
+    });
   }
 
-  /** Creates a consumer group bound to a parent topic. */
+  /**
+   * Creates a consumer group bound to a parent topic. Groups are persisted: creating an existing
+   * one again updates `maxReconsumeTimes` and refuses a different binding, model or wildcard flag.
+   */
   createGroup(name: string, options: GroupOptions): void {
     this.checkOpen();
     requireName(name, 'group name');
-    if (this.groups.has(name)) throw new InvalidArgumentError(`group ${name} already exists`, { value: name });
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('group options are required');
     const parent = this.parent(options.bindTopic);
     const subModel = options.subModel ?? 'shared';
@@ -179,13 +351,26 @@ export class Broker {
       'maxReconsumeTimes',
       DEFAULT_MAX_RECONSUME_TIMES,
     );
-    const index = wildcard ? new PatternIndex({ engine: this.engine, dialect }) : undefined;
-    const group = new GroupState(
-      name,
-      parent,
-      { bindTopic: parent.name, subModel, wildcard, maxReconsumeTimes, dialect },
-      index,
-    );
+    const config: GroupConfig = { bindTopic: parent.name, subModel, wildcard, maxReconsumeTimes, dialect };
+    const existing = this.groups.get(name);
+    if (existing !== undefined) {
+      const old = existing.config;
+      if (old.bindTopic !== config.bindTopic || old.subModel !== subModel || old.wildcard !== wildcard) {
+        throw new InvalidArgumentError(`group ${name} already exists with another binding, model or wildcard flag`, {
+          value: name,
+        });
+      }
+      if (old.maxReconsumeTimes === maxReconsumeTimes) return;
+      old.maxReconsumeTimes = maxReconsumeTimes;
+    } else {
+      this.addGroup(name, parent, config);
+    }
+    this.context.state.record(['group', name, config]);
+  }
+
+  private addGroup(name: string, parent: ParentTopic, config: GroupConfig): void {
+    const index = config.wildcard ? new PatternIndex({ engine: this.engine, dialect: config.dialect }) : undefined;
+    const group = new GroupState(name, parent, { ...config }, index);
     this.groups.set(name, group);
     parent.groups.add(group);
   }
@@ -206,6 +391,14 @@ export class Broker {
       throw new InvalidArgumentError('messages must be a non-empty array', { value: messages });
     }
     const names = messages.map((message) => this.checkMessage(message));
+    if (parent.expiring.size > 0) {
+      // A lite topic being deleted by expiry: wait until its LMQ is gone, then it starts again at 0.
+      const waits = names.map((name) => parent.expiring.get(name)).filter((p) => p !== undefined);
+      if (waits.length > 0) {
+        await Promise.allSettled(waits);
+        this.checkOpen();
+      }
+    }
     const created = [...new Set(names)].filter((name) => !parent.trie.has(name));
     if (created.length > 0) {
       let existing = 0;
@@ -213,8 +406,10 @@ export class Broker {
       checkQuota(this.context.limits, 'maxLiteTopicsPerBroker', existing + created.length, created);
     }
     const now = this.context.clock.now();
-    // In the trie before the append, so concurrent sends count them against the quota too.
+    // In the trie before the append, so concurrent sends count them against the quota too; every
+    // name is touched before the append too, so expiry never picks a lite topic being written to.
     for (const name of created) parent.trie.add(name, now);
+    for (const name of new Set(names)) parent.trie.touch(name, now);
     const records = messages.map((message, i) => ({
       lmqs: [lmqName(parent.name, names[i] as string)],
       body: message.body,
@@ -232,13 +427,38 @@ export class Broker {
       throw error;
     }
     const fresh = new Set(created);
-    return results.map((result, i) => {
+    const sent = results.map((result, i) => {
       const liteTopic = names[i] as string;
       const offset = result.offsets[0] as number;
       parent.trie.touch(liteTopic, now);
       this.arrive(parent, liteTopic, offset, fresh.delete(liteTopic));
       return { messageId: messageId(result.position), liteTopic, offset };
     });
+    await this.context.state.settle(); // the groups' starting offsets of new lite topics
+    return sent;
+  }
+
+  /** Up to `maxNum` (default 32) dead letters of `group` from `fromOffset` (default 0). */
+  readDeadLetters(group: string, options: { fromOffset?: number; maxNum?: number } = {}): DeadLetter[] {
+    this.checkOpen();
+    return this.deadLetters.read(this.group(group), options.fromOffset ?? 0, options.maxNum ?? 32);
+  }
+
+  /** Sends dead letter `offset` of `group` again to its original lite topic, key and properties. */
+  async resendDeadLetter(group: string, offset: number): Promise<SendResult> {
+    this.checkOpen();
+    const state = this.group(group);
+    const [letter] = this.deadLetters.read(state, offset, 1);
+    if (letter === undefined || letter.offset !== offset) {
+      throw new InvalidArgumentError(`group ${group} has no dead letter at offset ${offset}`, { value: offset });
+    }
+    return this.send(state.parent.name, DeadLetters.resendable(letter));
+  }
+
+  /** Runs a maintenance pass (expiry, retention) now, or waits for the running one. */
+  runMaintenance(): Promise<void> {
+    this.checkOpen();
+    return this.lifecycle.runMaintenance();
   }
 
   /** A consumer: client `clientId` of `group`. A clientId belongs to one group at a time. */
@@ -261,6 +481,7 @@ export class Broker {
       });
     }
     const client = new ClientState(clientId, group, group.nextClientId++, this.context.clock.now());
+    this.lifecycle.watch(client);
     this.clients.set(clientId, client);
     group.clients.set(clientId, client);
     group.byId.set(client.id, client);
@@ -284,9 +505,14 @@ export class Broker {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.lifecycle.stop();
     for (const client of this.clients.values()) this.registry.close(client);
     this.context.scheduler.clear();
-    await this.context.store.close();
+    try {
+      await this.journal?.close();
+    } finally {
+      await this.context.store.close();
+    }
   }
 
   private arrive(parent: ParentTopic, liteTopic: string, offset: number, created: boolean): void {
@@ -303,7 +529,10 @@ export class Broker {
         }
       }
       if (!group.interested(liteTopic)) continue;
-      if (!group.progress.has(liteTopic)) group.progress.set(liteTopic, new TopicProgress(offset));
+      if (!group.progress.has(liteTopic)) {
+        group.progress.set(liteTopic, new TopicProgress(offset));
+        this.context.state.record(['start', group.name, liteTopic, offset]);
+      }
       this.dispatcher.ready(group, liteTopic);
     }
   }
@@ -332,6 +561,13 @@ export class Broker {
       }
     }
     return name;
+  }
+
+  private group(name: unknown): GroupState {
+    const group = typeof name === 'string' ? this.groups.get(name) : undefined;
+    if (group === undefined)
+      throw new GroupNotFoundError(`group ${String(name)} does not exist`, { value: String(name) });
+    return group;
   }
 
   private parent(name: unknown): ParentTopic {

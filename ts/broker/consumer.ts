@@ -20,7 +20,7 @@ export interface SubscribeOptions {
 /** Payload of the `unsubscribed` event. */
 export interface UnsubscribedEvent {
   liteTopic: string;
-  /** `evicted`: an exclusive group gave the lite topic to another client. */
+  /** `evicted`: an exclusive group gave the lite topic to another client; `expired`: the lite topic expired. */
   reason: 'evicted' | 'expired';
 }
 
@@ -33,6 +33,8 @@ export interface ConsumerEvents {
   unsubscribed: [UnsubscribedEvent];
   /** A new lite topic matched this client's patterns but a quota refused it; nothing changed. */
   quotaExceeded: [Error];
+  /** The client made no call for `sessionTimeoutMs` and was closed; its messages went to others. */
+  sessionExpired: [];
 }
 
 export class Consumer extends EventEmitter<ConsumerEvents> {
@@ -44,6 +46,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
     super();
     client.notify = (event, payload) => {
       if (event === 'unsubscribed') this.emit('unsubscribed', payload as UnsubscribedEvent);
+      else if (event === 'sessionExpired') this.emit('sessionExpired');
       else if (event === 'quotaExceeded' && this.listenerCount('quotaExceeded') > 0) {
         this.emit('quotaExceeded', payload as Error);
       }
@@ -82,6 +85,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
       for (const name of this.parts.liteTopics(list)) target.add(name);
       this.parts.registry.setTopics(this.client, target, start);
     }
+    await this.parts.settle();
   }
 
   /** Partial remove. In a wildcard group removing the last pattern makes the client legacy (everything). */
@@ -109,6 +113,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
     } else {
       this.parts.registry.setTopics(this.client, new Set(this.parts.liteTopics(list)), start);
     }
+    await this.parts.settle();
   }
 
   /** POP: up to `maxNum` messages across this client's lite topics; waits up to `waitMs` for some. */
@@ -121,13 +126,27 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
   /** Acks a popped message (or its receipt handle). */
   async ack(messageOrHandle: PoppedMessage | string): Promise<void> {
     this.checkOpen();
-    this.parts.popper.ack(this.client, handleOf(messageOrHandle));
+    await this.parts.popper.ack(this.client, handleOf(messageOrHandle));
   }
 
   /** Hides a popped message for `invisibleTimeMs` from now; 0 makes it visible at once. */
   async changeInvisibleTime(messageOrHandle: PoppedMessage | string, invisibleTimeMs: number): Promise<void> {
     this.checkOpen();
-    this.parts.popper.changeInvisibleTime(this.client, handleOf(messageOrHandle), invisibleTimeMs);
+    await this.parts.popper.changeInvisibleTime(this.client, handleOf(messageOrHandle), invisibleTimeMs);
+  }
+
+  /**
+   * Moves a popped message to the group's dead-letter queue now (docs/BROKER.md, "Dead letters"),
+   * as if it had reached `maxReconsumeTimes`; the lite topic goes on with the next message.
+   */
+  async deadLetter(messageOrHandle: PoppedMessage | string): Promise<void> {
+    this.checkOpen();
+    await this.parts.deadLetter(this.client, handleOf(messageOrHandle));
+  }
+
+  /** Tells the broker this client is alive; every other call does too (`sessionTimeoutMs`). */
+  heartbeat(): void {
+    this.checkOpen();
   }
 
   /**
@@ -158,6 +177,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
   private checkOpen(): void {
     this.parts.checkOpen();
     if (this.client.closed) throw new ClosedError('the consumer is closed');
+    this.parts.seen(this.client);
   }
 
   private list(items: readonly string[]): string[] {

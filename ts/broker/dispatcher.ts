@@ -6,7 +6,7 @@
  * an invisible time passing, a subscription, a client leaving — calls `ready`, which queues the event
  * if it is missing, so events are never lost and never doubled.
  */
-import type { TopicProgress } from './offsets.js';
+import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import type { BrokerContext, ClientState, GroupState } from './state.js';
 import { lmqName } from './store.js';
 
@@ -17,7 +17,8 @@ export class Dispatcher {
   ready(group: GroupState, liteTopic: string): void {
     if (group.queued.has(liteTopic)) return;
     const progress = group.progress.get(liteTopic);
-    if (progress === undefined || !group.interested(liteTopic)) {
+    // An expiring lite topic's LMQ still holds its old messages until deleted; ready again after.
+    if (progress === undefined || !group.interested(liteTopic) || group.parent.expiring.has(liteTopic)) {
       group.backlog.delete(liteTopic);
       return;
     }
@@ -100,7 +101,9 @@ export class Dispatcher {
   armWake(group: GroupState, liteTopic: string, progress: TopicProgress): void {
     const first = progress.firstDeadline();
     // A deadline already passed needs no timer: the lite topic is deliverable and `ready` queues it.
-    const deadline = first > this.context.clock.now() ? first : Number.POSITIVE_INFINITY;
+    // A delivery moving to the dead-letter queue is woken by the move, not by time.
+    const deadline =
+      first > this.context.clock.now() && first < MOVING_TO_DEAD_LETTERS ? first : Number.POSITIVE_INFINITY;
     if (deadline === progress.wakeAt) return;
     progress.cancelWake?.();
     progress.cancelWake = undefined;

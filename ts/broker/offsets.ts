@@ -18,6 +18,9 @@ export interface Delivery {
   holder: { inflight: number } | undefined;
 }
 
+/** The invisible deadline of a delivery on its way to the dead-letter queue: never by time. */
+export const MOVING_TO_DEAD_LETTERS = Number.MAX_SAFE_INTEGER;
+
 /** What `ack` found. */
 export type AckOutcome = 'acked' | 'already-acked' | 'stale' | 'unknown' | 'below-committed';
 
@@ -78,12 +81,29 @@ export class TopicProgress {
    * Hands out up to `max` messages in FIFO order: expired deliveries first (attempt + 1), then new
    * offsets below `maxOffset`; stops at the first hidden one.
    */
-  take(now: number, max: number, maxOffset: number, invisibleMs: number, holder: { inflight: number }): Delivery[] {
+  take(
+    now: number,
+    max: number,
+    maxOffset: number,
+    invisibleMs: number,
+    holder: { inflight: number },
+    maxAttempt = Number.POSITIVE_INFINITY,
+    dying: Delivery[] = [],
+  ): Delivery[] {
     const taken: Delivery[] = [];
     for (let offset = this.committed; offset < this.next && taken.length < max; offset++) {
       const delivery = this.deliveries.get(offset) as Delivery;
       if (delivery.acked) continue;
       if (delivery.invisibleUntil > now) return taken;
+      if (delivery.attempt >= maxAttempt) {
+        // Delivering it again would go beyond maxReconsumeTimes: it goes to the dead-letter queue,
+        // hidden (and blocking its lite topic) until the move is done.
+        if (delivery.holder !== undefined) delivery.holder.inflight--;
+        delivery.holder = undefined;
+        delivery.invisibleUntil = MOVING_TO_DEAD_LETTERS;
+        dying.push(delivery);
+        return taken;
+      }
       delivery.attempt++;
       this.hand(delivery, now + invisibleMs, holder);
       taken.push(delivery);
@@ -117,6 +137,41 @@ export class TopicProgress {
     delivery.holder = undefined;
     while (this.deliveries.get(this.committed)?.acked === true) this.forget(this.committed++);
     return 'acked';
+  }
+
+  /**
+   * Replays a delivery from the state journal: `offset` handed out for the `attempt`-th time, hidden
+   * until `invisibleUntil`. An offset past `next` means the group skipped retired offsets first.
+   */
+  restore(offset: number, attempt: number, invisibleUntil: number, acked: boolean): void {
+    if (offset < this.committed) return;
+    if (offset > this.next) this.skipTo(offset);
+    let delivery = this.deliveries.get(offset);
+    if (delivery === undefined) {
+      delivery = { offset, attempt, invisibleUntil, acked: false, holder: undefined };
+      this.deliveries.set(offset, delivery);
+      if (offset === this.next) this.next++;
+    }
+    delivery.attempt = attempt;
+    delivery.invisibleUntil = invisibleUntil;
+    if (acked) this.settle(offset);
+  }
+
+  /** Marks `offset` done whatever its attempt (journal replay, dead letters); advances `committed`. */
+  settle(offset: number): void {
+    const delivery = this.deliveries.get(offset);
+    if (delivery === undefined || delivery.acked) return;
+    delivery.acked = true;
+    if (delivery.holder !== undefined) delivery.holder.inflight--;
+    delivery.holder = undefined;
+    while (this.deliveries.get(this.committed)?.acked === true) this.forget(this.committed++);
+  }
+
+  /** Forgets every delivery (the lite topic expired); their holders no longer count them. */
+  dropAll(): void {
+    for (let offset = this.committed; offset < this.next; offset++) this.forget(offset);
+    this.cancelWake?.();
+    this.cancelWake = undefined;
   }
 
   /** The current, unacked delivery of `offset` at `attempt`, else undefined. */

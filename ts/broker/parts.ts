@@ -9,4 +9,10 @@ export interface BrokerParts {
   checkOpen(): void;
   /** Checks lite topic names (quota on length, then characters); returns them. */
   liteTopics(names: readonly string[]): string[];
+  /** Under `flush: 'sync'`, resolves once the state changes made so far are durable. */
+  settle(): Promise<void>;
+  /** The client called: its session is alive (the implicit heartbeat). */
+  seen(client: import('./state.js').ClientState): void;
+  /** Moves a current delivery to the group's dead-letter queue. */
+  deadLetter(client: import('./state.js').ClientState, handle: string): Promise<void>;
 }

@@ -7,8 +7,9 @@
  */
 import { ClosedError, InvalidArgumentError, InvalidReceiptError } from '../errors.js';
 import type { StoredMessage } from '../log.js';
+import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
-import type { Delivery } from './offsets.js';
+import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import { checkQuota } from './quota.js';
 import { decodeReceipt, encodeReceipt, type Receipt } from './receipt.js';
 import type { BrokerContext, ClientState, GroupState } from './state.js';
@@ -37,10 +38,13 @@ export function messageId(position: number): string {
 
 export class Popper {
   private readonly recentAcks = new Map<GroupState, Set<string>>();
+  /** The last failure to move a message to a dead-letter queue in the background (admin reports it). */
+  lastMoveError: unknown;
 
   constructor(
     private readonly context: BrokerContext,
     private readonly dispatcher: Dispatcher,
+    private readonly deadLetters: DeadLetters,
   ) {}
 
   /** Checked POP options. */
@@ -61,7 +65,19 @@ export class Popper {
   }
 
   /** POP with long poll: resolves with messages as soon as some are ready, or with [] after `waitMs`. */
-  pop(client: ClientState, maxNum: number, invisibleTimeMs: number, waitMs: number): Promise<PoppedMessage[]> {
+  async pop(client: ClientState, maxNum: number, invisibleTimeMs: number, waitMs: number): Promise<PoppedMessage[]> {
+    const messages = await this.popOrWait(client, maxNum, invisibleTimeMs, waitMs);
+    // Under `sync` the deliveries are durable before anyone sees them: a restart continues their attempts.
+    if (messages.length > 0) await this.context.state.settle();
+    return messages;
+  }
+
+  private popOrWait(
+    client: ClientState,
+    maxNum: number,
+    invisibleTimeMs: number,
+    waitMs: number,
+  ): Promise<PoppedMessage[]> {
     const ready = this.popNow(client, maxNum, invisibleTimeMs);
     if (ready.length > 0 || waitMs === 0 || client.closed) return Promise.resolve(ready);
     return new Promise((resolve) => {
@@ -80,7 +96,7 @@ export class Popper {
         },
         finish: () => done([]),
       };
-      const cancel = this.context.scheduler.at(this.context.clock.now() + waitMs, () => waiter.finish());
+      const cancel = this.context.scheduler.at(this.context.clock.now() + waitMs, () => waiter.finish(), true);
       client.waiters.push(waiter);
     });
   }
@@ -104,12 +120,26 @@ export class Popper {
       this.dispatcher.dequeue(client, liteTopic);
       touched.push(liteTopic);
       const progress = group.progress.get(liteTopic);
-      if (progress === undefined) continue;
+      if (progress === undefined || group.parent.expiring.has(liteTopic)) continue;
       const lmq = lmqName(group.parent.name, liteTopic);
       const { store } = this.context;
       progress.skipTo(store.minOffset(lmq));
-      const taken = progress.take(now, maxNum - out.length, store.maxOffset(lmq), invisibleTimeMs, client);
+      const dying: Delivery[] = [];
+      const maxAttempt = group.config.maxReconsumeTimes;
+      const taken = progress.take(
+        now,
+        maxNum - out.length,
+        store.maxOffset(lmq),
+        invisibleTimeMs,
+        client,
+        maxAttempt,
+        dying,
+      );
+      for (const delivery of dying) this.moveInBackground(group, liteTopic, progress, delivery);
       if (taken.length === 0) continue;
+      const record: number[] = [];
+      for (const d of taken) record.push(d.offset, d.attempt, d.invisibleUntil);
+      this.context.state.record(['deliver', group.name, liteTopic, record]);
       this.dispatcher.armWake(group, liteTopic, progress);
       this.read(group, liteTopic, lmq, taken, out);
     }
@@ -151,36 +181,67 @@ export class Popper {
   }
 
   /** Acks one delivery. Stale or unknown handles throw `InvalidReceiptError`; a repeated ack is harmless. */
-  ack(client: ClientState, handle: string): void {
+  ack(client: ClientState, handle: string): Promise<void> {
     const { receipt, group } = this.resolve(client, handle);
     const progress = group.progress.get(receipt.liteTopic);
     const outcome = progress?.ack(receipt.offset, receipt.attempt) ?? 'unknown';
     const recent = this.recent(group);
-    if (outcome === 'already-acked') return;
-    if (outcome === 'below-committed' && recent.has(handle)) return;
+    if (outcome === 'already-acked') return this.context.state.settle();
+    if (outcome === 'below-committed' && recent.has(handle)) return this.context.state.settle();
     if (outcome !== 'acked' || progress === undefined) {
       throw new InvalidReceiptError(`receipt handle is ${outcome === 'stale' ? 'stale' : 'unknown'}`, {
         value: handle,
       });
     }
+    this.context.state.record(['ack', group.name, receipt.liteTopic, receipt.offset]);
     recent.add(handle);
     if (recent.size > RECENT_ACKS_PER_GROUP) recent.delete(recent.values().next().value as string);
     this.dispatcher.armWake(group, receipt.liteTopic, progress);
     this.dispatcher.ready(group, receipt.liteTopic);
+    // Under `sync` the ack resolves once durable: an acked message is never delivered again.
+    return this.context.state.settle();
   }
 
   /** Hides the delivery for `ms` more from now (0: visible now). Same errors as `ack`. */
-  changeInvisibleTime(client: ClientState, handle: string, ms: unknown): void {
+  changeInvisibleTime(client: ClientState, handle: string, ms: unknown): Promise<void> {
     const time = requireTime(ms, 'invisibleTimeMs', Number.NaN);
     const { receipt, group } = this.resolve(client, handle);
     const progress = group.progress.get(receipt.liteTopic);
     const delivery = progress?.current(receipt.offset, receipt.attempt);
-    if (progress === undefined || delivery === undefined) {
+    if (progress === undefined || delivery === undefined || delivery.invisibleUntil === MOVING_TO_DEAD_LETTERS) {
       throw new InvalidReceiptError('receipt handle is stale, unknown or already acked', { value: handle });
     }
     delivery.invisibleUntil = this.context.clock.now() + time;
+    this.context.state.record([
+      'deliver',
+      group.name,
+      receipt.liteTopic,
+      [delivery.offset, delivery.attempt, delivery.invisibleUntil],
+    ]);
     this.dispatcher.armWake(group, receipt.liteTopic, progress);
     this.dispatcher.ready(group, receipt.liteTopic);
+    return this.context.state.settle();
+  }
+
+  /** Moves the current delivery `handle` names to the dead-letter queue (`Consumer.deadLetter`). */
+  deadLetter(client: ClientState, handle: string): Promise<void> {
+    const { receipt, group } = this.resolve(client, handle);
+    const progress = group.progress.get(receipt.liteTopic);
+    const delivery = progress?.current(receipt.offset, receipt.attempt);
+    if (progress === undefined || delivery === undefined || delivery.invisibleUntil === MOVING_TO_DEAD_LETTERS) {
+      throw new InvalidReceiptError('receipt handle is stale, unknown or already acked', { value: handle });
+    }
+    if (delivery.holder !== undefined) delivery.holder.inflight--;
+    delivery.holder = undefined;
+    delivery.invisibleUntil = MOVING_TO_DEAD_LETTERS;
+    return this.deadLetters.move(group, receipt.liteTopic, progress, delivery);
+  }
+
+  /** A failed move leaves the message visible again; the next POP of its lite topic retries. */
+  private moveInBackground(group: GroupState, liteTopic: string, progress: TopicProgress, delivery: Delivery): void {
+    this.deadLetters.move(group, liteTopic, progress, delivery).catch((error: unknown) => {
+      this.lastMoveError = error;
+    });
   }
 
   private resolve(client: ClientState, handle: string): { receipt: Receipt; group: GroupState } {

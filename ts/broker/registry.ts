@@ -81,6 +81,11 @@ export class Registry {
     this.attach(client, liteTopic, { offset });
   }
 
+  /** `client` loses `liteTopic` because it expired; it hears `unsubscribed` with reason `expired`. */
+  expire(client: ClientState, liteTopic: string): void {
+    if (client.topics.has(liteTopic)) this.detach(client, liteTopic, 'expired');
+  }
+
   /** Drops everything `client` holds and re-dispatches its events at once (complete remove). */
   close(client: ClientState): void {
     if (client.closed) return;
@@ -92,6 +97,7 @@ export class Registry {
     client.group.clients.delete(client.clientId);
     client.group.byId.delete(client.id);
     client.cancelStallCheck?.();
+    client.cancelSessionCheck?.();
     this.dispatcher.withdraw(client);
     for (const waiter of [...client.waiters]) waiter.finish();
   }
@@ -139,7 +145,11 @@ export class Registry {
     this.subscriptionCount++;
     if (!group.progress.has(liteTopic)) {
       const lmq = lmqName(group.parent.name, liteTopic);
-      group.progress.set(liteTopic, new TopicProgress(startOffset(this.context.store, lmq, start)));
+      // A lite topic being deleted by expiry starts again from nothing.
+      const offset = group.parent.expiring.has(liteTopic) ? 0 : startOffset(this.context.store, lmq, start);
+      group.progress.set(liteTopic, new TopicProgress(offset));
+      // Committed now, so a restart before the first POP still starts where this subscription chose.
+      this.context.state.record(['start', group.name, liteTopic, offset]);
     }
     this.dispatcher.ready(group, liteTopic);
   }

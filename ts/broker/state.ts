@@ -11,8 +11,10 @@ export type SubModel = 'shared' | 'exclusive';
 
 export interface ParentTopic {
   name: string;
-  /** Stored for the lifecycle layer (expiry of idle lite topics); not acted on yet. */
+  /** A lite topic with no new message for this long expires (lifecycle.ts); undefined: never. */
   liteTopicExpirationMs: number | undefined;
+  /** Lite topics being deleted by expiry: sends to them wait until their LMQ is gone. */
+  expiring: Map<string, Promise<void>>;
   /** Names of the existing lite topics of this parent. */
   trie: TopicTrie;
   groups: Set<GroupState>;
@@ -39,6 +41,9 @@ export class ClientState {
   inflight = 0;
   /** Clock time of its last POP. */
   lastPopAt: number;
+  /** Clock time of its last call (the implicit heartbeat) or `heartbeat()`. */
+  lastSeenAt: number;
+  cancelSessionCheck: (() => void) | undefined;
   /** Stopped POPping for the stall timeout while it had events; chosen again once it POPs. */
   stalled = false;
   closed = false;
@@ -59,6 +64,7 @@ export class ClientState {
   ) {
     this.id = id;
     this.lastPopAt = now;
+    this.lastSeenAt = now;
   }
 
   /** A wildcard client without patterns receives every lite topic of its parent. */
@@ -131,4 +137,6 @@ export interface BrokerContext {
   readonly epoch: string;
   /** A client that has events but does not POP for this long has them moved to others. */
   readonly stallTimeoutMs: number;
+  /** Where changes to persisted state are recorded (the state journal, or nothing in memory). */
+  readonly state: import('./persist.js').StateRecorder;
 }

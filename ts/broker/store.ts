@@ -25,6 +25,14 @@ export interface MessageStore {
   minOffset(lmq: string): number;
   listLmqs(prefix?: string, limit?: number, cursor?: string): LmqPage;
   close(): Promise<void>;
+  /** Deletes an LMQ (expiry); a later message to it starts again at offset 0. */
+  deleteLmq?(lmq: string): Promise<boolean>;
+  /** Store timestamp of the newest message of `lmq`, or undefined when it does not exist. */
+  lastWriteTimestamp?(lmq: string): number | undefined;
+  /** Deletes old segments (retention). */
+  retain?(policy: { maxAgeMs?: number; maxBytes?: number }): Promise<{ segments: number; bytes: number }>;
+  /** Storage figures for admin queries. */
+  stats?(): { segments: number; segmentBytesOnDisk: number; lmqs: number; filesOpen: number };
 }
 
 /** The store the broker uses when it has no directory: everything in memory, lost on close. */
@@ -72,6 +80,16 @@ export class MemoryStore implements MessageStore {
 
   maxOffset(lmq: string): number {
     return this.queues.get(lmq)?.length ?? 0;
+  }
+
+  async deleteLmq(lmq: string): Promise<boolean> {
+    this.checkOpen();
+    return this.queues.delete(lmq);
+  }
+
+  lastWriteTimestamp(lmq: string): number | undefined {
+    const queue = this.queues.get(lmq);
+    return queue === undefined ? undefined : queue[queue.length - 1]?.storeTimestamp;
   }
 
   minOffset(_lmq: string): number {

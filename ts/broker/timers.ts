@@ -7,21 +7,27 @@
 import type { Clock } from '../log.js';
 
 export interface Scheduler {
-  /** Runs `task` once the clock reaches `atMs`; the returned function cancels it. */
-  at(atMs: number, task: () => void): () => void;
+  /**
+   * Runs `task` once the clock reaches `atMs`; the returned function cancels it. With `keepAlive`
+   * a system timer keeps Node running until then (a waiting POP); others do not.
+   */
+  at(atMs: number, task: () => void, keepAlive?: boolean): () => void;
   /** Runs every task that is due (manual time); a no-op for system time, where timers fire on their own. */
   runDue(): void;
   /** Cancels everything. */
   clear(): void;
 }
 
-/** Real timers: one `setTimeout` per deadline, unref'd so a waiting broker does not keep Node alive. */
+/**
+ * Real timers: one `setTimeout` per deadline, unref'd so an idle broker does not keep Node alive;
+ * a long poll's deadline is the exception, as a caller is awaiting it.
+ */
 export class SystemScheduler implements Scheduler {
   private readonly timers = new Set<NodeJS.Timeout>();
 
   constructor(private readonly clock: Clock) {}
 
-  at(atMs: number, task: () => void): () => void {
+  at(atMs: number, task: () => void, keepAlive = false): () => void {
     const timer = setTimeout(
       () => {
         this.timers.delete(timer);
@@ -29,7 +35,7 @@ export class SystemScheduler implements Scheduler {
       },
       Math.max(0, atMs - this.clock.now()),
     );
-    timer.unref();
+    if (!keepAlive) timer.unref();
     this.timers.add(timer);
     return () => {
       clearTimeout(timer);

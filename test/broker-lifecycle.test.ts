@@ -1,0 +1,183 @@
+/**
+ * Lifecycle (issue 6): lite-topic expiry through the trie's idle index, retention, dead letters,
+ * sessions and admin queries. Each on every engine, on a manual clock (`tick()` runs the
+ * maintenance timer and session checks; `runMaintenance()` waits for the pass to finish).
+ */
+import { describe, expect, it } from 'vitest';
+import type { UnsubscribedEvent } from '../ts/index.js';
+import { bodies, drain, openBroker, sendMany, tempDir } from './broker-helpers.js';
+import { ENGINES } from './engines.js';
+
+describe.each(ENGINES)('%s engine', (engine) => {
+  describe('expiry', () => {
+    it('deletes a lite topic idle for liteTopicExpirationMs with its state, never one written to within it', async () => {
+      const t = await openBroker(engine, { dir: tempDir(), sessionTimeoutMs: 0 });
+      const { broker } = t;
+      broker.createTopic('agents', { liteTopicExpirationMs: 10_000 });
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      const lost: UnsubscribedEvent[] = [];
+      c.on('unsubscribed', (event) => lost.push(event));
+      await c.subscribe(['idle', 'busy'], { offset: { policy: 'min' } });
+      await sendMany(broker, 'idle', 3);
+      await sendMany(broker, 'busy', 1);
+      const [held] = await c.pop({ maxNum: 1, invisibleTimeMs: 60_000 }); // in flight when it expires
+      expect(held?.liteTopic).toBe('idle');
+      t.advance(6000);
+      await sendMany(broker, 'busy', 1, 1);
+      t.advance(4000); // idle: 10 s without a message; busy: 4 s
+      await broker.runMaintenance();
+      expect(lost).toEqual([{ liteTopic: 'idle', reason: 'expired' }]);
+      expect(c.liteTopics).toEqual(['busy']);
+      expect(broker.admin.liteTopicInfo('agents', 'idle')).toBeNull();
+      expect(broker.admin.topicInfo('agents').liteTopics).toBe(1);
+      expect(broker.admin.clientInfo('g', 'c')?.inflight).toBe(0);
+      await expect(c.ack(held as never)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+      expect(broker.admin.brokerInfo().expiredLiteTopics).toBe(1);
+      // It comes back with its next message, at offset 0.
+      expect((await broker.send('agents', { liteTopic: 'idle', body: 'again' })).offset).toBe(0);
+      await c.subscribe(['idle'], { offset: { policy: 'min' } });
+      expect((await drain(c)).sort()).toEqual(['again', 'busy#0', 'busy#1']);
+      t.advance(10_000);
+      await broker.runMaintenance();
+      expect(broker.admin.topicInfo('agents').liteTopics).toBe(0);
+    });
+
+    it('runs on the maintenance timer under a manual clock, and keeps no progress for an expired topic after restart', async () => {
+      const dir = tempDir();
+      const t = await openBroker(engine, { dir, sessionTimeoutMs: 0, flush: 'sync' });
+      t.broker.createTopic('agents', { liteTopicExpirationMs: 5000 });
+      t.broker.createGroup('g', { bindTopic: 'agents' });
+      const c = t.broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['x'], { offset: { policy: 'min' } });
+      await sendMany(t.broker, 'x', 5);
+      await drain(c);
+      t.advance(5000); // the maintenance timer fires in tick()
+      await t.broker.runMaintenance();
+      expect(c.liteTopics).toEqual([]);
+      await t.broker.send('agents', { liteTopic: 'x', body: 'new' });
+      await t.broker.close();
+      const again = await openBroker(engine, { dir, sessionTimeoutMs: 0 });
+      const d = again.broker.consumer({ group: 'g', clientId: 'd' });
+      await d.subscribe(['x'], { offset: { policy: 'min' } });
+      expect(await drain(d)).toEqual(['new']);
+    });
+  });
+
+  describe('dead letters', () => {
+    it('moves a message past maxReconsumeTimes to %DLQ%<group>, unblocks its lite topic, reads and re-sends it', async () => {
+      const t = await openBroker(engine, { sessionTimeoutMs: 0 });
+      const { broker } = t;
+      broker.createGroup('g', { bindTopic: 'agents', maxReconsumeTimes: 2 });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['x'], { offset: { policy: 'min' } });
+      await broker.send('agents', { liteTopic: 'x', body: 'poison', key: 'k', properties: { p: 'v' } });
+      await sendMany(broker, 'x', 1);
+      const seen: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const [m] = await c.pop({ maxNum: 1, invisibleTimeMs: 1000 });
+        seen.push(m?.reconsumeTimes as number);
+        t.advance(1000);
+      }
+      expect(seen).toEqual([0, 1, 2]);
+      expect(await c.pop({ maxNum: 1 })).toEqual([]); // this POP moves it
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(bodies(await c.pop())).toEqual(['x#0']);
+      const [letter] = broker.readDeadLetters('g');
+      expect(letter).toMatchObject({
+        offset: 0,
+        liteTopic: 'x',
+        originalOffset: 0,
+        reconsumeTimes: 2,
+        key: 'k',
+        properties: { p: 'v' },
+      });
+      expect(letter?.body.toString()).toBe('poison');
+      const resent = await broker.resendDeadLetter('g', 0);
+      expect(resent).toMatchObject({ liteTopic: 'x', offset: 2 });
+      expect(bodies(await c.pop())).toEqual([]); // x#0 is still unacked and hidden
+    });
+
+    it('moves one explicitly with deadLetter()', async () => {
+      const { broker } = await openBroker(engine, { sessionTimeoutMs: 0 });
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['x'], { offset: { policy: 'min' } });
+      await sendMany(broker, 'x', 2);
+      const [m] = await c.pop({ maxNum: 1 });
+      await c.deadLetter(m as never);
+      await expect(c.ack(m as never)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+      expect(bodies(await c.pop())).toEqual(['x#1']);
+      expect(broker.readDeadLetters('g').map((l) => [l.liteTopic, l.reconsumeTimes])).toEqual([['x', 0]]);
+      expect(broker.admin.topicInfo('agents').liteTopics).toBe(1); // the dead-letter queue is not a lite topic
+    });
+  });
+
+  describe('sessions', () => {
+    it('closes a client silent for sessionTimeoutMs; its events and in-flight messages go to others', async () => {
+      const t = await openBroker(engine, { sessionTimeoutMs: 10_000 });
+      const { broker } = t;
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const a = broker.consumer({ group: 'g', clientId: 'a' });
+      const b = broker.consumer({ group: 'g', clientId: 'b' });
+      let expired = 0;
+      a.on('sessionExpired', () => expired++);
+      await a.subscribe(['x', 'y'], { offset: { policy: 'min' } });
+      await b.subscribe(['x', 'y'], { offset: { policy: 'min' } });
+      await sendMany(broker, 'x', 2);
+      const held = await a.pop({ maxNum: 1, invisibleTimeMs: 60_000 });
+      expect(bodies(held)).toEqual(['x#0']);
+      t.advance(6000);
+      b.heartbeat();
+      t.advance(4000);
+      expect(a.closed).toBe(true);
+      expect(b.closed).toBe(false);
+      expect(expired).toBe(1);
+      expect(bodies(await b.pop())).toEqual(['x#0', 'x#1']);
+      expect((await b.pop({ maxNum: 1 })).length).toBe(0);
+    });
+  });
+
+  describe('admin', () => {
+    it('answers broker, topic, lite topic, client and group queries with lag and top-K', async () => {
+      const t = await openBroker(engine, { sessionTimeoutMs: 0 });
+      const { broker } = t;
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['a', 'b', 'c'], { offset: { policy: 'min' } });
+      await sendMany(broker, 'b', 1);
+      t.advance(100);
+      await sendMany(broker, 'a', 3);
+      await sendMany(broker, 'c', 2);
+      const [first] = await c.pop({ maxNum: 1 });
+      expect(first?.liteTopic).toBe('b');
+      expect(broker.admin.brokerInfo()).toMatchObject({
+        engine,
+        topics: 1,
+        liteTopics: 3,
+        groups: 1,
+        clients: 1,
+        subscriptions: 3,
+        inflight: 1,
+      });
+      expect(broker.admin.topicInfo('agents')).toMatchObject({ liteTopics: 3, groups: ['g'] });
+      expect(broker.admin.liteTopicInfo('agents', 'a')).toMatchObject({
+        minOffset: 0,
+        maxOffset: 3,
+        lastWriteTimestamp: t.clock.now(),
+        subscribers: [{ group: 'g', clientId: 'c' }],
+      });
+      expect(broker.admin.clientInfo('g', 'c')).toMatchObject({ liteTopics: ['a', 'b', 'c'], inflight: 1 });
+      const info = broker.admin.groupInfo('g', { liteTopic: 'a', topK: 2 });
+      expect(info.totalLag).toBe(6);
+      expect(info.liteTopic).toMatchObject({ committedOffset: 0, maxOffset: 3, lag: 3 });
+      expect(info.topByLag.map((l) => [l.liteTopic, l.lag])).toEqual([
+        ['a', 3],
+        ['c', 2],
+      ]);
+      expect(info.topByOldest.map((l) => l.liteTopic)).toEqual(['b', 'a']);
+      expect(broker.admin.triggerDispatch('g', 'c')).toBeGreaterThan(0);
+      expect(() => broker.admin.groupInfo('nope')).toThrow(expect.objectContaining({ code: 'GROUP_NOT_FOUND' }));
+    });
+  });
+});

@@ -1,0 +1,172 @@
+/**
+ * Broker state across restarts (issue 6): topics, groups, committed offsets (including a
+ * subscription's starting offset), in-flight deliveries with their deadlines and attempts, receipt
+ * handles, the state journal's torn tail and its compaction. Each on every engine, on a manual clock.
+ * Crashes with real processes are in test/broker-crash.test.ts.
+ */
+import { appendFileSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
+import { bodies, drain, ManualClock, tempDir } from './broker-helpers.js';
+import { ENGINES } from './engines.js';
+
+const opened: Broker[] = [];
+afterEach(async () => {
+  for (const broker of opened.splice(0)) await broker.close().catch(() => undefined);
+});
+
+async function open(engine: EngineName, dir: string, clock: ManualClock, options: BrokerOptions = {}): Promise<Broker> {
+  const broker = await Broker.open({ engine, dir, clock, flush: 'sync', ...options });
+  opened.push(broker);
+  return broker;
+}
+
+async function send(broker: Broker, liteTopic: string, count: number, from = 0): Promise<void> {
+  const messages = Array.from({ length: count }, (_, i) => ({ liteTopic, body: `${liteTopic}#${from + i}` }));
+  await broker.sendBatch('agents', messages);
+}
+
+describe.each(ENGINES)('%s engine', (engine) => {
+  it('keeps topics and groups with their attributes; creating them again is harmless', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await open(engine, dir, clock);
+    first.createTopic('agents', { liteTopicExpirationMs: 60_000 });
+    first.createGroup('g', { bindTopic: 'agents', subModel: 'exclusive', maxReconsumeTimes: 3 });
+    first.createGroup('w', { bindTopic: 'agents', wildcard: true });
+    await first.close();
+    const second = await open(engine, dir, clock);
+    expect(second.admin.topicInfo('agents')).toMatchObject({ liteTopicExpirationMs: 60_000, groups: ['g', 'w'] });
+    expect(second.admin.groupInfo('g')).toMatchObject({ subModel: 'exclusive', maxReconsumeTimes: 3 });
+    expect(second.admin.groupInfo('w')).toMatchObject({ wildcard: true, maxReconsumeTimes: 16 });
+    second.createTopic('agents', { liteTopicExpirationMs: 60_000 });
+    second.createGroup('g', { bindTopic: 'agents', subModel: 'exclusive', maxReconsumeTimes: 5 });
+    expect(() => second.createGroup('w', { bindTopic: 'agents' })).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT' }),
+    );
+    await second.close();
+    const third = await open(engine, dir, clock);
+    expect(third.admin.groupInfo('g').maxReconsumeTimes).toBe(5);
+  });
+
+  it('commits the starting offset a subscription chose, before any POP', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await open(engine, dir, clock);
+    first.createTopic('agents');
+    first.createGroup('g', { bindTopic: 'agents' });
+    await send(first, 'a', 4);
+    await first.consumer({ group: 'g', clientId: 'c' }).subscribe(['a'], { offset: { offset: 1 } });
+    await first.close();
+    const second = await open(engine, dir, clock);
+    const c = second.consumer({ group: 'g', clientId: 'c' });
+    await c.subscribe(['a']); // default `max`, but the group has progress: it resumes at 1
+    expect(await drain(c)).toEqual(['a#1', 'a#2', 'a#3']);
+  });
+
+  it('does not redeliver acked messages; redelivers in-flight ones after their invisible time, attempts continued, in order', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await open(engine, dir, clock);
+    first.createTopic('agents');
+    first.createGroup('g', { bindTopic: 'agents' });
+    const c = first.consumer({ group: 'g', clientId: 'c' });
+    await c.subscribe(['a'], { offset: { policy: 'min' } });
+    await send(first, 'a', 5);
+    const popped = await c.pop({ maxNum: 3, invisibleTimeMs: 10_000 });
+    expect(bodies(popped)).toEqual(['a#0', 'a#1', 'a#2']);
+    await c.ack(popped[0] as never);
+    clock.advance(10_000);
+    first.tick();
+    const again = await c.pop({ maxNum: 1, invisibleTimeMs: 10_000 });
+    expect(again.map((m) => [m.body.toString(), m.reconsumeTimes])).toEqual([['a#1', 1]]);
+    await first.close();
+
+    const second = await open(engine, dir, clock);
+    const d = second.consumer({ group: 'g', clientId: 'd' });
+    await d.subscribe(['a']);
+    expect(await d.pop({ maxNum: 8 })).toEqual([]); // a#1 is still hidden: nothing after it goes
+    clock.advance(10_000);
+    second.tick();
+    const after = await d.pop({ maxNum: 8, invisibleTimeMs: 10_000 });
+    expect(after.map((m) => [m.body.toString(), m.reconsumeTimes])).toEqual([
+      ['a#1', 2],
+      ['a#2', 1],
+      ['a#3', 0],
+      ['a#4', 0],
+    ]);
+    for (const m of after) await d.ack(m);
+    expect(second.admin.groupInfo('g', { liteTopic: 'a' }).liteTopic).toMatchObject({ committedOffset: 5, lag: 0 });
+  });
+
+  it('honours receipt handles of deliveries still current after a restart and rejects stale ones', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await open(engine, dir, clock);
+    first.createTopic('agents');
+    first.createGroup('g', { bindTopic: 'agents' });
+    const c = first.consumer({ group: 'g', clientId: 'c' });
+    await c.subscribe(['a', 'b'], { offset: { policy: 'min' } });
+    await send(first, 'a', 1);
+    await send(first, 'b', 1);
+    const [a, b] = await c.pop({ invisibleTimeMs: 5000 });
+    await first.close();
+    const second = await open(engine, dir, clock);
+    const d = second.consumer({ group: 'g', clientId: 'd' });
+    await d.subscribe(['a', 'b']);
+    clock.advance(5000);
+    second.tick();
+    const [b2] = await d.pop({ maxNum: 1 });
+    expect(b2?.liteTopic).toBe(a?.liteTopic);
+    await expect(d.ack(a as never)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' }); // redelivered since
+    await d.ack(b2 as never);
+    await d.ack(b as never); // b was not redelivered: its handle from before the restart still acks it
+    expect(await d.pop()).toEqual([]);
+    expect(second.admin.groupInfo('g').totalLag).toBe(0);
+  });
+
+  it('cuts a torn tail of the state journal and keeps what was complete', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await open(engine, dir, clock);
+    first.createTopic('agents');
+    first.createGroup('g', { bindTopic: 'agents' });
+    const c = first.consumer({ group: 'g', clientId: 'c' });
+    await c.subscribe(['a'], { offset: { policy: 'min' } });
+    await send(first, 'a', 3);
+    await c.ack((await c.pop({ maxNum: 1 }))[0] as never);
+    await first.close();
+    const file = join(dir, 'broker-state');
+    appendFileSync(file, Buffer.from([200, 0, 0, 0, 1, 2, 3, 4, 9, 9])); // a record cut short
+    const size = statSync(file).size;
+    const second = await open(engine, dir, clock);
+    const d = second.consumer({ group: 'g', clientId: 'd' });
+    await d.subscribe(['a']);
+    expect(await drain(d)).toEqual(['a#1', 'a#2']);
+    await second.close();
+    expect(statSync(file).size).toBeLessThan(size);
+  });
+
+  it('compacts the journal as it grows and restores the same state from the compacted file', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await open(engine, dir, clock, { flush: 'async', stateCompactBytes: 4096 });
+    first.createTopic('agents');
+    first.createGroup('g', { bindTopic: 'agents' });
+    const c = first.consumer({ group: 'g', clientId: 'c' });
+    await c.subscribe(['a', 'b'], { offset: { policy: 'min' } });
+    await send(first, 'a', 200);
+    await send(first, 'b', 3);
+    for (let i = 0; i < 150; i++) {
+      const [m] = await c.pop({ maxNum: 1 });
+      if (m?.liteTopic === 'a') await c.ack(m);
+    }
+    await first.runMaintenance();
+    await first.close();
+    expect(readFileSync(join(dir, 'broker-state')).length).toBeLessThan(4096);
+    const second = await open(engine, dir, clock);
+    expect(second.admin.groupInfo('g', { liteTopic: 'a' }).liteTopic?.committedOffset).toBeGreaterThan(100);
+    expect(second.admin.brokerInfo().inflight).toBeGreaterThan(0); // b's deliveries, still hidden
+  });
+});

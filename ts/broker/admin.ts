@@ -1,0 +1,282 @@
+/**
+ * Admin queries (DESIGN.md §8), `broker.admin`: counts for the broker, a parent, a lite topic, a
+ * client and a group (lag per lite topic, the top-K lite topics by lag and by oldest unconsumed
+ * message), and a way to push dispatch by hand. Answers are plain data, the same on both engines.
+ * Group queries cost the group's progress entries; nothing here runs on the send or POP path.
+ */
+import { GroupNotFoundError, InvalidArgumentError, TopicNotFoundError } from '../errors.js';
+import type { Dispatcher } from './dispatcher.js';
+import type { Registry } from './registry.js';
+import type { BrokerContext, ClientState, GroupState, ParentTopic } from './state.js';
+import { lmqName } from './store.js';
+
+export const DEFAULT_TOP_K = 10;
+const MAX_TOP_K = 10_000;
+
+export interface BrokerInfo {
+  engine: string;
+  topics: number;
+  liteTopics: number;
+  groups: number;
+  /** Open clients. */
+  clients: number;
+  /** (client, lite topic) subscription references. */
+  subscriptions: number;
+  /** Events queued at clients plus those waiting in group backlogs. */
+  queuedEvents: number;
+  /** Handed-out, unacked deliveries (including those restored with no holder yet). */
+  inflight: number;
+  /** Segment files and their bytes (0 in memory). */
+  storageFiles: number;
+  storageBytes: number;
+  /** Lite topics deleted by expiry since open. */
+  expiredLiteTopics: number;
+}
+
+export interface TopicInfo {
+  name: string;
+  liteTopics: number;
+  groups: string[];
+  liteTopicExpirationMs: number | undefined;
+}
+
+export interface LiteTopicInfo {
+  parent: string;
+  liteTopic: string;
+  minOffset: number;
+  maxOffset: number;
+  /** Store timestamp of its newest message. */
+  lastWriteTimestamp: number | undefined;
+  subscribers: { group: string; clientId: string }[];
+}
+
+export interface ClientInfo {
+  clientId: string;
+  group: string;
+  liteTopics: string[];
+  patterns: string[];
+  queuedEvents: string[];
+  inflight: number;
+  lastPopAt: number;
+  lastSeenAt: number;
+  stalled: boolean;
+}
+
+export interface LiteTopicLag {
+  liteTopic: string;
+  /** First offset not acked by the group. */
+  committedOffset: number;
+  maxOffset: number;
+  /** Messages not acked: `maxOffset - committedOffset`. */
+  lag: number;
+  /** Store timestamp of the oldest message not acked, or undefined with no lag. */
+  oldestUnconsumedTimestamp: number | undefined;
+}
+
+export interface GroupInfo {
+  group: string;
+  bindTopic: string;
+  subModel: string;
+  wildcard: boolean;
+  maxReconsumeTimes: number;
+  clients: string[];
+  /** Lite topics the group has progress on. */
+  liteTopics: number;
+  totalLag: number;
+  /** With the `liteTopic` option: that lite topic's lag. */
+  liteTopic?: LiteTopicLag;
+  topByLag: LiteTopicLag[];
+  topByOldest: LiteTopicLag[];
+}
+
+/** What the admin reads: the broker's maps and parts. */
+export interface AdminSource {
+  readonly engine: string;
+  readonly context: BrokerContext;
+  readonly parents: ReadonlyMap<string, ParentTopic>;
+  readonly groups: ReadonlyMap<string, GroupState>;
+  readonly clients: ReadonlyMap<string, ClientState>;
+  readonly registry: Registry;
+  readonly dispatcher: Dispatcher;
+  expiredLiteTopics(): number;
+  checkOpen(): void;
+}
+
+export class Admin {
+  /** @internal Use `broker.admin`. */
+  constructor(private readonly source: AdminSource) {}
+
+  brokerInfo(): BrokerInfo {
+    const { source } = this;
+    source.checkOpen();
+    let liteTopics = 0;
+    for (const parent of source.parents.values()) liteTopics += parent.trie.size;
+    let queuedEvents = 0;
+    let inflight = 0;
+    for (const group of source.groups.values()) {
+      queuedEvents += group.backlog.size;
+      for (const progress of group.progress.values()) {
+        for (const delivery of progress.deliveries.values()) if (!delivery.acked) inflight++;
+      }
+    }
+    let clients = 0;
+    for (const client of source.clients.values()) {
+      if (client.closed) continue;
+      clients++;
+      queuedEvents += client.events.size;
+    }
+    const stats = source.context.store.stats?.();
+    return {
+      engine: source.engine,
+      topics: source.parents.size,
+      liteTopics,
+      groups: source.groups.size,
+      clients,
+      subscriptions: source.registry.subscriptionCount,
+      queuedEvents,
+      inflight,
+      storageFiles: stats?.segments ?? 0,
+      storageBytes: stats?.segmentBytesOnDisk ?? 0,
+      expiredLiteTopics: source.expiredLiteTopics(),
+    };
+  }
+
+  topicInfo(parent: string): TopicInfo {
+    const topic = this.parent(parent);
+    return {
+      name: topic.name,
+      liteTopics: topic.trie.size,
+      groups: [...topic.groups].map((g) => g.name).sort(),
+      liteTopicExpirationMs: topic.liteTopicExpirationMs,
+    };
+  }
+
+  /** Null when the lite topic does not exist. */
+  liteTopicInfo(parent: string, liteTopic: string): LiteTopicInfo | null {
+    const topic = this.parent(parent);
+    if (!topic.trie.has(liteTopic)) return null;
+    const { store } = this.source.context;
+    const lmq = lmqName(topic.name, liteTopic);
+    const subscribers: { group: string; clientId: string }[] = [];
+    for (const group of topic.groups) {
+      for (const client of group.subscribers.get(liteTopic) ?? [])
+        subscribers.push({ group: group.name, clientId: client.clientId });
+      for (const client of group.legacy) subscribers.push({ group: group.name, clientId: client.clientId });
+    }
+    return {
+      parent: topic.name,
+      liteTopic,
+      minOffset: store.minOffset(lmq),
+      maxOffset: store.maxOffset(lmq),
+      lastWriteTimestamp: store.lastWriteTimestamp?.(lmq),
+      subscribers,
+    };
+  }
+
+  /** Null when no open client of `group` has this id. */
+  clientInfo(group: string, clientId: string): ClientInfo | null {
+    const client = this.group(group).clients.get(clientId);
+    if (client === undefined || client.closed) return null;
+    return {
+      clientId,
+      group: client.group.name,
+      liteTopics: [...client.topics].sort(),
+      patterns: [...client.patterns.keys()],
+      queuedEvents: [...client.events],
+      inflight: client.inflight,
+      lastPopAt: client.lastPopAt,
+      lastSeenAt: client.lastSeenAt,
+      stalled: client.stalled,
+    };
+  }
+
+  groupInfo(group: string, options: { liteTopic?: string; topK?: number } = {}): GroupInfo {
+    const state = this.group(group);
+    const topK = options.topK ?? DEFAULT_TOP_K;
+    if (!Number.isInteger(topK) || topK < 0 || topK > MAX_TOP_K) {
+      throw new InvalidArgumentError(`topK must be an integer from 0 to ${MAX_TOP_K}`, { value: topK });
+    }
+    const lags: LiteTopicLag[] = [];
+    let totalLag = 0;
+    for (const liteTopic of state.progress.keys()) {
+      const lag = this.lag(state, liteTopic);
+      totalLag += lag.lag;
+      if (lag.lag > 0) lags.push(lag);
+    }
+    const byLag = [...lags].sort((a, b) => b.lag - a.lag || compare(a.liteTopic, b.liteTopic)).slice(0, topK);
+    const byOldest = [...lags]
+      .sort(
+        (a, b) =>
+          (a.oldestUnconsumedTimestamp ?? Infinity) - (b.oldestUnconsumedTimestamp ?? Infinity) ||
+          compare(a.liteTopic, b.liteTopic),
+      )
+      .slice(0, topK);
+    const info: GroupInfo = {
+      group: state.name,
+      bindTopic: state.config.bindTopic,
+      subModel: state.config.subModel,
+      wildcard: state.config.wildcard,
+      maxReconsumeTimes: state.config.maxReconsumeTimes,
+      clients: [...state.clients.keys()].sort(),
+      liteTopics: state.progress.size,
+      totalLag,
+      topByLag: byLag,
+      topByOldest: byOldest,
+    };
+    if (options.liteTopic !== undefined) info.liteTopic = this.lag(state, options.liteTopic);
+    return info;
+  }
+
+  /**
+   * Queues events for every lite topic of `group` (or of one client) that has something
+   * deliverable and no event yet; returns the number of events queued afterwards.
+   */
+  triggerDispatch(group: string, clientId?: string): number {
+    const state = this.group(group);
+    let client: ClientState | undefined;
+    if (clientId !== undefined) {
+      client = state.clients.get(clientId);
+      if (client === undefined)
+        throw new InvalidArgumentError(`no client ${clientId} in group ${group}`, { value: clientId });
+    }
+    const { dispatcher } = this.source;
+    dispatcher.drainBacklog(state);
+    const topics = client !== undefined && !client.legacy ? client.topics : state.progress.keys();
+    for (const liteTopic of [...topics]) dispatcher.ready(state, liteTopic);
+    if (client !== undefined) return client.events.size;
+    let queued = 0;
+    for (const c of state.clients.values()) queued += c.events.size;
+    return queued;
+  }
+
+  private lag(group: GroupState, liteTopic: string): LiteTopicLag {
+    const { store } = this.source.context;
+    const lmq = lmqName(group.parent.name, liteTopic);
+    const maxOffset = store.maxOffset(lmq);
+    const progress = group.progress.get(liteTopic);
+    const committedOffset = Math.min(maxOffset, Math.max(progress?.committed ?? maxOffset, store.minOffset(lmq)));
+    const lag = maxOffset - committedOffset;
+    const oldest = lag > 0 ? store.read(lmq, committedOffset, 1)[0]?.storeTimestamp : undefined;
+    return { liteTopic, committedOffset, maxOffset, lag, oldestUnconsumedTimestamp: oldest };
+  }
+
+  private parent(name: string): ParentTopic {
+    this.source.checkOpen();
+    const parent = this.source.parents.get(name);
+    if (parent === undefined)
+      throw new TopicNotFoundError(`topic ${String(name)} does not exist`, { value: String(name) });
+    return parent;
+  }
+
+  private group(name: string): GroupState {
+    this.source.checkOpen();
+    const group = this.source.groups.get(name);
+    if (group === undefined)
+      throw new GroupNotFoundError(`group ${String(name)} does not exist`, { value: String(name) });
+    return group;
+  }
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

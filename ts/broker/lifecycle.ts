@@ -1,0 +1,172 @@
+/**
+ * Self-maintenance (DESIGN.md §8): idle lite topics expire, old segments retire, silent clients are
+ * closed. Everything runs on the broker's scheduler, off the send and POP paths: one maintenance
+ * timer every `maintenanceIntervalMs` (expiry, then retention) and one session timer per client.
+ * With a manual clock they run on `broker.tick()`; `broker.runMaintenance()` runs a pass now.
+ *
+ * Expiry asks each parent's trie for names with no message since `now - liteTopicExpirationMs` (`idleSince`
+ * answers from its idle index, without a scan of all lite topics), at most `EXPIRY_BATCH` per parent
+ * per pass. A send touches its lite topic before it appends, so a topic written to within the window
+ * is never chosen. An expired lite topic leaves the broker's memory at once (trie entry, progress,
+ * in-flight deliveries, queued events, subscriptions, whose holders hear `unsubscribed` with reason
+ * `expired`); its `drop` record is made durable before its LMQ is deleted, and sends to it wait
+ * until then, so its new first message starts the lite topic again at offset 0 for everyone.
+ */
+import type { Dispatcher } from './dispatcher.js';
+import type { Registry } from './registry.js';
+import type { BrokerContext, ClientState, ParentTopic } from './state.js';
+import { lmqName } from './store.js';
+
+/** Lite topics expired per parent per maintenance pass; more wait for the next pass. */
+export const EXPIRY_BATCH = 1000;
+export const DEFAULT_MAINTENANCE_INTERVAL_MS = 1000;
+/** A client that makes no call for this long is closed; 0 turns sessions off. */
+export const DEFAULT_SESSION_TIMEOUT_MS = 120_000;
+
+export interface RetentionPolicy {
+  /** Segments whose newest message is older than this are deleted. */
+  maxAgeMs?: number;
+  /** The oldest segments are deleted while the log is larger than this. */
+  maxBytes?: number;
+}
+
+export interface LifecycleOptions {
+  retention: RetentionPolicy | undefined;
+  maintenanceIntervalMs: number;
+  sessionTimeoutMs: number;
+}
+
+export class Lifecycle {
+  private running: Promise<void> | undefined;
+  private cancelTimer: (() => void) | undefined;
+  /** The last failure of a background pass (admin reports it). */
+  lastError: unknown;
+  /** Lite topics expired since open. */
+  expiredCount = 0;
+
+  constructor(
+    private readonly context: BrokerContext,
+    private readonly dispatcher: Dispatcher,
+    private readonly registry: Registry,
+    private readonly parents: ReadonlyMap<string, ParentTopic>,
+    private readonly options: LifecycleOptions,
+  ) {}
+
+  /** Arms the maintenance timer. */
+  start(): void {
+    const { clock, scheduler } = this.context;
+    this.cancelTimer = scheduler.at(clock.now() + this.options.maintenanceIntervalMs, () => {
+      this.start();
+      if (this.running === undefined) this.runMaintenance().catch(() => undefined);
+    });
+  }
+
+  stop(): void {
+    this.cancelTimer?.();
+  }
+
+  /** Runs one maintenance pass now, or waits for the one running. */
+  runMaintenance(): Promise<void> {
+    if (this.running === undefined) {
+      this.running = this.pass()
+        .catch((error: unknown) => {
+          this.lastError = error;
+          throw error;
+        })
+        .finally(() => {
+          this.running = undefined;
+        });
+    }
+    return this.running;
+  }
+
+  private async pass(): Promise<void> {
+    const now = this.context.clock.now();
+    const deletions: Promise<void>[] = [];
+    for (const parent of this.parents.values()) {
+      const expiration = parent.liteTopicExpirationMs;
+      if (expiration === undefined || expiration <= 0 || now - expiration < 0) continue;
+      // Idle for `expiration` or more: last message at or before now - expiration.
+      const names = parent.trie.idleSince(now - expiration + 1, EXPIRY_BATCH);
+      if (names.length > 0) deletions.push(this.expire(parent, names));
+    }
+    await Promise.all(deletions);
+    const retention = this.options.retention;
+    const { store } = this.context;
+    if (retention !== undefined && store.retain !== undefined) await store.retain(retention);
+  }
+
+  /** Forgets `names` now; deletes their LMQs once the forgetting is durable. */
+  private expire(parent: ParentTopic, names: readonly string[]): Promise<void> {
+    for (const name of names) {
+      parent.trie.remove(name);
+      for (const group of parent.groups) {
+        const progress = group.progress.get(name);
+        progress?.dropAll();
+        group.progress.delete(name);
+        const queuedAt = group.queued.get(name);
+        if (queuedAt !== undefined) this.dispatcher.dequeue(queuedAt, name);
+        group.backlog.delete(name);
+        for (const client of [...(group.subscribers.get(name) ?? [])]) this.registry.expire(client, name);
+      }
+      this.context.state.record(['drop', parent.name, name]);
+      this.expiredCount++;
+    }
+    const self: { done?: Promise<void> } = {};
+    const done = (async () => {
+      await Promise.resolve(); // `self.done` is set before the finally below can run
+      try {
+        await this.context.state.durable();
+        const { store } = this.context;
+        for (const name of names) await store.deleteLmq?.(lmqName(parent.name, name));
+      } finally {
+        for (const name of names) if (parent.expiring.get(name) === self.done) parent.expiring.delete(name);
+        // A client that subscribed meanwhile may now read the topic's new messages.
+        for (const name of names) for (const group of parent.groups) this.dispatcher.ready(group, name);
+      }
+    })();
+    self.done = done;
+    for (const name of names) parent.expiring.set(name, done);
+    return done;
+  }
+
+  /** Starts watching `client`'s session. */
+  watch(client: ClientState): void {
+    if (this.options.sessionTimeoutMs > 0) this.armSession(client, client.lastSeenAt + this.options.sessionTimeoutMs);
+  }
+
+  private armSession(client: ClientState, atMs: number): void {
+    client.cancelSessionCheck = this.context.scheduler.at(atMs, () => {
+      client.cancelSessionCheck = undefined;
+      if (client.closed) return;
+      const now = this.context.clock.now();
+      if (client.waiters.length > 0) client.lastSeenAt = now; // a waiting long poll is a live session
+      const deadline = client.lastSeenAt + this.options.sessionTimeoutMs;
+      if (deadline > now) this.armSession(client, deadline);
+      else this.expireSession(client);
+    });
+  }
+
+  /** Closes a silent client as `close()` would, and makes its in-flight messages visible to others now. */
+  private expireSession(client: ClientState): void {
+    this.registry.close(client);
+    const group = client.group;
+    const now = this.context.clock.now();
+    for (const [liteTopic, progress] of group.progress) {
+      if (client.inflight === 0) break;
+      const released: number[] = [];
+      for (const delivery of progress.deliveries.values()) {
+        if (delivery.holder !== client || delivery.acked) continue;
+        delivery.holder = undefined;
+        client.inflight--;
+        delivery.invisibleUntil = now;
+        released.push(delivery.offset, delivery.attempt, now);
+      }
+      if (released.length === 0) continue;
+      this.context.state.record(['deliver', group.name, liteTopic, released]);
+      this.dispatcher.armWake(group, liteTopic, progress);
+      this.dispatcher.ready(group, liteTopic);
+    }
+    client.notify('sessionExpired', undefined);
+  }
+}

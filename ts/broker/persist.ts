@@ -1,0 +1,156 @@
+/**
+ * What the broker keeps across restarts (DESIGN.md §5, docs/FORMAT.md "Broker state"): topics,
+ * groups, each group's progress per lite topic (committed offset, and every handed-out message after
+ * it with its attempt and invisible deadline). Each change is one small record appended to the state
+ * journal when the change is made; replaying the records in order rebuilds the state, and a
+ * compaction writes the current state as the same records. Subscriptions are session state and are
+ * not kept: clients subscribe again and resume from their group's progress.
+ */
+import type { StateJournal } from './journal.js';
+import { TopicProgress } from './offsets.js';
+import type { GroupConfig, GroupState, ParentTopic } from './state.js';
+
+/** Topic attributes that are persisted. */
+export interface TopicAttributes {
+  liteTopicExpirationMs?: number;
+}
+
+/**
+ * One journal record, a JSON array whose first element names it:
+ * - `["epoch", id]`: the directory's broker id (part of every receipt handle).
+ * - `["topic", name, attributes]`, `["group", name, config]`: created or updated.
+ * - `["start", group, lite, offset]`: the group starts the lite topic at `offset` (fresh progress).
+ * - `["deliver", group, lite, [offset, attempt, invisibleUntil, ...]]`: messages handed out, or a
+ *   new invisible deadline for a current delivery.
+ * - `["ack", group, lite, offset]`: acked (or moved to the dead-letter queue).
+ * - `["drop", parent, lite]`: the lite topic expired; every group's progress on it is gone.
+ * - `["progress", group, lite, committed, next, [offset, attempt, invisibleUntil, acked, ...]]`:
+ *   a whole progress, as compaction writes it.
+ */
+export type StateRecord =
+  | ['epoch', string]
+  | ['topic', string, TopicAttributes]
+  | ['group', string, GroupConfig]
+  | ['start', string, string, number]
+  | ['deliver', string, string, number[]]
+  | ['ack', string, string, number]
+  | ['drop', string, string]
+  | ['progress', string, string, number, number, number[]];
+
+/** Where the broker's parts report changes: the journal, or nothing without a directory. */
+export interface StateRecorder {
+  record(record: StateRecord): void;
+  /** Under `flush: 'sync'`, waits until every change so far is durable; otherwise at once. */
+  settle(): Promise<void>;
+  /** Waits until every change so far is durable, whatever the flush mode. */
+  durable(): Promise<void>;
+}
+
+export const noRecorder: StateRecorder = {
+  record: () => undefined,
+  settle: () => Promise.resolve(),
+  durable: () => Promise.resolve(),
+};
+
+export function journalRecorder(journal: StateJournal): StateRecorder {
+  return {
+    record: (record) => journal.append(record),
+    settle: () => journal.settle(),
+    durable: () => journal.durable(),
+  };
+}
+
+/** The state a journal describes. */
+export interface RestoredState {
+  epoch: string | undefined;
+  topics: Map<string, TopicAttributes>;
+  groups: Map<string, GroupConfig>;
+  /** group → lite topic → progress (deliveries have no holder until a client takes them). */
+  progress: Map<string, Map<string, TopicProgress>>;
+}
+
+function progressOf(state: RestoredState, group: string): Map<string, TopicProgress> {
+  let map = state.progress.get(group);
+  if (map === undefined) {
+    map = new Map();
+    state.progress.set(group, map);
+  }
+  return map;
+}
+
+/** Replays records in order. A record of an unknown kind is skipped (written by a newer minor release). */
+export function replay(records: readonly unknown[]): RestoredState {
+  const state: RestoredState = { epoch: undefined, topics: new Map(), groups: new Map(), progress: new Map() };
+  for (const item of records) {
+    if (!Array.isArray(item)) continue;
+    const record = item as StateRecord;
+    switch (record[0]) {
+      case 'epoch':
+        state.epoch = record[1];
+        break;
+      case 'topic':
+        state.topics.set(record[1], record[2]);
+        break;
+      case 'group':
+        state.groups.set(record[1], record[2]);
+        break;
+      case 'start':
+        progressOf(state, record[1]).set(record[2], new TopicProgress(record[3]));
+        break;
+      case 'deliver': {
+        const progress = state.progress.get(record[1])?.get(record[2]);
+        const list = record[3];
+        for (let i = 0; progress !== undefined && i + 2 < list.length; i += 3) {
+          progress.restore(list[i] as number, list[i + 1] as number, list[i + 2] as number, false);
+        }
+        break;
+      }
+      case 'ack':
+        state.progress.get(record[1])?.get(record[2])?.settle(record[3]);
+        break;
+      case 'drop':
+        for (const [name, config] of state.groups) {
+          if (config.bindTopic === record[1]) state.progress.get(name)?.delete(record[2]);
+        }
+        break;
+      case 'progress': {
+        const progress = new TopicProgress(record[3]);
+        const list = record[5];
+        for (let i = 0; i + 3 < list.length; i += 4) {
+          progress.restore(list[i] as number, list[i + 1] as number, list[i + 2] as number, list[i + 3] === 1);
+        }
+        progress.next = Math.max(progress.next, record[4]);
+        progressOf(state, record[1]).set(record[2], progress);
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return state;
+}
+
+/** The records that describe the current state (what compaction writes). */
+export function snapshot(
+  epoch: string,
+  parents: Iterable<ParentTopic>,
+  groups: Iterable<GroupState>,
+  topicAttributes: (parent: ParentTopic) => TopicAttributes,
+): StateRecord[] {
+  const records: StateRecord[] = [['epoch', epoch]];
+  for (const parent of parents) records.push(['topic', parent.name, topicAttributes(parent)]);
+  const all = [...groups];
+  for (const group of all) records.push(['group', group.name, group.config]);
+  for (const group of all) {
+    for (const [liteTopic, progress] of group.progress) {
+      const list: number[] = [];
+      for (let offset = progress.committed; offset < progress.next; offset++) {
+        const delivery = progress.deliveries.get(offset);
+        if (delivery === undefined) continue;
+        list.push(offset, delivery.attempt, delivery.invisibleUntil, delivery.acked ? 1 : 0);
+      }
+      records.push(['progress', group.name, liteTopic, progress.committed, progress.next, list]);
+    }
+  }
+  return records;
+}
