@@ -6,7 +6,40 @@
 /// CRC-32C (Castagnoli) of `bytes`, hardware accelerated where the CPU has it.
 #[inline]
 pub fn crc32c(bytes: &[u8]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    if bytes.len() < SERIAL_CRC_BELOW_BYTES && std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: the CPU has SSE 4.2, checked just above.
+        return unsafe { crc32c_serial_sse42(bytes) };
+    }
     crc32c::crc32c(bytes)
+}
+
+/// Below this many bytes the `crc32c` crate runs the same serial loop of `crc32` instructions as
+/// [`crc32c_serial_sse42`], but first aligns its input one byte at a time and sets up its
+/// three-way parallel path for nothing; for a 150-byte record that is about 185 instructions
+/// against 60. From here on the crate's parallel path is the faster one.
+#[cfg(target_arch = "x86_64")]
+const SERIAL_CRC_BELOW_BYTES: usize = 768;
+
+/// CRC-32C with one `crc32` instruction per 8 bytes (unaligned loads cost nothing extra on x86-64),
+/// then one per remaining byte.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn crc32c_serial_sse42(bytes: &[u8]) -> u32 {
+    use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+    let mut words = bytes.chunks_exact(8);
+    let mut crc = u64::from(u32::MAX);
+    for word in &mut words {
+        let mut chunk = [0u8; 8];
+        chunk.copy_from_slice(word);
+        crc = _mm_crc32_u64(crc, u64::from_le_bytes(chunk));
+    }
+    // The instruction leaves the CRC in the low 32 bits.
+    let mut crc = crc as u32;
+    for &byte in words.remainder() {
+        crc = _mm_crc32_u8(crc, byte);
+    }
+    !crc
 }
 
 /// MurmurHash3 x86 32-bit with seed 0.
@@ -46,6 +79,19 @@ mod tests {
         assert_eq!(murmur3_32(b"a"), 0x3c25_69b2);
         assert_eq!(murmur3_32(b"key-0"), 0xe337_f8bf);
         assert_eq!(murmur3_32(b""), 0);
+    }
+
+    #[test]
+    fn crc32c_serial_path_matches_the_crate() {
+        let bytes: Vec<u8> = (0..2000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for start in 0..9 {
+            for len in 0..1000 {
+                let slice = &bytes[start..start + len];
+                assert_eq!(crc32c(slice), crc32c::crc32c(slice), "start {start} len {len}");
+            }
+        }
     }
 
     #[test]

@@ -1,0 +1,218 @@
+//! The commit log's hot paths without Node: appends 1,000,000 records (100 B and 1 KiB bodies)
+//! over 10,000 LMQs in batches of 1,000 into a fresh log with default 256 MiB segments, a second
+//! thread preparing the spare segment whenever it is used up (as ts/log.ts does on the libuv pool),
+//! then reads every LMQ back. Prints medians of the rounds, the appending thread's minor page
+//! faults, how often an append found the segment full and no spare ready (stalls) and how long
+//! each preparation took.
+//!
+//! `cargo run --release -p litetopic-core --example log_append -- [dir] [rounds] [records] [body bytes,...]`
+//!
+//! Time on a shared machine is noisy; instructions are not. `append_batch` stays out of line so
+//! `valgrind --tool=callgrind --toggle-collect='*append_batch*'` counts the append path alone.
+
+use litetopic_core::limits::DEFAULT_SEGMENT_BYTES;
+use litetopic_core::log::{LogHandle, LogOptions, RealStorage};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const LMQS: usize = 10_000;
+const BATCH: usize = 1_000;
+
+fn lmq_name(i: usize) -> String {
+    format!("%LMQ%$agents$t{}__a{}", i / 100, i % 100)
+}
+
+/// One message record as ts/engine/js/log-encode.ts writes it (offsets, store time and CRC zero).
+fn encode(out: &mut Vec<u8>, lmq: &[u8], body: &[u8]) {
+    let start = out.len();
+    out.extend_from_slice(b"LTR1");
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&[1, 0]);
+    out.extend_from_slice(&1u16.to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&1_700_000_000_000u64.to_le_bytes());
+    out.extend_from_slice(&[0; 8]);
+    out.extend_from_slice(&(lmq.len() as u16).to_le_bytes());
+    out.extend_from_slice(lmq);
+    out.extend_from_slice(&[0; 6]);
+    out.extend_from_slice(&(body.len() as u32).to_le_bytes());
+    out.extend_from_slice(body);
+    let size = (out.len() - start) as u32;
+    out[start + 4..start + 8].copy_from_slice(&size.to_le_bytes());
+}
+
+fn minor_faults() -> i64 {
+    // SAFETY: getrusage only writes the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
+    usage.ru_minflt
+}
+
+struct Round {
+    append_s: f64,
+    faults: i64,
+    stalls: usize,
+    read_s: f64,
+    read_records: usize,
+    read_faults: Vec<i64>,
+    /// How long each segment preparation took, ms.
+    prepare_ms: Vec<u64>,
+}
+
+fn round(dir: &std::path::Path, body_bytes: usize, records: usize) -> Round {
+    let _ = std::fs::remove_dir_all(dir);
+    let options = LogOptions {
+        segment_bytes: DEFAULT_SEGMENT_BYTES as u64,
+        now_ms: 1_700_000_000_000,
+    };
+    let log = LogHandle::open(dir, options, Arc::new(RealStorage)).expect("open");
+    let names: Vec<String> = (0..LMQS).map(lmq_name).collect();
+    let body = vec![b'x'; body_bytes];
+    let mut state = 0x2545_f491_u64;
+    let batches: Vec<Vec<u8>> = (0..records / BATCH)
+        .map(|_| {
+            let mut bytes = Vec::new();
+            for _ in 0..BATCH {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                encode(
+                    &mut bytes,
+                    names[(state % LMQS as u64) as usize].as_bytes(),
+                    &body,
+                );
+            }
+            bytes
+        })
+        .collect();
+    // The preparer: ts/log.ts starts a preparation after any append that leaves no spare.
+    let stop = Arc::new(AtomicBool::new(false));
+    let preparer = {
+        let (log, stop) = (log.clone(), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut prepare_ms = Vec::new();
+            while !stop.load(Ordering::Relaxed) {
+                if !log.lock().spare_ready().expect("spare") {
+                    let started = Instant::now();
+                    log.prepare_segment(1_700_000_000_000).expect("prepare");
+                    prepare_ms.push(started.elapsed().as_millis() as u64);
+                } else {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+            }
+            prepare_ms
+        })
+    };
+    while !log.lock().spare_ready().expect("spare") {
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let mut positions = vec![0f64; BATCH];
+    let mut offsets = vec![0f64; BATCH];
+    let faults = minor_faults();
+    let started = Instant::now();
+    let mut stalls = 0;
+    for batch in &batches {
+        let mut from = 0;
+        loop {
+            let start = batch_offset(batch, from);
+            let written = append_batch(
+                &log,
+                &batch[start..],
+                BATCH - from,
+                &mut positions[from..],
+                &mut offsets[from..],
+            );
+            from += written;
+            if from == BATCH {
+                break;
+            }
+            stalls += 1;
+            std::thread::sleep(Duration::from_micros(100));
+        }
+    }
+    let append_s = started.elapsed().as_secs_f64();
+    let faults = minor_faults() - faults;
+    stop.store(true, Ordering::Relaxed);
+    let prepare_ms = preparer.join().expect("preparer");
+    // Three passes (the first may still find pages the kernel has not mapped); the best counts.
+    let mut read_s = f64::MAX;
+    let mut read_records = 0;
+    let mut read_faults = Vec::new();
+    for _ in 0..3 {
+        let faults = minor_faults();
+        let started = Instant::now();
+        read_records = 0;
+        for name in &names {
+            let read = log.lock().read(name.as_bytes(), 0, 1000).expect("read");
+            read_records += read.positions.len();
+        }
+        read_s = read_s.min(started.elapsed().as_secs_f64());
+        read_faults.push(minor_faults() - faults);
+    }
+    log.close().expect("close");
+    let _ = std::fs::remove_dir_all(dir);
+    Round {
+        append_s,
+        faults,
+        stalls,
+        read_s,
+        read_records,
+        read_faults,
+        prepare_ms,
+    }
+}
+
+/// One append call, kept out of line so a profiler can count it alone.
+#[inline(never)]
+fn append_batch(
+    log: &LogHandle,
+    batch: &[u8],
+    count: usize,
+    positions: &mut [f64],
+    offsets: &mut [f64],
+) -> usize {
+    log.lock()
+        .append(batch, count, 1_700_000_000_001, positions, offsets)
+        .expect("append")
+}
+
+/// Byte offset of record `index` in a batch.
+fn batch_offset(batch: &[u8], index: usize) -> usize {
+    let mut at = 0;
+    for _ in 0..index {
+        at += u32::from_le_bytes(batch[at + 4..at + 8].try_into().expect("size")) as usize;
+    }
+    at
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let dir = std::path::PathBuf::from(args.next().unwrap_or_else(|| "/tmp/litetopic-log-append".into()));
+    let rounds: usize = args.next().map_or(3, |r| r.parse().expect("rounds"));
+    let records: usize = args.next().map_or(1_000_000, |r| r.parse().expect("records"));
+    let bodies: Vec<usize> = args.next().map_or(vec![100, 1024], |b| {
+        b.split(',').map(|n| n.parse().expect("body bytes")).collect()
+    });
+    for body_bytes in bodies {
+        let results: Vec<Round> = (0..rounds).map(|_| round(&dir, body_bytes, records)).collect();
+        let append = median(results.iter().map(|r| r.append_s).collect());
+        let read = median(results.iter().map(|r| r.read_s).collect());
+        println!(
+            "{body_bytes:>5} B: append {:6.2} M rec/s {:5.2} GB/s (payload), faults {:?}, stalls {:?}, preparations {:?} ms; read {:6.2} M rec/s ({} records, faults {:?})",
+            records as f64 / append / 1e6,
+            (records * body_bytes) as f64 / append / 1e9,
+            results.iter().map(|r| r.faults).collect::<Vec<_>>(),
+            results.iter().map(|r| r.stalls).collect::<Vec<_>>(),
+            results.iter().map(|r| &r.prepare_ms).collect::<Vec<_>>(),
+            records as f64 / read / 1e6,
+            results[0].read_records,
+            results[0].read_faults,
+        );
+    }
+}
