@@ -64,6 +64,34 @@ describe.each(ENGINES)('%s engine', (engine) => {
     });
   });
 
+  describe('retention', () => {
+    it('deletes old segments on the maintenance pass; consumers behind them resume at the oldest kept message', async () => {
+      const t = await openBroker(engine, {
+        dir: tempDir(),
+        sessionTimeoutMs: 0,
+        segmentBytes: 4096,
+        retention: { maxBytes: 8192 },
+      });
+      const { broker } = t;
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['t'], { offset: { policy: 'min' } });
+      const big = 'x'.repeat(400);
+      await broker.sendBatch(
+        'agents',
+        Array.from({ length: 60 }, (_, i) => ({ liteTopic: 't', body: `${i}|${big}` })),
+      );
+      const before = broker.admin.brokerInfo().storageBytes;
+      await broker.runMaintenance();
+      const info = broker.admin.liteTopicInfo('agents', 't');
+      expect(broker.admin.brokerInfo().storageBytes).toBeLessThan(before);
+      expect(info?.minOffset).toBeGreaterThan(0);
+      expect(info?.maxOffset).toBe(60);
+      const seen = (await drain(c)).map((body) => Number(body.split('|')[0]));
+      expect(seen).toEqual(Array.from({ length: 60 - (info?.minOffset ?? 0) }, (_, i) => (info?.minOffset ?? 0) + i));
+    });
+  });
+
   describe('dead letters', () => {
     it('moves a message past maxReconsumeTimes to %DLQ%<group>, unblocks its lite topic, reads and re-sends it', async () => {
       const t = await openBroker(engine, { sessionTimeoutMs: 0 });

@@ -1,8 +1,17 @@
 /**
  * litetopic: the lite topic message model of Apache RocketMQ 5.5, embedded in Node.js, with a Rust
  * core behind Node-API and a pure TypeScript fallback. This release provides the engines, the
- * pattern engine, the topic-name trie and the commit log; see README.md.
+ * pattern engine, the topic-name trie, the commit log and the broker; see README.md.
  */
+export {
+  Admin,
+  type BrokerInfo,
+  type ClientInfo,
+  type GroupInfo,
+  type LiteTopicInfo,
+  type LiteTopicLag,
+  type TopicInfo,
+} from './broker/admin.js';
 export {
   Broker,
   type BrokerOptions,
@@ -18,7 +27,10 @@ export {
   type SubscribeOptions,
   type UnsubscribedEvent,
 } from './broker/consumer.js';
+export type { DeadLetter } from './broker/deadletter.js';
+export type { RetentionPolicy } from './broker/lifecycle.js';
 export { type BrokerLimits, DEFAULT_LIMITS } from './broker/quota.js';
+export type { UnsubscribeReason } from './broker/registry.js';
 export type { StartPosition } from './broker/start.js';
 export { MemoryStore, type MessageStore } from './broker/store.js';
 export {

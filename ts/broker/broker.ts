@@ -64,6 +64,8 @@ export interface BrokerOptions {
   engine?: EngineName;
   /** Commit-log flush mode with a directory: `async` (default) or `sync`. */
   flush?: 'async' | 'sync';
+  /** Commit-log segment size with a directory (docs/FORMAT.md); default 256 MiB. */
+  segmentBytes?: number;
   /** Source of time; a manual clock makes the broker's timers run on `tick()` only. */
   clock?: Clock;
   /** `system`: real timers; `manual`: deadlines run on `tick()`. Default: manual iff a non-system clock is given. */
@@ -218,7 +220,8 @@ export class Broker {
     if (maintenanceIntervalMs === 0) throw new InvalidArgumentError('maintenanceIntervalMs must be positive');
     const retention = checkRetention(options.retention);
     const flush = options.flush ?? 'async';
-    const store = options.store ?? (await openStore(options.dir, { engine, flush, clock }));
+    const store =
+      options.store ?? (await openStore(options.dir, { engine, flush, clock, segmentBytes: options.segmentBytes }));
     let journal: StateJournal | undefined;
     let restored: RestoredState | undefined;
     if (options.dir !== undefined && options.store === undefined) {

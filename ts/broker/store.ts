@@ -121,10 +121,11 @@ export class MemoryStore implements MessageStore {
 /** A `CommitLog` in `<dir>/log`, or a `MemoryStore` without a directory. */
 export async function openStore(
   dir: string | undefined,
-  options: { engine?: EngineName; flush?: 'async' | 'sync'; clock: Clock },
+  options: { engine?: EngineName; flush?: 'async' | 'sync'; clock: Clock; segmentBytes?: number | undefined },
 ): Promise<MessageStore> {
   if (dir === undefined) return new MemoryStore(options.clock);
-  return CommitLog.open(join(dir, 'log'), options);
+  const { segmentBytes, ...rest } = options;
+  return CommitLog.open(join(dir, 'log'), segmentBytes === undefined ? rest : { ...rest, segmentBytes });
 }
 
 /** The LMQ of a lite topic: `%LMQ%$<parent>$<lite>`. */
