@@ -4,12 +4,13 @@
  * (default 2,048 MiB, 64 with --quick). A full run (without --quick) stores its figures in
  * bench/results/<suite>.json and regenerates bench/RESULTS.md from them; a quick run only prints.
  */
+import { runBrokerBench } from './broker.js';
 import { runLogBench } from './log.js';
 import { runPatternBench } from './pattern.js';
 import { environment, readRecords, type SuiteRecord, writeRecord, writeResultsMarkdown } from './report.js';
 import { runTrieBench } from './trie.js';
 
-const SUITES = ['pattern', 'trie', 'log'] as const;
+const SUITES = ['pattern', 'trie', 'log', 'broker'] as const;
 type Suite = (typeof SUITES)[number];
 
 interface Options {
@@ -53,6 +54,8 @@ async function runSuite(suite: Suite, options: Options): Promise<void> {
     record = { suite, command, environment: environment(), result: await runPatternBench({ quick }) };
   } else if (suite === 'log') {
     record = { suite, command, environment: environment(), result: await runLogBench({ quick, recoverMib }) };
+  } else if (suite === 'broker') {
+    record = { suite, command, environment: environment(), result: await runBrokerBench({ quick }) };
   } else {
     record = { suite, command, environment: environment(), result: await runTrieBench({ quick }) };
   }

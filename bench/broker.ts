@@ -1,0 +1,281 @@
+/**
+ * The broker suite (issue 5, "Tests and figures"): end-to-end send → POP → ack over 100,000 lite
+ * topics of the parent `agents`, three groups (planner: shared, 4 clients; tools: exclusive, 4
+ * clients; auditor: wildcard with patterns), both engines, the in-memory store and the on-disk store
+ * (`flush: 'async'`). See broker-scenario.ts for the setup and broker-workload.ts for the traffic.
+ *
+ * 1. Throughput: a fixed number of messages sent with `sendBatch` as fast as the groups keep up;
+ *    messages/s = messages ÷ (first send → last ack of the last group). Every delivery is checked
+ *    (right group, exactly once, FIFO per lite topic, never redelivered) before a rate is reported.
+ * 2. Latency: every lite topic opened first (warm-up, not measured), then sends paced at half the
+ *    configuration's measured median rate; send-to-pop latency = performance.now() when `pop`
+ *    resolved − performance.now() just before the `sendBatch` that carried the message.
+ *
+ * Rounds are interleaved with the order reversed every other round; figures are medians over rounds.
+ */
+import type { EngineName } from '../ts/index.js';
+import { printBrokerResult } from './broker-print.js';
+import { type Pace, runBroker, type StoreKind } from './broker-scenario.js';
+import { quantile } from './broker-tally.js';
+import { type BrokerTarget, checkBrokerTargets } from './broker-targets.js';
+import { makeBrokerWorkload } from './broker-workload.js';
+import { figure } from './measure.js';
+
+const SEED = 20_250_505;
+const CASES: readonly { engine: EngineName; store: StoreKind }[] = [
+  { engine: 'native', store: 'memory' },
+  { engine: 'js', store: 'memory' },
+  { engine: 'native', store: 'disk' },
+  { engine: 'js', store: 'disk' },
+];
+
+export interface BrokerBenchConfig {
+  quick: boolean;
+  seed: number;
+  topics: number;
+  /** Messages of each throughput run. */
+  messages: number;
+  bodyBytes: number;
+  sendBatch: number;
+  /** Most messages sent but not yet acked by the planner or tools group (flow control). */
+  maxLagMessages: number;
+  /** Largest batch of due messages a paced send carries. */
+  pacedBatch: number;
+  /** Length of the paced (measured) phase of a latency run, s. */
+  pacedSeconds: number;
+  /** Paced rate as a share of the configuration's median throughput. */
+  loadShare: number;
+  rounds: number;
+}
+
+export interface ThroughputRow {
+  engine: EngineName;
+  store: StoreKind;
+  messages: number;
+  deliveries: number;
+  /** End-to-end messages/s per round. */
+  roundRates: number[];
+  messagesPerSecond: number;
+  deliveriesPerSecond: number;
+  /** Messages/s until the last send resolved (the producer's view). */
+  sentPerSecond: number;
+  setupMs: number;
+  spreadPercent: number;
+  error?: string;
+}
+
+export interface LatencyRow {
+  engine: EngineName;
+  store: StoreKind;
+  /** Rate asked for, messages/s; achieved: timed messages over the paced phase. */
+  rate: number;
+  achievedRate: number;
+  messages: number;
+  deliveries: number;
+  p50Ms: number;
+  p99Ms: number;
+  p999Ms: number;
+  maxMs: number;
+  /** p99 counted from the scheduled send time: includes any lag of the producer behind the pace. */
+  scheduleP99Ms: number;
+  byGroup: { group: string; p50Ms: number; p99Ms: number }[];
+  roundP99Ms: number[];
+  error?: string;
+}
+
+export interface BrokerBenchResult {
+  config: BrokerBenchConfig;
+  throughput: ThroughputRow[];
+  latency: LatencyRow[];
+  targets: BrokerTarget[];
+}
+
+function configFor(quick: boolean): BrokerBenchConfig {
+  const common = { seed: SEED, bodyBytes: 128, sendBatch: 100, maxLagMessages: 10_000, pacedBatch: 32, loadShare: 0.5 };
+  return quick
+    ? { ...common, quick, topics: 20_000, messages: 40_000, pacedSeconds: 1, rounds: 1 }
+    : { ...common, quick, topics: 100_000, messages: 200_000, pacedSeconds: 5, rounds: 3 };
+}
+
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  if (sorted.length === 0) return Number.NaN;
+  return sorted.length % 2 === 1
+    ? (sorted[mid] as number)
+    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+}
+
+const caseName = (c: { engine: EngineName; store: StoreKind }) => `${c.engine} ${c.store}`;
+const errorText = (error: unknown) => (error instanceof Error ? (error.stack ?? error.message) : String(error));
+
+/** Each case in `rounds` interleaved rounds, order reversed every other round; a failed case is not run again. */
+async function interleaved<T>(
+  config: BrokerBenchConfig,
+  run: (c: (typeof CASES)[number], round: number) => Promise<T>,
+) {
+  const results = new Map<string, T[]>();
+  const errors = new Map<string, string>();
+  for (let round = 0; round < config.rounds; round++) {
+    for (const c of round % 2 === 1 ? [...CASES].reverse() : CASES) {
+      const name = caseName(c);
+      if (errors.has(name)) continue;
+      try {
+        const figures = await run(c, round);
+        results.set(name, [...(results.get(name) ?? []), figures]);
+      } catch (error) {
+        errors.set(name, errorText(error));
+        console.log(`  round ${round + 1}/${config.rounds}, ${name}: failed: ${errorText(error).split('\n')[0]}`);
+      }
+    }
+  }
+  return { results, errors };
+}
+
+async function measureThroughput(config: BrokerBenchConfig): Promise<ThroughputRow[]> {
+  const work = makeBrokerWorkload(config.messages, config.topics, config.messages, config.bodyBytes, config.seed);
+  const pace: Pace = { kind: 'max', batch: config.sendBatch, maxLagMessages: config.maxLagMessages };
+  const { results, errors } = await interleaved(config, async (c, round) => {
+    const f = await runBroker(c.engine, c.store, work, pace);
+    const rate = (f.messages / f.elapsedMs) * 1000;
+    console.log(
+      `  round ${round + 1}/${config.rounds}, ${caseName(c)}: ${figure(rate)} msgs/s end to end ` +
+        `(${figure((f.deliveries / f.elapsedMs) * 1000)} deliveries/s, ${f.deliveries.toLocaleString('en-US')} ` +
+        `popped and acked, all checked), setup ${figure(f.setupMs)} ms`,
+    );
+    return f;
+  });
+  return CASES.map((c) => {
+    const runs = results.get(caseName(c)) ?? [];
+    const rates = runs.map((f) => (f.messages / f.elapsedMs) * 1000);
+    const rate = median(rates);
+    const error = errors.get(caseName(c));
+    return {
+      ...c,
+      messages: config.messages,
+      deliveries: runs[0]?.deliveries ?? Number.NaN,
+      roundRates: rates,
+      messagesPerSecond: error === undefined ? rate : Number.NaN,
+      deliveriesPerSecond:
+        error === undefined ? median(runs.map((f) => (f.deliveries / f.elapsedMs) * 1000)) : Number.NaN,
+      sentPerSecond: error === undefined ? median(runs.map((f) => (f.messages / f.sendMs) * 1000)) : Number.NaN,
+      setupMs: median(runs.map((f) => f.setupMs)),
+      spreadPercent: ((Math.max(...rates) - Math.min(...rates)) / rate) * 100,
+      ...(error === undefined ? {} : { error }),
+    };
+  });
+}
+
+interface LatencyRound {
+  achievedRate: number;
+  messages: number;
+  deliveries: number;
+  p50: number;
+  p99: number;
+  p999: number;
+  max: number;
+  scheduleP99: number;
+  byGroup: { group: string; p50: number; p99: number }[];
+}
+
+function sortedOf(parts: readonly Float64Array[]): Float64Array {
+  const all = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    all.set(part, at);
+    at += part.length;
+  }
+  return all.sort();
+}
+
+async function measureLatency(config: BrokerBenchConfig, throughput: readonly ThroughputRow[]): Promise<LatencyRow[]> {
+  const rateOf = (c: (typeof CASES)[number]) => {
+    const row = throughput.find((r) => r.engine === c.engine && r.store === c.store);
+    return Math.max(1, Math.round((row?.messagesPerSecond ?? Number.NaN) * config.loadShare));
+  };
+  const { results, errors } = await interleaved(config, async (c, round) => {
+    const rate = rateOf(c);
+    if (!Number.isFinite(rate)) throw new Error('no throughput figure to pace from');
+    const timed = Math.max(1, Math.round(rate * config.pacedSeconds));
+    const work = makeBrokerWorkload(config.topics + timed, config.topics, config.topics, config.bodyBytes, config.seed);
+    const pace: Pace = {
+      kind: 'paced',
+      batch: config.pacedBatch,
+      maxLagMessages: config.maxLagMessages,
+      rate,
+      warmupMessages: config.topics,
+    };
+    const f = await runBroker(c.engine, c.store, work, pace);
+    const all = sortedOf(f.tallies.map((t) => t.latencies));
+    const figures: LatencyRound = {
+      achievedRate: (f.timedMessages / f.sendMs) * 1000,
+      messages: f.timedMessages,
+      deliveries: all.length,
+      p50: quantile(all, 0.5),
+      p99: quantile(all, 0.99),
+      p999: quantile(all, 0.999),
+      max: all[all.length - 1] ?? Number.NaN,
+      scheduleP99: quantile(sortedOf(f.tallies.map((t) => t.scheduleLatencies)), 0.99),
+      byGroup: f.tallies.map((t) => {
+        const own = sortedOf([t.latencies]);
+        return { group: t.group, p50: quantile(own, 0.5), p99: quantile(own, 0.99) };
+      }),
+    };
+    console.log(
+      `  round ${round + 1}/${config.rounds}, ${caseName(c)} at ${figure(rate)} msgs/s (achieved ${figure(figures.achievedRate)}): ` +
+        `send-to-pop p50 ${figure(figures.p50)} ms, p99 ${figure(figures.p99)} ms over ${figures.deliveries.toLocaleString('en-US')} deliveries`,
+    );
+    return figures;
+  });
+  return CASES.map((c) => {
+    const runs = results.get(caseName(c)) ?? [];
+    const error = errors.get(caseName(c));
+    const med = (pick: (r: LatencyRound) => number) => (error === undefined ? median(runs.map(pick)) : Number.NaN);
+    return {
+      ...c,
+      rate: rateOf(c),
+      achievedRate: med((r) => r.achievedRate),
+      messages: runs[0]?.messages ?? Number.NaN,
+      deliveries: runs[0]?.deliveries ?? Number.NaN,
+      p50Ms: med((r) => r.p50),
+      p99Ms: med((r) => r.p99),
+      p999Ms: med((r) => r.p999),
+      maxMs: med((r) => r.max),
+      scheduleP99Ms: med((r) => r.scheduleP99),
+      byGroup: (runs[0]?.byGroup ?? []).map((g, i) => ({
+        group: g.group,
+        p50Ms: med((r) => r.byGroup[i]?.p50 ?? Number.NaN),
+        p99Ms: med((r) => r.byGroup[i]?.p99 ?? Number.NaN),
+      })),
+      roundP99Ms: runs.map((r) => r.p99),
+      ...(error === undefined ? {} : { error }),
+    };
+  });
+}
+
+/** Runs the broker suite, prints its tables and returns the figures. */
+export async function runBrokerBench(options: { quick: boolean }): Promise<BrokerBenchResult> {
+  const config = configFor(options.quick);
+  console.log(
+    `\n# broker${config.quick ? ' (quick)' : ''}: seed ${config.seed}, ${config.topics.toLocaleString('en-US')} lite topics, ` +
+      `${config.messages.toLocaleString('en-US')} messages of ${config.bodyBytes} B per throughput run, ${config.rounds} interleaved rounds`,
+  );
+  console.log('throughput (send as fast as the groups keep up):');
+  const throughput = await measureThroughput(config);
+  printBrokerResult({ config, throughput });
+  console.log(
+    `latency (paced at ${config.loadShare * 100}% of each case's median throughput, after a warm-up that opens every lite topic):`,
+  );
+  const latency = await measureLatency(config, throughput);
+  printBrokerResult({ config, latency });
+  const targets = checkBrokerTargets(throughput, latency);
+  printBrokerResult({ config, targets });
+  return { config, throughput, latency, targets };
+}
+
+if (require.main === module) {
+  runBrokerBench({ quick: process.argv.includes('--quick') }).catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}
