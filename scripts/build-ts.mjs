@@ -3,7 +3,7 @@
 // that re-exports the same names, so the package works from both `require` and `import` with one
 // copy of the code (no dual-package state to drift apart).
 import { spawnSync } from 'node:child_process';
-import { rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,4 +40,12 @@ writeFileSync(
     '',
   ].join('\n'),
 );
+// The `litetopic` command (package.json "bin"): tsc keeps the shebang; npm marks bin files
+// executable on install, and this does the same for runs from the repository.
+const cli = join(dist, 'cli', 'main.js');
+if (!readFileSync(cli, 'utf8').startsWith('#!/usr/bin/env node\n')) {
+  console.error(`build:ts: ${cli} lost its shebang line`);
+  process.exit(1);
+}
+chmodSync(cli, 0o755);
 console.log(`build:ts: dist/ with ${names.length} exports for require and import`);

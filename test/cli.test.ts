@@ -1,0 +1,114 @@
+/**
+ * The `litetopic` command as a user runs it: help, usage errors and their exit codes, one-line
+ * errors without stack traces, bench outside its happy path, and inspect refusing a directory that a
+ * live process holds. The demo and inspect on real data are in test/cli-demo.test.ts.
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { cli, ROOT, scratch, startHolder } from './cli-helpers.js';
+
+/** Exit codes as README.md "Command line" documents them. */
+const OK = 0;
+const FAILURE = 1;
+const USAGE = 2;
+const LOCKED = 3;
+
+function oneLine(stderr: string): string {
+  const lines = stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  expect(stderr).not.toMatch(/^\s+at /m);
+  return lines[0] as string;
+}
+
+describe.concurrent('litetopic --help and usage errors', () => {
+  it('lists the commands and exit codes', async () => {
+    const r = await cli(['--help']);
+    expect(r.code).toBe(OK);
+    for (const word of ['demo', 'bench', 'inspect', 'exit codes']) expect(r.stdout).toContain(word);
+  });
+
+  it.each(['demo', 'bench', 'inspect'])('%s --help describes its options and exit codes', async (command) => {
+    const r = await cli([command, '--help']);
+    expect(r.code).toBe(OK);
+    expect(r.stdout).toContain(`usage: litetopic ${command}`);
+    expect(r.stdout).toContain('exit codes');
+    expect(r.stderr).toBe('');
+  });
+
+  it('no command prints the usage and exits 2', async () => {
+    const r = await cli([]);
+    expect(r.code).toBe(USAGE);
+    expect(r.stdout).toContain('usage: litetopic <command>');
+  });
+
+  it.each([
+    [['frob'], /unknown command "frob"/],
+    [['demo', '--seconds', '0'], /--seconds must be at least 1/],
+    [['demo', '--seconds=abc'], /--seconds takes a whole number/],
+    [['inspect'], /missing the data directory/],
+    [['inspect', '--json', '--bogus', 'x'], /unknown option "--bogus"/],
+    [['bench', 'nope'], /unknown suite "nope"/],
+  ])('%j is a usage error: one line, exit 2', async (args, message) => {
+    const r = await cli(args);
+    expect(r.code).toBe(USAGE);
+    expect(oneLine(r.stderr)).toMatch(message);
+  });
+
+  it('a runtime failure is one line without a stack trace, exit 1', async () => {
+    const missing = join(scratch(), 'nothing-here');
+    const r = await cli(['inspect', missing]);
+    expect(r.code).toBe(FAILURE);
+    expect(oneLine(r.stderr)).toBe(`litetopic inspect: ${missing} is not a directory`);
+    const dir = scratch();
+    writeFileSync(join(dir, 'notes.txt'), 'not data');
+    const other = await cli(['inspect', dir]);
+    expect(other.code).toBe(FAILURE);
+    expect(oneLine(other.stderr)).toMatch(/is not a litetopic data directory/);
+  });
+
+  it('demo refuses a --dir that already holds files', async () => {
+    const dir = scratch();
+    mkdirSync(join(dir, 'old'));
+    const r = await cli(['demo', '--dir', dir, '--seconds', '1', '--engine', 'js']);
+    expect(r.code).toBe(USAGE);
+    expect(oneLine(r.stderr)).toMatch(/is not empty/);
+  });
+});
+
+describe('inspect and a live owner', () => {
+  const holders: { kill: () => boolean }[] = [];
+  afterAll(() => {
+    for (const h of holders) h.kill();
+  });
+
+  it('refuses with exit 3 while another process holds the LOCK, reads it once that process is gone', async () => {
+    const dir = scratch();
+    const holder = await startHolder(join(ROOT, 'test', 'cli-lock-holder.ts'), [dir]);
+    holders.push(holder);
+    const refused = await cli(['inspect', dir]);
+    expect(refused.code).toBe(LOCKED);
+    expect(oneLine(refused.stderr)).toContain(`in use by process ${holder.pid}`);
+    expect(refused.stdout).toBe('');
+
+    // A crashed owner: the lock is stale, inspect opens (and recovers) the directory.
+    const gone = new Promise((resolve) => holder.once('exit', resolve));
+    holder.kill('SIGKILL');
+    await gone;
+    const read = await cli(['inspect', dir, '--json']);
+    expect(read.code).toBe(OK);
+    const report = JSON.parse(read.stdout);
+    expect(report.layout).toBe('log');
+    expect(report.liteTopics).toEqual([
+      expect.objectContaining({ parent: 'agents', liteTopic: 'tenant1__agent1__session1', minOffset: 0, maxOffset: 1 }),
+    ]);
+  });
+});
+
+describe('bench', () => {
+  it('--charts takes neither suites nor --quick', async () => {
+    const r = await cli(['bench', '--charts', '--quick']);
+    expect(r.code).toBe(USAGE);
+    expect(oneLine(r.stderr)).toMatch(/--charts takes no suite and no --quick/);
+  });
+});
