@@ -6,13 +6,14 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { EngineInfo } from '../ts/index.js';
-import { writeCharts } from './charts.js';
 import { lib } from './lib.js';
 
 const { engineInfo } = lib;
 
 import type { BrokerBenchResult } from './broker.js';
 import { brokerTables } from './broker-print.js';
+import type { LifecycleBenchResult } from './lifecycle.js';
+import { lifecycleTables } from './lifecycle-print.js';
 import type { LogBenchResult } from './log.js';
 import { logTables } from './log-print.js';
 import { isNumericColumn, type Timing } from './measure.js';
@@ -46,7 +47,8 @@ export type SuiteRecord =
   | RecordOf<'pattern', PatternBenchResult>
   | RecordOf<'trie', TrieBenchResult>
   | RecordOf<'log', LogBenchResult>
-  | RecordOf<'broker', BrokerBenchResult>;
+  | RecordOf<'broker', BrokerBenchResult>
+  | RecordOf<'lifecycle', LifecycleBenchResult>;
 
 export function environment(): Environment {
   const manifest = JSON.parse(readFileSync(join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { version: string };
@@ -247,10 +249,38 @@ function brokerSection(record: RecordOf<'broker', BrokerBenchResult>): string {
   ].join('\n');
 }
 
+function lifecycleSection(record: RecordOf<'lifecycle', LifecycleBenchResult>): string {
+  const { config, targets } = record.result;
+  const missed = targets.filter((t) => t.pass === false).map((t) => codeSpans(t.name));
+  const failed = targets.filter((t) => t.pass === null).map((t) => codeSpans(t.name));
+  return [
+    '## Broker lifecycle: reopen and expiry',
+    '',
+    environmentSection(
+      record,
+      `seed ${config.seed}; reopen of ${config.messages.toLocaleString('en-US')} messages over ${config.liteTopics.toLocaleString('en-US')} ` +
+        `lite topics; expiry of ${config.expiry.idle.toLocaleString('en-US')} idle among ${config.expiry.topics.toLocaleString('en-US')}` +
+        `${config.scaleNote ? ` (scaled down: ${config.scaleNote})` : ''}${config.quick ? ' (quick run)' : ''}`,
+      'each case runs once per engine (bench/lifecycle*.ts); the machine is shared and noisy' +
+        (config.loadAverage
+          ? ` (1-minute load average ${config.loadAverage.map((l) => l.toFixed(1)).join(' before, ')} after)`
+          : ''),
+    ),
+    '',
+    [
+      missed.length === 0 ? 'Every measured target of issue #6 is met.' : `Missed: ${missed.join('; ')}.`,
+      ...(failed.length === 0 ? [] : [`Not measured (the run failed): ${failed.join('; ')}.`]),
+    ].join(' '),
+    '',
+    ...lifecycleTables(record.result).map((t) => `${markdownTable(t)}\n`),
+  ].join('\n');
+}
+
 function section(record: SuiteRecord): string {
   if (record.suite === 'pattern') return patternSection(record);
   if (record.suite === 'log') return logSection(record);
   if (record.suite === 'broker') return brokerSection(record);
+  if (record.suite === 'lifecycle') return lifecycleSection(record);
   return trieSection(record);
 }
 
@@ -265,6 +295,5 @@ export function writeResultsMarkdown(records: readonly SuiteRecord[]): string {
     ...records.map(section),
   ].join('\n');
   writeFileSync(file, `${body.trimEnd()}\n`);
-  writeCharts(file); // bench/charts/<section>.svg, one bar chart per suite
   return file;
 }

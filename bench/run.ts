@@ -5,12 +5,13 @@
  * bench/results/<suite>.json and regenerates bench/RESULTS.md from them; a quick run only prints.
  */
 import { runBrokerBench } from './broker.js';
+import { runLifecycleBench } from './lifecycle.js';
 import { runLogBench } from './log.js';
 import { runPatternBench } from './pattern.js';
 import { environment, readRecords, type SuiteRecord, writeRecord, writeResultsMarkdown } from './report.js';
 import { runTrieBench } from './trie.js';
 
-const SUITES = ['pattern', 'trie', 'log', 'broker'] as const;
+const SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle'] as const;
 type Suite = (typeof SUITES)[number];
 
 interface Options {
@@ -56,6 +57,8 @@ async function runSuite(suite: Suite, options: Options): Promise<void> {
     record = { suite, command, environment: environment(), result: await runLogBench({ quick, recoverMib }) };
   } else if (suite === 'broker') {
     record = { suite, command, environment: environment(), result: await runBrokerBench({ quick }) };
+  } else if (suite === 'lifecycle') {
+    record = { suite, command, environment: environment(), result: await runLifecycleBench({ quick }) };
   } else {
     record = { suite, command, environment: environment(), result: await runTrieBench({ quick }) };
   }

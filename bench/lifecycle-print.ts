@@ -1,0 +1,221 @@
+/**
+ * The lifecycle suite's targets and tables: the same headers and cells feed the console (aligned
+ * text) and bench/RESULTS.md (markdown), as the other suites' *-print.ts files do.
+ */
+import type { LifecycleBenchResult } from './lifecycle.js';
+import type { ExpiryRow } from './lifecycle-expiry.js';
+import type { ReopenRow } from './lifecycle-reopen.js';
+import type { LogTarget } from './log-targets.js';
+import { figure, textTable } from './measure.js';
+import type { Table } from './pattern-print.js';
+
+export const CLEAN_REOPEN_MS = 1000;
+export const KILLED_REOPEN_MS = 5000;
+/**
+ * "No effect on p99": the p99 while sweeping may exceed the p99 with expiry off by at most this
+ * share of it or `P99_SLACK_MS`, whichever is larger (the machine is shared and noisy).
+ */
+export const P99_SLACK_SHARE = 0.25;
+export const P99_SLACK_MS = 1;
+
+type PartialResult = Pick<LifecycleBenchResult, 'config'> & Partial<Omit<LifecycleBenchResult, 'config'>>;
+
+/** Counts as whole numbers, other figures as `figure` writes them; `—` when unknown. */
+const cell = (value: number, format: (v: number) => string = figure) =>
+  Number.isFinite(value) ? (Number.isInteger(value) ? value.toLocaleString('en-US') : format(value)) : '—';
+const mib = (bytes: number) => cell(bytes / 2 ** 20);
+const failure = (error: string | undefined) =>
+  error === undefined ? '' : `failed: ${error.split('\n')[0]?.slice(0, 160)}`;
+
+function limitTarget(name: string, ms: number, limit: number, failed: boolean): LogTarget {
+  const known = Number.isFinite(ms) && !failed;
+  return {
+    name,
+    ratio: limit / ms,
+    target: 1,
+    strict: true,
+    pass: known ? ms < limit : null,
+    measured: known ? `${figure(ms)} ms` : '—',
+    required: `< ${figure(limit)} ms`,
+  };
+}
+
+export function checkLifecycleTargets(reopen: readonly ReopenRow[], expiry: readonly ExpiryRow[]): LogTarget[] {
+  const out: LogTarget[] = [];
+  for (const r of reopen) {
+    const what = r.shutdown === 'clean' ? 'clean reopen' : 'reopen after SIGKILL';
+    const limit = r.shutdown === 'clean' ? CLEAN_REOPEN_MS : KILLED_REOPEN_MS;
+    const size = `${figure(r.messages / 1e6)} M messages, ${r.liteTopics.toLocaleString('en-US')} lite topics`;
+    out.push(limitTarget(`${what}, ${r.engine}, ${size}`, r.openMs, limit, r.error !== undefined));
+  }
+  for (const r of expiry) {
+    const off = r.phases.find((p) => p.phase === 'expiry off')?.p99Ms ?? Number.NaN;
+    const on = r.phases.find((p) => p.phase === 'sweeping')?.p99Ms ?? Number.NaN;
+    const bar = off + Math.max(P99_SLACK_MS, off * P99_SLACK_SHARE);
+    const known = Number.isFinite(off) && Number.isFinite(on) && r.error === undefined;
+    out.push({
+      name: `send-to-pop p99 while expiring idle lite topics, ${r.engine}`,
+      ratio: bar / on,
+      target: 1,
+      strict: false,
+      pass: known ? on <= bar : null,
+      measured: known ? `${figure(on)} ms sweeping, ${figure(off)} ms expiry off` : '—',
+      required: `≤ ${figure(bar)} ms (off + max(${P99_SLACK_MS} ms, ${P99_SLACK_SHARE * 100}%))`,
+    });
+  }
+  return out;
+}
+
+function reopenTable(rows: readonly ReopenRow[]): Table {
+  return {
+    title: 'Reopen (`Broker.open`) of a large directory',
+    note:
+      'A child process sends every message with `sendBatch` (1,000 per call, 100 B bodies, flush `async`, checkpoints ' +
+      'every 64 MiB of log as the broker does by default), subscribes one shared group to every lite topic from `min`, ' +
+      'POPs and acks some (the last message of each POP stays in flight) and is killed with SIGKILL. "kill" times ' +
+      '`Broker.open` on that directory; that broker is then closed ("close ms") and "clean" times `Broker.open` again. ' +
+      "Both in the parent process with the directory in the page cache. Checkpoint, replay and recovery ms are the log's " +
+      '`stats().recovery`; progress and in flight are what the state journal restored, checked against the writer.',
+    headers: [
+      'engine',
+      'shutdown',
+      'messages',
+      'lite topics',
+      'dir MiB',
+      'open ms',
+      'checkpoint',
+      'replayed records',
+      'replayed MiB',
+      'log recovery ms',
+      'progress',
+      'in flight',
+      'close ms',
+      'write msgs/s',
+      'note',
+    ],
+    rows: rows.map((r) => [
+      r.engine,
+      r.shutdown === 'kill' ? 'SIGKILL' : 'clean',
+      cell(r.messages),
+      cell(r.liteTopics),
+      mib(r.dirBytes),
+      cell(r.openMs),
+      r.checkpoint,
+      cell(r.replayedRecords),
+      mib(r.replayedBytes),
+      cell(r.recoveryMs),
+      cell(r.progress),
+      cell(r.inflight),
+      cell(r.closeMs),
+      r.writer === undefined ? '' : cell(r.writer.sent / (r.writer.writeMs / 1000)),
+      failure(r.error),
+    ]),
+  };
+}
+
+function sweepTable(rows: readonly ExpiryRow[], config: LifecycleBenchResult['config']): Table {
+  const e = config.expiry;
+  return {
+    title: 'Expiry sweeps (`broker.runMaintenance()`)',
+    note:
+      `${e.topics.toLocaleString('en-US')} lite topics on disk, one in ten last written 2 h ago on the broker's clock, ` +
+      "`liteTopicExpirationMs` 1 h; a sweep expires at most 1,000 per parent (the broker's batch). Sweeps run every " +
+      `${e.sweepEveryMs} ms in the "sweeping" windows (the broker's default interval is 1 s); each is timed from the call ` +
+      'until it resolves (the `drop` records durable and the LMQs deleted). Only sweeps that expired something count. ' +
+      `"all expired in" runs from the first sweep to the last idle lite topic gone, "off" windows included.`,
+    headers: [
+      'engine',
+      'lite topics',
+      'idle',
+      'setup s',
+      'sweeps',
+      'sweep p50 ms',
+      'sweep p99 ms',
+      'sweep max ms',
+      'expired',
+      'all expired in s',
+      'unsubscribed events',
+      'note',
+    ],
+    rows: rows.map((r) => [
+      r.engine,
+      cell(r.topics),
+      cell(r.idle),
+      cell(r.setupMs / 1000),
+      cell(r.sweeps),
+      cell(r.sweepP50Ms),
+      cell(r.sweepP99Ms),
+      cell(r.sweepMaxMs),
+      cell(r.expired),
+      cell(r.expireAllMs / 1000),
+      cell(r.unsubscribedEvents),
+      failure(r.error),
+    ]),
+  };
+}
+
+function latencyTable(rows: readonly ExpiryRow[], config: LifecycleBenchResult['config']): Table {
+  const e = config.expiry;
+  return {
+    title: 'Send-to-pop latency with expiry off and while sweeping (same run, interleaved)',
+    note:
+      `One producer paced at ${e.rate.toLocaleString('en-US')} msgs/s over ${e.loadTopics.toLocaleString('en-US')} active lite topics ` +
+      `(\`sendBatch\` of the messages due), two long-polling clients (\`waitMs\` 100) acking everything; ${e.windowMs} ms windows ` +
+      'alternate between no sweep and sweeping, after one warm-up window. Latency = `pop` resolved − just before the ' +
+      '`sendBatch`, counted in the window the message was sent in. Event-loop delay from `perf_hooks.monitorEventLoopDelay`, one per window: the highest window p99 and the max.',
+    headers: [
+      'engine',
+      'phase',
+      'windows',
+      'deliveries',
+      'p50 ms',
+      'p99 ms',
+      'max ms',
+      'loop delay p99 ms',
+      'loop delay max ms',
+    ],
+    rows: rows.flatMap((r) =>
+      r.phases.map((p) => [
+        r.engine,
+        p.phase,
+        cell(p.windows),
+        cell(p.deliveries),
+        cell(p.p50Ms),
+        cell(p.p99Ms),
+        cell(p.maxMs),
+        cell(p.loopP99Ms),
+        cell(p.loopMaxMs),
+      ]),
+    ),
+  };
+}
+
+function targetsTable(targets: readonly LogTarget[]): Table {
+  return {
+    title: 'Targets (issue #6)',
+    headers: ['target', 'measured', 'required', 'result'],
+    rows: targets.map((t) => [
+      t.name,
+      t.measured,
+      t.required,
+      t.pass === null ? 'n/a (failed)' : t.pass ? 'PASS' : 'FAIL',
+    ]),
+  };
+}
+
+/** The tables for whichever sections `result` holds. */
+export function lifecycleTables(result: PartialResult): Table[] {
+  const tables: Table[] = [];
+  if (result.reopen) tables.push(reopenTable(result.reopen));
+  if (result.expiry) tables.push(sweepTable(result.expiry, result.config), latencyTable(result.expiry, result.config));
+  if (result.targets) tables.push(targetsTable(result.targets));
+  return tables;
+}
+
+export function printLifecycleResult(result: PartialResult): void {
+  for (const table of lifecycleTables(result)) {
+    console.log(`\n## ${table.title}`);
+    if (table.note) console.log(table.note);
+    console.log(textTable(table.headers, table.rows));
+  }
+}
