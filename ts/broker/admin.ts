@@ -6,6 +6,7 @@
  */
 import { GroupNotFoundError, InvalidArgumentError, TopicNotFoundError } from '../errors.js';
 import type { Dispatcher } from './dispatcher.js';
+import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import type { Registry } from './registry.js';
 import type { BrokerContext, ClientState, GroupState, ParentTopic } from './state.js';
 import { lmqName } from './store.js';
@@ -60,6 +61,18 @@ export interface ClientInfo {
   lastPopAt: number;
   lastSeenAt: number;
   stalled: boolean;
+  /** Key-shared groups: per lite topic it holds, the buckets it owns (withheld ones included). */
+  keySharedBuckets?: { liteTopic: string; buckets: number[] }[];
+}
+
+/** A bucket of a key-shared lite topic withheld from its new owner while the old holder drains it. */
+export interface WithheldBucketInfo {
+  liteTopic: string;
+  bucket: number;
+  /** The client it belongs to now (undefined when no client holds the lite topic). */
+  owner: string | undefined;
+  /** The client whose hidden deliveries it waits for; undefined for deliveries from before a restart. */
+  holder: string | undefined;
 }
 
 export interface LiteTopicLag {
@@ -87,6 +100,8 @@ export interface GroupInfo {
   liteTopic?: LiteTopicLag;
   topByLag: LiteTopicLag[];
   topByOldest: LiteTopicLag[];
+  /** Key-shared groups: the settings and every bucket withheld while draining. */
+  keyShared?: { buckets: number; windowMessages: number; withheld: WithheldBucketInfo[] };
 }
 
 /** What the admin reads: the broker's maps and parts. */
@@ -187,7 +202,38 @@ export class Admin {
       lastPopAt: client.lastPopAt,
       lastSeenAt: client.lastSeenAt,
       stalled: client.stalled,
+      ...(client.group.keyShared === undefined ? {} : { keySharedBuckets: this.bucketsOf(client) }),
     };
+  }
+
+  private bucketsOf(client: ClientState): { liteTopic: string; buckets: number[] }[] {
+    const topics = client.legacy ? [...client.group.progress.keys()] : [...client.topics];
+    const out: { liteTopic: string; buckets: number[] }[] = [];
+    for (const liteTopic of topics.sort()) {
+      const progress = client.group.progress.get(liteTopic);
+      if (!(progress instanceof KeySharedProgress)) continue;
+      const { owners } = bucketOwners(progress, client.group, liteTopic);
+      const buckets: number[] = [];
+      owners.forEach((owner, bucket) => {
+        if (owner === client) buckets.push(bucket);
+      });
+      out.push({ liteTopic, buckets });
+    }
+    return out;
+  }
+
+  private withheld(group: GroupState): WithheldBucketInfo[] {
+    const { store, clock } = this.source.context;
+    const out: WithheldBucketInfo[] = [];
+    for (const [liteTopic, progress] of group.progress) {
+      if (!(progress instanceof KeySharedProgress)) continue;
+      const { owners } = bucketOwners(progress, group, liteTopic);
+      const load = keyLoader(store, lmqName(group.parent.name, liteTopic));
+      for (const w of progress.withheld(clock.now(), owners, load)) {
+        out.push({ liteTopic, bucket: w.bucket, owner: w.owner?.clientId, holder: w.holder?.clientId });
+      }
+    }
+    return out.sort((a, b) => compare(a.liteTopic, b.liteTopic) || a.bucket - b.bucket);
   }
 
   groupInfo(group: string, options: { liteTopic?: string; topK?: number } = {}): GroupInfo {
@@ -224,6 +270,8 @@ export class Admin {
       topByOldest: byOldest,
     };
     if (options.liteTopic !== undefined) info.liteTopic = this.lag(state, options.liteTopic);
+    const keyShared = state.keyShared;
+    if (keyShared !== undefined) info.keyShared = { ...keyShared, withheld: this.withheld(state) };
     return info;
   }
 

@@ -24,14 +24,16 @@ import { Consumer } from './consumer.js';
 import { DEAD_LETTER_PREFIX, type DeadLetter, DeadLetters } from './deadletter.js';
 import { Dispatcher } from './dispatcher.js';
 import { StateJournal } from './journal.js';
+import { checkKeyShared, type KeySharedOptions } from './key-shared.js';
+import { newProgress } from './key-shared-progress.js';
 import {
   DEFAULT_MAINTENANCE_INTERVAL_MS,
   DEFAULT_SESSION_TIMEOUT_MS,
   Lifecycle,
   type RetentionPolicy,
+  releaseInflight,
 } from './lifecycle.js';
 import { checkLiteTopic } from './names.js';
-import { TopicProgress } from './offsets.js';
 import type { BrokerParts } from './parts.js';
 import {
   journalRecorder,
@@ -100,6 +102,11 @@ export interface GroupOptions {
   maxReconsumeTimes?: number;
   /** Pattern dialect; only `lite` applies to lite topic names. */
   dialect?: 'lite';
+  /**
+   * Key-shared consumption (shared groups): each lite topic is spread over the group's clients by
+   * message key, in order per key (docs/BROKER.md, "Key-shared groups").
+   */
+  keyShared?: KeySharedOptions;
 }
 
 const NAME = /^[A-Za-z0-9_-]{1,127}$/;
@@ -183,6 +190,12 @@ export class Broker {
         client.lastSeenAt = context.clock.now();
       },
       deadLetter: (client, handle) => this.popper.deadLetter(client, handle),
+      leave: (client) => {
+        const liteTopics = [...client.topics];
+        this.registry.close(client);
+        // A key-shared client that leaves gives its buckets up at once: its messages go to their new owners.
+        if (client.group.keyShared !== undefined) releaseInflight(context, this.dispatcher, client, liteTopics);
+      },
     };
     this.admin = new Admin({
       engine,
@@ -354,14 +367,25 @@ export class Broker {
       'maxReconsumeTimes',
       DEFAULT_MAX_RECONSUME_TIMES,
     );
+    const keyShared = checkKeyShared(options.keyShared);
+    if (keyShared !== undefined && subModel !== 'shared') {
+      throw new InvalidArgumentError('keyShared needs subModel "shared"', { value: subModel });
+    }
     const config: GroupConfig = { bindTopic: parent.name, subModel, wildcard, maxReconsumeTimes, dialect };
+    if (keyShared !== undefined) config.keyShared = keyShared;
     const existing = this.groups.get(name);
     if (existing !== undefined) {
       const old = existing.config;
-      if (old.bindTopic !== config.bindTopic || old.subModel !== subModel || old.wildcard !== wildcard) {
-        throw new InvalidArgumentError(`group ${name} already exists with another binding, model or wildcard flag`, {
-          value: name,
-        });
+      if (
+        old.bindTopic !== config.bindTopic ||
+        old.subModel !== subModel ||
+        old.wildcard !== wildcard ||
+        JSON.stringify(old.keyShared) !== JSON.stringify(keyShared)
+      ) {
+        throw new InvalidArgumentError(
+          `group ${name} already exists with another binding, model, wildcard flag or key-shared setting`,
+          { value: name },
+        );
       }
       if (old.maxReconsumeTimes === maxReconsumeTimes) return;
       old.maxReconsumeTimes = maxReconsumeTimes;
@@ -533,7 +557,7 @@ export class Broker {
       }
       if (!group.interested(liteTopic)) continue;
       if (!group.progress.has(liteTopic)) {
-        group.progress.set(liteTopic, new TopicProgress(offset));
+        group.progress.set(liteTopic, newProgress(group.config, offset));
         this.context.state.record(['start', group.name, liteTopic, offset]);
       }
       this.dispatcher.ready(group, liteTopic);

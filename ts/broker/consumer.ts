@@ -167,7 +167,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
 
   /** Complete remove: drops the subscription; queued events go to other clients at once. */
   async close(): Promise<void> {
-    this.parts.registry.close(this.client);
+    this.parts.leave(this.client);
   }
 
   get closed(): boolean {

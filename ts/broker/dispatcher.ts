@@ -6,6 +6,7 @@
  * an invisible time passing, a subscription, a client leaving — calls `ready`, which queues the event
  * if it is missing, so events are never lost and never doubled.
  */
+import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import type { BrokerContext, ClientState, GroupState } from './state.js';
 import { lmqName } from './store.js';
@@ -15,7 +16,8 @@ export class Dispatcher {
 
   /** Queues the event of `liteTopic` for `group` if it has something deliverable and none is queued. */
   ready(group: GroupState, liteTopic: string): void {
-    if (group.queued.has(liteTopic)) return;
+    if (group.queued.has(liteTopic)) return; // never set in key-shared groups
+
     const progress = group.progress.get(liteTopic);
     // An expiring lite topic's LMQ still holds its old messages until deleted; ready again after.
     if (progress === undefined || !group.interested(liteTopic) || group.parent.expiring.has(liteTopic)) {
@@ -25,6 +27,10 @@ export class Dispatcher {
     const { store, clock } = this.context;
     const lmq = lmqName(group.parent.name, liteTopic);
     progress.skipTo(store.minOffset(lmq));
+    if (progress instanceof KeySharedProgress) {
+      this.readyKeyShared(group, liteTopic, progress, lmq);
+      return;
+    }
     if (!progress.deliverable(clock.now(), store.maxOffset(lmq))) {
       group.backlog.delete(liteTopic);
       this.armWake(group, liteTopic, progress);
@@ -33,6 +39,26 @@ export class Dispatcher {
     const client = this.choose(group, liteTopic);
     if (client === undefined) group.backlog.add(liteTopic);
     else this.enqueue(client, liteTopic);
+  }
+
+  /**
+   * Key-shared: a lite topic may have one event at each client that owns a bucket with something it
+   * may be handed now; a client without room leaves the lite topic in the backlog.
+   */
+  private readyKeyShared(group: GroupState, liteTopic: string, progress: KeySharedProgress, lmq: string): void {
+    const { store, clock, limits } = this.context;
+    const { owners, members } = bucketOwners(progress, group, liteTopic);
+    const load = keyLoader(store, lmq);
+    const clients = progress.readyClients(clock.now(), store.maxOffset(lmq), owners, members.length, load);
+    let waiting = false;
+    for (const client of clients) {
+      if (client.events.has(liteTopic)) continue;
+      if (client.events.size >= limits.maxEventsPerClient) waiting = true;
+      else this.enqueue(client, liteTopic);
+    }
+    if (waiting) group.backlog.add(liteTopic);
+    else group.backlog.delete(liteTopic);
+    this.armWake(group, liteTopic, progress);
   }
 
   /**
@@ -60,7 +86,7 @@ export class Dispatcher {
   private enqueue(client: ClientState, liteTopic: string): void {
     const group = client.group;
     client.events.add(liteTopic);
-    group.queued.set(liteTopic, client);
+    if (group.keyShared === undefined) group.queued.set(liteTopic, client);
     group.backlog.delete(liteTopic);
     client.lastChosen = ++group.chooseCounter;
     if (client.events.size === 1) this.armStallCheck(client);

@@ -149,24 +149,40 @@ export class Lifecycle {
 
   /** Closes a silent client as `close()` would, and makes its in-flight messages visible to others now. */
   private expireSession(client: ClientState): void {
+    const liteTopics = [...client.topics];
     this.registry.close(client);
-    const group = client.group;
-    const now = this.context.clock.now();
-    for (const [liteTopic, progress] of group.progress) {
-      if (client.inflight === 0) break;
-      const released: number[] = [];
-      for (const delivery of progress.deliveries.values()) {
-        if (delivery.holder !== client || delivery.acked) continue;
-        delivery.holder = undefined;
-        client.inflight--;
-        delivery.invisibleUntil = now;
-        released.push(delivery.offset, delivery.attempt, now);
-      }
-      if (released.length === 0) continue;
-      this.context.state.record(['deliver', group.name, liteTopic, released]);
-      this.dispatcher.armWake(group, liteTopic, progress);
-      this.dispatcher.ready(group, liteTopic);
-    }
+    releaseInflight(this.context, this.dispatcher, client, liteTopics);
     client.notify('sessionExpired', undefined);
   }
+}
+
+/**
+ * Makes the in-flight messages of `client` (closed) visible to its group now, so they are delivered
+ * again at once (a session expiry, or a key-shared client leaving). In a key-shared group the
+ * buckets of `liteTopics` (those it held) move to the remaining clients, so each is made ready.
+ */
+export function releaseInflight(
+  context: BrokerContext,
+  dispatcher: Dispatcher,
+  client: ClientState,
+  liteTopics: readonly string[],
+): void {
+  const group = client.group;
+  const now = context.clock.now();
+  for (const [liteTopic, progress] of group.progress) {
+    if (client.inflight === 0) break;
+    const released: number[] = [];
+    for (const delivery of progress.deliveries.values()) {
+      if (delivery.holder !== client || delivery.acked) continue;
+      delivery.holder = undefined;
+      client.inflight--;
+      delivery.invisibleUntil = now;
+      released.push(delivery.offset, delivery.attempt, now);
+    }
+    if (released.length === 0) continue;
+    context.state.record(['deliver', group.name, liteTopic, released]);
+    dispatcher.armWake(group, liteTopic, progress);
+    dispatcher.ready(group, liteTopic);
+  }
+  if (group.keyShared !== undefined) for (const liteTopic of liteTopics) dispatcher.ready(group, liteTopic);
 }

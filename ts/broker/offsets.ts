@@ -118,7 +118,7 @@ export class TopicProgress {
     return taken;
   }
 
-  private hand(delivery: Delivery, invisibleUntil: number, holder: { inflight: number }): void {
+  protected hand(delivery: Delivery, invisibleUntil: number, holder: { inflight: number }): void {
     if (delivery.holder !== undefined) delivery.holder.inflight--;
     delivery.holder = holder;
     holder.inflight++;
@@ -180,7 +180,7 @@ export class TopicProgress {
     return delivery !== undefined && delivery.attempt === attempt && !delivery.acked ? delivery : undefined;
   }
 
-  private forget(offset: number): void {
+  protected forget(offset: number): void {
     const delivery = this.deliveries.get(offset);
     if (delivery?.holder !== undefined && !delivery.acked) delivery.holder.inflight--;
     this.deliveries.delete(offset);

@@ -13,6 +13,8 @@ export interface BrokerParts {
   settle(): Promise<void>;
   /** The client called: its session is alive (the implicit heartbeat). */
   seen(client: import('./state.js').ClientState): void;
+  /** The consumer closes: `registry.close`, and in key-shared groups its in-flight messages go to others now. */
+  leave(client: import('./state.js').ClientState): void;
   /** Moves a current delivery to the group's dead-letter queue. */
   deadLetter(client: import('./state.js').ClientState, handle: string): Promise<void>;
 }

@@ -7,7 +7,8 @@
  * not kept: clients subscribe again and resume from their group's progress.
  */
 import type { StateJournal } from './journal.js';
-import { TopicProgress } from './offsets.js';
+import { newProgress } from './key-shared-progress.js';
+import type { TopicProgress } from './offsets.js';
 import type { GroupConfig, GroupState, ParentTopic } from './state.js';
 
 /** Topic attributes that are persisted. */
@@ -95,7 +96,7 @@ export function replay(records: readonly unknown[]): RestoredState {
         state.groups.set(record[1], record[2]);
         break;
       case 'start':
-        progressOf(state, record[1]).set(record[2], new TopicProgress(record[3]));
+        progressOf(state, record[1]).set(record[2], newProgress(state.groups.get(record[1]), record[3]));
         break;
       case 'deliver': {
         const progress = state.progress.get(record[1])?.get(record[2]);
@@ -114,7 +115,7 @@ export function replay(records: readonly unknown[]): RestoredState {
         }
         break;
       case 'progress': {
-        const progress = new TopicProgress(record[3]);
+        const progress = newProgress(state.groups.get(record[1]), record[3]);
         const list = record[5];
         for (let i = 0; i + 3 < list.length; i += 4) {
           progress.restore(list[i] as number, list[i + 1] as number, list[i + 2] as number, list[i + 3] === 1);

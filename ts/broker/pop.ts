@@ -9,6 +9,7 @@ import { ClosedError, InvalidArgumentError, InvalidReceiptError } from '../error
 import type { StoredMessage } from '../log.js';
 import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
+import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import { checkQuota } from './quota.js';
 import { decodeReceipt, encodeReceipt, type Receipt } from './receipt.js';
@@ -18,6 +19,9 @@ import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from '
 
 /** Recently acked handles kept per group, so a second ack of a committed message stays harmless. */
 const RECENT_ACKS_PER_GROUP = 65_536;
+
+/** Taken offsets this close together are read with one store read. */
+const READ_GAP_MESSAGES = 16;
 
 /** Longest invisible time or wait, ms: a day; longer is almost certainly a unit mistake. */
 const MAX_TIME_MS = 86_400_000;
@@ -126,15 +130,20 @@ export class Popper {
       progress.skipTo(store.minOffset(lmq));
       const dying: Delivery[] = [];
       const maxAttempt = group.config.maxReconsumeTimes;
-      const taken = progress.take(
-        now,
-        maxNum - out.length,
-        store.maxOffset(lmq),
-        invisibleTimeMs,
-        client,
-        maxAttempt,
-        dying,
-      );
+      const taken =
+        progress instanceof KeySharedProgress
+          ? progress.takeFor(
+              client,
+              now,
+              maxNum - out.length,
+              store.maxOffset(lmq),
+              invisibleTimeMs,
+              bucketOwners(progress, group, liteTopic).owners,
+              keyLoader(store, lmq),
+              maxAttempt,
+              dying,
+            )
+          : progress.take(now, maxNum - out.length, store.maxOffset(lmq), invisibleTimeMs, client, maxAttempt, dying);
       for (const delivery of dying) this.moveInBackground(group, liteTopic, progress, delivery);
       if (taken.length === 0) continue;
       const record: number[] = [];
@@ -149,10 +158,17 @@ export class Popper {
   }
 
   private read(group: GroupState, liteTopic: string, lmq: string, taken: Delivery[], out: PoppedMessage[]): void {
-    const first = (taken[0] as Delivery).offset;
-    const last = (taken[taken.length - 1] as Delivery).offset;
     const stored = new Map<number, StoredMessage>();
-    for (const message of this.context.store.read(lmq, first, last - first + 1)) stored.set(message.offset, message);
+    // Key-shared deliveries are scattered over the window: read them in runs, not the whole span.
+    const offsets = taken.map((d) => d.offset).sort((a, b) => a - b);
+    for (let i = 0; i < offsets.length; ) {
+      const first = offsets[i] as number;
+      let last = first;
+      while (i + 1 < offsets.length && (offsets[i + 1] as number) - last <= READ_GAP_MESSAGES)
+        last = offsets[++i] as number;
+      i++;
+      for (const message of this.context.store.read(lmq, first, last - first + 1)) stored.set(message.offset, message);
+    }
     for (const delivery of taken) {
       const message = stored.get(delivery.offset);
       if (message === undefined) continue;
@@ -211,7 +227,14 @@ export class Popper {
     if (progress === undefined || delivery === undefined || delivery.invisibleUntil === MOVING_TO_DEAD_LETTERS) {
       throw new InvalidReceiptError('receipt handle is stale, unknown or already acked', { value: handle });
     }
-    delivery.invisibleUntil = this.context.clock.now() + time;
+    const now = this.context.clock.now();
+    if (progress instanceof KeySharedProgress && time > 0 && delivery.invisibleUntil <= now) {
+      // Its bucket may have gone to another client meanwhile: hiding it again could make two holders.
+      throw new InvalidReceiptError('the delivery expired; a key-shared message cannot be hidden again', {
+        value: handle,
+      });
+    }
+    delivery.invisibleUntil = now + time;
     this.context.state.record([
       'deliver',
       group.name,

@@ -10,7 +10,7 @@ import { getEngine } from '../engine/load.js';
 import { InvalidArgumentError, type InvalidPatternError } from '../errors.js';
 import { compilePattern, invalidPattern, type Matcher } from '../pattern.js';
 import type { Dispatcher } from './dispatcher.js';
-import { TopicProgress } from './offsets.js';
+import { newProgress } from './key-shared-progress.js';
 import { checkQuota } from './quota.js';
 import { type StartPosition, startOffset } from './start.js';
 import type { BrokerContext, ClientState, GroupState } from './state.js';
@@ -147,7 +147,7 @@ export class Registry {
       const lmq = lmqName(group.parent.name, liteTopic);
       // A lite topic being deleted by expiry starts again from nothing.
       const offset = group.parent.expiring.has(liteTopic) ? 0 : startOffset(this.context.store, lmq, start);
-      group.progress.set(liteTopic, new TopicProgress(offset));
+      group.progress.set(liteTopic, newProgress(group.config, offset));
       // Committed now, so a restart before the first POP still starts where this subscription chose.
       this.context.state.record(['start', group.name, liteTopic, offset]);
     }

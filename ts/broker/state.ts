@@ -5,6 +5,7 @@
  */
 import type { Matcher, PatternIndex } from '../pattern.js';
 import type { TopicTrie } from '../trie.js';
+import type { KeySharedConfig } from './key-shared.js';
 import type { TopicProgress } from './offsets.js';
 
 export type SubModel = 'shared' | 'exclusive';
@@ -83,6 +84,8 @@ export interface GroupConfig {
   wildcard: boolean;
   maxReconsumeTimes: number;
   dialect: 'lite';
+  /** Key-shared consumption (DESIGN.md §9); absent for plain groups. */
+  keyShared?: KeySharedConfig;
 }
 
 export class GroupState {
@@ -115,6 +118,11 @@ export class GroupState {
 
   get wildcard(): boolean {
     return this.config.wildcard;
+  }
+
+  /** Key-shared settings, or undefined when the group consumes each lite topic FIFO as a whole. */
+  get keyShared(): KeySharedConfig | undefined {
+    return this.config.keyShared;
   }
 
   get exclusive(): boolean {
