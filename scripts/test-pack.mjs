@@ -3,7 +3,8 @@
 // directory and proves, in processes that cannot find cargo or rustc, that the shipped prebuilt
 // binary loads; that without it `auto` falls back to js and `native` fails with a typed error naming
 // platform, arch and libc; that a stale binary is refused; and that the package works from
-// `require`, from `import` and from TypeScript.
+// `require`, from `import` and from TypeScript; and that the `litetopic` command runs through npx
+// (--help, a short demo that cleans up after itself, and bench explaining it needs a source checkout).
 //
 //   node scripts/test-pack.mjs [--no-build] [--keep]
 //
@@ -16,6 +17,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   realpathSync,
   renameSync,
@@ -339,6 +341,7 @@ function main() {
       'dist/index.mjs',
       'dist/index.d.ts',
       'dist/index.d.mts',
+      'dist/cli/main.js',
       'binding.d.ts',
       'README.md',
       'package.json',
@@ -466,6 +469,40 @@ function main() {
   check('LITETOPIC_ENGINE=js: active js, no nativeLoadError, no nativePath', () =>
     passes(run('js.cjs', { LITETOPIC_ENGINE: 'js' })),
   );
+
+  // h-j: the `litetopic` command through npx, as a user of the installed package runs it.
+  checkCommand(consumer, env);
+}
+
+/** `npx litetopic ...` in the consumer directory: the installed bin, offline, without cargo. */
+function checkCommand(consumer, env) {
+  const npx = (args, extra = {}) =>
+    npm(['exec', '--offline', '--', 'litetopic', ...args], { cwd: consumer, env: { ...env, ...extra } });
+  check('npx litetopic --help: the bin entry runs and lists demo, bench and inspect', () => {
+    const result = npx(['--help']);
+    if (result.status !== 0) return processOutput(result);
+    const missing = ['usage: litetopic', 'demo', 'bench', 'inspect'].filter((w) => !result.stdout.includes(w));
+    return missing.length === 0 ? undefined : `--help does not mention ${missing.join(', ')}\n${processOutput(result)}`;
+  });
+  check('npx litetopic demo --seconds 2: every group reports, all acked, the temporary directory is removed', () => {
+    const tmp = join(scratch, 'demo-tmp');
+    mkdirSync(tmp);
+    const result = npx(['demo', '--seconds', '2', '--topics', '2000'], { TMPDIR: tmp });
+    if (result.status !== 0) return processOutput(result);
+    for (const word of ['planner', 'auditor', 'tools', 'all delivered and acked']) {
+      if (!result.stdout.includes(word)) return `the demo output lacks "${word}"\n${processOutput(result)}`;
+    }
+    const left = readdirSync(tmp);
+    return left.length === 0 ? undefined : `the demo left ${left.join(', ')} in its temporary directory`;
+  });
+  check('npx litetopic bench: one line saying benchmarks run from a source checkout, exit code 4', () => {
+    const result = npx(['bench']);
+    const lines = result.stderr.trimEnd().split('\n');
+    if (result.status !== 4 || lines.length !== 1 || !lines[0].includes('source checkout')) {
+      return processOutput(result);
+    }
+    return undefined;
+  });
 }
 
 try {

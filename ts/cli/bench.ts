@@ -23,9 +23,9 @@ export const BENCH_OPTIONS = {
 export const BENCH_HELP = `usage: litetopic bench [suite...] [--quick] [--seed n]
        litetopic bench --charts
 
-Runs the benchmark suites (pattern, trie, log, broker; every suite by default) on the native and js
-engines beside the peers people use today, checks that all give the same answers before timing, and
-prints tables. A full run writes bench/results/<suite>.json and regenerates bench/RESULTS.md and one
+Runs the benchmark suites (by default every suite bench/run.ts registers: pattern, trie, log,
+broker, ...) on the native and js engines beside the peers people use today, checks that all give
+the same answers before timing, and prints tables. A full run writes bench/results/<suite>.json and regenerates bench/RESULTS.md and one
 SVG bar chart per suite in bench/charts/ (engines and peers as bars). A peer that is not installed
 is skipped with a note. Full runs take minutes per suite; --quick takes seconds and only prints.
 
