@@ -65,7 +65,13 @@ function brokerTable(info: Record<string, unknown>): string {
   return renderTable({
     title: 'broker',
     headers: keys,
-    rows: [keys.map((k) => (typeof info[k] === 'number' ? formatCount(info[k] as number) : String(info[k])))],
+    rows: [
+      keys.map((k) => {
+        const value = info[k];
+        if (typeof value !== 'number') return String(value);
+        return k.endsWith('Bytes') ? formatBytes(value) : formatCount(value);
+      }),
+    ],
   });
 }
 
