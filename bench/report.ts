@@ -6,6 +6,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { EngineInfo } from '../ts/index.js';
+import { writeCharts } from './charts.js';
 import { lib } from './lib.js';
 
 const { engineInfo } = lib;
@@ -295,5 +296,6 @@ export function writeResultsMarkdown(records: readonly SuiteRecord[]): string {
     ...records.map(section),
   ].join('\n');
   writeFileSync(file, `${body.trimEnd()}\n`);
+  writeCharts(file); // bench/charts/<section>.svg, one bar chart per suite
   return file;
 }
