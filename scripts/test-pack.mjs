@@ -259,7 +259,17 @@ new PatternIndex({ engine: 'rust' });
 export { active, added, count, hit, ids, requested, sameClass, why };
 `,
   'check.mts': `
-import { compilePattern, engineInfo, type EngineInfo, LitetopicError, matches, PatternIndex } from 'litetopic';
+import {
+  Broker,
+  CommitLog,
+  compilePattern,
+  engineInfo,
+  type EngineInfo,
+  LitetopicError,
+  matches,
+  PatternIndex,
+  type StoredMessage,
+} from 'litetopic';
 
 const info: EngineInfo = engineInfo();
 const active: 'native' | 'js' = info.active;
@@ -271,11 +281,23 @@ const ids: readonly number[] = index.match('t__x');
 function codeOf(error: unknown): string | undefined {
   return error instanceof LitetopicError ? error.code : undefined;
 }
+// The storage and broker surface, typed end to end.
+async function storage(dir: string): Promise<number> {
+  const log: CommitLog = await CommitLog.open(dir, { flush: 'sync' });
+  const [result] = await log.append([{ lmqs: ['q'], body: 'x' }]);
+  const messages: StoredMessage[] = log.read('q', 0, 1);
+  const broker: Broker = await Broker.open({});
+  broker.createTopic('agents');
+  await broker.send('agents', { liteTopic: 't1', body: 'x' });
+  // @ts-expect-error: flush is 'async' or 'sync'
+  await CommitLog.open(dir, { flush: 'always' });
+  return (result?.position ?? 0) + messages.length;
+}
 // @ts-expect-error: engineInfo takes no argument
 engineInfo('native');
 // @ts-expect-error: match takes a string
 index.match(42);
-export { active, codeOf, hit, ids, path };
+export { active, codeOf, hit, ids, path, storage };
 `,
   'tsconfig.json': `${JSON.stringify(
     {
@@ -286,8 +308,10 @@ export { active, codeOf, hit, ids, path };
         lib: ['ES2023'],
         module: 'nodenext',
         moduleResolution: 'nodenext',
-        // No @types/node here: the package's declarations must stand without Node's globals.
-        types: [],
+        // The API hands out Buffers and EventEmitters, so a consumer has Node's types, as every
+        // TypeScript program on Node does; they come from this repository (the check stays offline).
+        typeRoots: [join(root, 'node_modules', '@types')],
+        types: ['node'],
         // Type-check the shipped declarations too (dist/**/*.d.ts and binding.d.ts).
         skipLibCheck: false,
       },
