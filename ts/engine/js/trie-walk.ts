@@ -1,13 +1,13 @@
 /**
- * Pattern walks over the js trie, mirroring `native/core/src/trie/walk.rs`: a literal token is one
- * edge lookup, the one-segment wildcard takes each child, and the trailing wildcard takes a whole
- * subtree without matching any name (counted in O(1) from the per-node name counts). The stack
- * discipline and child order are Rust's, so both engines return names in the same order. (Rust also
- * lays its nodes out again in walk order now and then, compact.rs; the js engine keeps creation order,
- * which changes its speed, not its answers.)
+ * Pattern walks over the js trie, mirroring `native/core/src/trie/walk.rs`: level by level, a
+ * literal token is one edge lookup, the one-segment wildcard takes each child, and the trailing
+ * wildcard takes a whole subtree without matching any name (counted in O(1) from the per-node name
+ * counts). The order of levels and children is Rust's, so both engines return names in the same
+ * order. (Rust also lays its nodes out again in walk order now and then, compact.rs; the js engine
+ * keeps creation order, which changes its speed, not its answers.)
  */
 import { validatePattern } from './dialect.js';
-import { type Token, tokenize } from './pattern.js';
+import { tokenize } from './pattern.js';
 import type { JsTopicTrie } from './trie.js';
 
 /** No node: a missing child or the root's parent. */
@@ -25,24 +25,65 @@ function skipsDollar(trie: JsTopicTrie, node: number, child: number): boolean {
 }
 
 /**
- * The segment id of each literal token, looked up once per walk instead of once per node (`NONE`
- * for a segment no name has, and for wildcards).
+ * Children of a node scanned for a literal segment before its Map is asked, as in Rust: most nodes
+ * have a few children, and reading them from the typed arrays costs less than a Map lookup.
  */
-function literalIds(trie: JsTopicTrie, tokens: readonly Token[]): number[] {
-  return tokens.map((token) => (token.kind === 'literal' ? (trie.segments.get(token.text) ?? NONE) : NONE));
+const SCANNED_CHILDREN = 8;
+
+/** The child of `node` along segment id `segment`, or `NONE`. */
+function childBySegment(trie: JsTopicTrie, node: number, segment: number): number {
+  const { segment: segments, nextSibling } = trie;
+  let child = trie.firstChild[node] as number;
+  for (let scanned = 0; scanned < SCANNED_CHILDREN; scanned++) {
+    if (child === NONE || segments[child] === segment) return child;
+    child = nextSibling[child] as number;
+  }
+  return child === NONE ? NONE : (trie.children[node]?.get(segment) ?? NONE);
 }
 
-/** Pushes (node, next token) pairs: the literal's child, or every child for the one-segment wildcard. */
-function pushNext(trie: JsTopicTrie, node: number, token: Token, segment: number, next: number, stack: number[]): void {
-  if (token.kind === 'literal') {
-    const child = segment === NONE ? undefined : trie.children[node]?.get(segment);
-    if (child !== undefined) stack.push(child, next);
-    return;
+/** Appends the children of `node` to `out` last to first, but for those MQTT's `$` rule skips. */
+function pushChildrenReversed(trie: JsTopicTrie, node: number, out: number[]): void {
+  const first = trie.firstChild[node] as number;
+  if (first === NONE) return;
+  const { prevSibling } = trie;
+  // The first child's previous link is the last child.
+  for (let child = prevSibling[first] as number; ; child = prevSibling[child] as number) {
+    if (!skipsDollar(trie, node, child)) out.push(child);
+    if (child === first) return;
   }
-  const { nextSibling } = trie;
-  for (let child = trie.firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
-    if (!skipsDollar(trie, node, child)) stack.push(child, next);
+}
+
+/** What the tokens before a trailing wildcard reach, in walk order, and whether one follows. */
+interface Reached {
+  frontier: number[];
+  rest: boolean;
+}
+
+/**
+ * Follows the tokens of a valid pattern down from the root level by level, as Rust does: a literal
+ * replaces each node by its child along that segment, the one-segment wildcard by its children last
+ * to first (so they come out last child first). Stops before a trailing wildcard.
+ */
+function reach(trie: JsTopicTrie, pattern: string): Reached {
+  const tokens = tokenize(pattern, trie.dialect);
+  let frontier: number[] = trie.size > 0 ? [ROOT] : [];
+  for (const token of tokens) {
+    if (token.kind === 'rest') return { frontier, rest: true };
+    const next: number[] = [];
+    if (token.kind === 'literal') {
+      const segment = trie.segments.get(token.text);
+      if (segment === undefined) return { frontier: next, rest: false };
+      for (const node of frontier) {
+        const child = childBySegment(trie, node, segment);
+        if (child !== NONE) next.push(child);
+      }
+    } else {
+      for (const node of frontier) pushChildrenReversed(trie, node, next);
+    }
+    frontier = next;
+    if (frontier.length === 0) break;
   }
+  return { frontier, rest: false };
 }
 
 /**
@@ -76,24 +117,18 @@ function collectSubtree(trie: JsTopicTrie, top: number, out: number[]): void {
 /** The ids of every stored name `pattern` matches, or null for an invalid pattern. */
 export function expandIds(trie: JsTopicTrie, pattern: string): number[] | null {
   if (validatePattern(trie.dialect, pattern) !== null) return null;
-  const tokens = tokenize(pattern, trie.dialect);
-  const literals = literalIds(trie, tokens);
+  const { frontier, rest } = reach(trie, pattern);
   const out: number[] = [];
-  const stack: number[] = trie.size > 0 ? [ROOT, 0] : [];
-  while (stack.length > 0) {
-    const at = stack.pop() as number;
-    const node = stack.pop() as number;
-    const token = tokens[at];
-    if (token === undefined) {
-      if (trie.isName(node)) out.push(trie.nodeName[node] as number);
-    } else if (token.kind !== 'rest') {
-      pushNext(trie, node, token, literals[at] as number, at + 1, stack);
+  const { nodeName, firstChild, nextSibling } = trie;
+  for (const node of frontier) {
+    if (!rest) {
+      const id = nodeName[node] as number;
+      if (id !== NONE) out.push(id);
     } else if (trie.dialect.name === 'mqtt' && node !== ROOT) {
       // MQTT's `#` also matches the parent level: the node itself.
       collectSubtree(trie, node, out);
     } else {
-      const { nextSibling } = trie;
-      for (let child = trie.firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
+      for (let child = firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
         if (!skipsDollar(trie, node, child)) collectSubtree(trie, child, out);
       }
     }
@@ -117,18 +152,9 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
 /** How many stored names `pattern` matches, or -1 for an invalid pattern. */
 export function countMatches(trie: JsTopicTrie, pattern: string): number {
   if (validatePattern(trie.dialect, pattern) !== null) return -1;
-  const tokens = tokenize(pattern, trie.dialect);
-  const literals = literalIds(trie, tokens);
-  const stack: number[] = trie.size > 0 ? [ROOT, 0] : [];
+  const { frontier, rest } = reach(trie, pattern);
   let total = 0;
-  while (stack.length > 0) {
-    const at = stack.pop() as number;
-    const node = stack.pop() as number;
-    const token = tokens[at];
-    if (token === undefined) total += trie.isName(node) ? 1 : 0;
-    else if (token.kind !== 'rest') pushNext(trie, node, token, literals[at] as number, at + 1, stack);
-    else total += restCount(trie, node);
-  }
+  for (const node of frontier) total += rest ? restCount(trie, node) : trie.isName(node) ? 1 : 0;
   return total;
 }
 

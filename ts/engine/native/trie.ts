@@ -1,8 +1,9 @@
 /**
- * Native adapter for the topic-name trie: one long-lived native handle; lists of names cross as one
- * NUL-joined string (NUL is invalid in every dialect's names), ids in typed arrays, so a bulk call
- * crosses the boundary once whatever the size of its answer. The binding exports free functions
- * over the handle (see native/napi/src/index.rs for why).
+ * Native adapter for the topic-name trie: one long-lived native handle; lists of names cross as
+ * NUL-joined strings (NUL is invalid in every dialect's names), ids in typed arrays, so a bulk call
+ * crosses the boundary once whatever the size of its answer (`expand` once more per 60 KiB of names,
+ * see `topicTrieExpandFirst`). The binding exports free functions over the handle (see
+ * native/napi/src/index.rs for why).
  */
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
 import { DIALECTS } from '../js/dialect.js';
@@ -51,22 +52,32 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   }
 
   expand(pattern: string): string[] | null {
+    const { binding, handle } = this;
     const ends = this.ends;
-    const joined = this.binding.topicTrieExpandJoined(this.handle, pattern, ends);
-    if (joined === null || joined === undefined) return null;
+    let text = binding.topicTrieExpandFirst(handle, pattern, ends);
+    if (text === null || text === undefined) return null;
     const count = ends[0] as number;
     if (count >= ends.length) {
       // More names than room for their ends: split this answer, and make room for the next.
       this.ends = new Uint32Array(count + 1 + (count >> 1));
-      return split(joined);
+      const names = split(text);
+      for (let more = binding.topicTrieExpandNext(handle); more != null; more = binding.topicTrieExpandNext(handle)) {
+        for (const name of split(more)) names.push(name);
+      }
+      return names;
     }
     // Cutting at known offsets costs less than split('\0'), which searches for the separators.
     const names = new Array<string>(count);
     let start = 0;
     for (let i = 0; i < count; i++) {
       const end = ends[i + 1] as number;
-      names[i] = joined.slice(start, end);
+      names[i] = text.slice(start, end);
       start = end + 1;
+      if (start > text.length && i + 1 < count) {
+        // That was the last name of this string.
+        text = binding.topicTrieExpandNext(handle) as string;
+        start = 0;
+      }
     }
     return names;
   }

@@ -95,8 +95,10 @@ pub struct TopicTrie {
     /// MQTT: names whose first level starts with `$`, which a leading wildcard does not reach.
     dollar_names: usize,
     idle: IdleSet,
-    /// Scratch reused by walks, so steady-state lookups do not allocate.
-    stack: Vec<(u32, u32)>,
+    /// Scratch reused by walks (the nodes reached so far, and the next level's), so steady-state
+    /// lookups do not allocate.
+    frontier: Vec<u32>,
+    next_frontier: Vec<u32>,
 }
 
 impl TopicTrie {
@@ -115,7 +117,8 @@ impl TopicTrie {
             names: 0,
             dollar_names: 0,
             idle: IdleSet::default(),
-            stack: Vec::new(),
+            frontier: Vec::new(),
+            next_frontier: Vec::new(),
         }
     }
 
@@ -214,10 +217,16 @@ impl TopicTrie {
 
     /// Appends the name with id `id` to `out`; false (and nothing appended) if no name has that id.
     pub fn write_name(&self, id: u32, out: &mut String) -> bool {
-        let Some(&top) = self.name_nodes.get(id as usize).filter(|&&node| node != NONE) else {
+        let Some(&node) = self.name_nodes.get(id as usize).filter(|&&node| node != NONE) else {
             return false;
         };
-        let start = out.len();
+        self.write_path(node, out);
+        true
+    }
+
+    /// Appends the text of the prefix `node` stands for (the name ending there, if one does),
+    /// rebuilt from its parents; nothing for the root.
+    pub(super) fn write_path(&self, top: u32, out: &mut String) {
         // Segments come leaf first: collect their nodes, then write them root first. Names are a
         // few segments deep, so the array on the stack almost always suffices.
         let mut shallow = [NONE; SHALLOW_NAME_SEGMENTS];
@@ -240,8 +249,6 @@ impl TopicTrie {
             }
             out.push_str(self.segments.text(self.nodes[node as usize].segment));
         }
-        debug_assert!(out.len() > start, "every valid name is non-empty");
-        true
     }
 
     /// Records activity of `name` at `timestamp_ms`: its last activity becomes the later of the

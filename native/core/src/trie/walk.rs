@@ -3,22 +3,22 @@
 //! wildcard takes a whole subtree without matching any name (counting it is O(1): every node keeps
 //! the number of names below it).
 //!
-//! Order of results: the walk keeps a stack of (node, token) and pushes a node's children first to
-//! last, so one-segment wildcards come out last child first; a subtree under a trailing wildcard
-//! comes out depth first, children in order of creation. The js engine walks identically, so both
-//! give the same order for the same history; callers should treat it as unspecified.
+//! Order of results: the walk goes level by level, one pattern token a level, keeping the nodes
+//! reached so far in order (the frontier); a one-segment wildcard replaces each node by its
+//! children last to first, so those come out last child first. A subtree under a trailing wildcard
+//! comes out depth first, children in order of creation. (An earlier stack of (node, token) pairs,
+//! pushing children first to last and popping the last first, gave this same order.) The js engine
+//! walks identically, so both give the same order for the same history; callers should treat it as
+//! unspecified.
 //!
-//! `expand_joined` writes the names as the walk reaches them, from a path buffer kept along the way,
-//! instead of rebuilding each from its parents afterwards (a cache miss per level and name).
+//! `expand_joined` writes the names under a trailing wildcard as the walk reaches them, from a path
+//! buffer kept along the way, instead of rebuilding each from its parents afterwards (a cache miss
+//! per level and name).
 
 use super::{Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
 use crate::error::Violation;
 use crate::pattern::{tokenize, Token};
-
-/// What a walk starts from: the pattern's tokens, their literal segment ids, and the stack of
-/// (node, token index) still to visit.
-type Walk = (Vec<Token>, Vec<u32>, Vec<(u32, u32)>);
 
 /// Where a walk puts what it finds: ids, or names written out during the walk.
 trait Sink {
@@ -38,10 +38,10 @@ impl Sink for Vec<u32> {
 /// Names NUL-joined into one string (NUL is invalid in every dialect's names), and where each ends.
 struct Joined<'a> {
     out: &'a mut String,
-    /// After each name, the length of `out` in UTF-16 code units, from where this call started.
+    /// After each name, the length of `out` in bytes, from where this call started.
     ends: &'a mut Vec<u32>,
-    /// The length written so far in UTF-16 code units.
-    utf16_len: usize,
+    /// The length of `out` when this call started.
+    start: usize,
     count: usize,
 }
 
@@ -50,18 +50,18 @@ impl Sink for Joined<'_> {
     fn name(&mut self, _id: u32, path: &str) {
         if self.count > 0 {
             self.out.push('\0');
-            self.utf16_len += 1;
         }
         self.out.push_str(path);
-        self.utf16_len += if path.is_ascii() {
-            path.len()
-        } else {
-            path.chars().map(char::len_utf16).sum()
-        };
-        self.ends.push(self.utf16_len as u32);
+        let end = u32::try_from(self.out.len() - self.start).expect("an expand answer under 4 GiB");
+        self.ends.push(end);
         self.count += 1;
     }
 }
+
+/// Children of a node scanned for a literal segment before the edge table is asked: most nodes
+/// have a few children, and reading them costs less than a probe sequence in a table that may be
+/// three quarters full (a miss there reads several unrelated nodes).
+const SCANNED_CHILDREN: usize = 8;
 
 impl TopicTrie {
     /// Appends to `out` the id of every stored name `pattern` matches; returns how many.
@@ -71,10 +71,10 @@ impl TopicTrie {
 
     /// Appends to `out` every stored name `pattern` matches, NUL-joined (a separator before each
     /// name but the first this call writes), in the order of [`expand_into`](Self::expand_into),
-    /// and to `ends` where each name ends, in UTF-16 code units from where `out` was (what
-    /// JavaScript's `slice` takes, so a caller cuts the names out without searching); returns how
-    /// many. Names are written as the walk reaches them, from a path kept along the way, instead of
-    /// being rebuilt from parent links one by one.
+    /// and to `ends` where each name ends, in bytes from where `out` was; returns how many. Names
+    /// under a trailing wildcard are written as the walk reaches them, from a path kept along the
+    /// way; a name matched by the other tokens is rebuilt from its parents (the walk visits many
+    /// nodes that lead to no name, so it keeps no path there).
     pub fn expand_joined(
         &mut self,
         pattern: &str,
@@ -82,9 +82,9 @@ impl TopicTrie {
         ends: &mut Vec<u32>,
     ) -> Result<usize, Violation> {
         let mut sink = Joined {
+            start: out.len(),
             out,
             ends,
-            utf16_len: 0,
             count: 0,
         };
         self.expand_walk(pattern, &mut sink)?;
@@ -92,95 +92,132 @@ impl TopicTrie {
     }
 
     fn expand_walk<S: Sink>(&mut self, pattern: &str, sink: &mut S) -> Result<usize, Violation> {
-        let (tokens, literals, mut stack) = self.start_walk(pattern)?;
-        let separator = self.dialect.separator();
-        // The text of the node being visited, and `ends[d]` the length of its prefix of depth d.
-        // A node on the stack with token index `at` is `at` levels deep (every token before it took
-        // one level), so the prefix of its parent is `path[..ends[at - 1]]`.
+        let (frontier, rest) = self.reach(pattern)?;
+        // The text of a matched node or of the node under a trailing wildcard (names only), and the
+        // path lengths `collect_subtree` keeps.
         let mut path = String::new();
-        let mut ends: Vec<usize> = Vec::new();
         let mut levels: Vec<usize> = Vec::new();
         let mut found = 0;
-        while let Some((node, at)) = stack.pop() {
-            if S::NAMES && at > 0 {
-                let depth = at as usize;
-                ends.truncate(depth - 1);
-                path.truncate(ends.last().copied().unwrap_or(0));
-                if depth > 1 {
-                    path.push_str(separator);
+        for &node in &frontier {
+            if rest {
+                if S::NAMES {
+                    path.clear();
+                    self.write_path(node, &mut path);
                 }
-                path.push_str(self.segment_text(node));
-                ends.push(path.len());
+                found += self.collect_rest(node, &mut path, &mut levels, sink);
+                continue;
             }
-            match tokens.get(at as usize) {
-                None => {
-                    let n = &self.nodes[node as usize];
-                    if n.is_name() {
-                        sink.name(n.name, &path);
-                        found += 1;
-                    }
+            let id = self.nodes[node as usize].name;
+            if id != NONE {
+                if S::NAMES {
+                    path.clear();
+                    self.write_path(node, &mut path);
                 }
-                Some(Token::Literal(_)) => self.push_literal(node, literals[at as usize], at + 1, &mut stack),
-                Some(Token::One) => self.push_children(node, at + 1, &mut stack),
-                Some(Token::Rest) => {
-                    if self.dialect == Dialect::Mqtt && node != ROOT {
-                        // MQTT's `#` also matches the parent level: the node itself.
-                        found += self.collect_subtree(node, &mut path, &mut levels, sink);
-                    } else {
-                        let base = path.len();
-                        let mut child = self.nodes[node as usize].first_child;
-                        while child != NONE {
-                            if !self.skips_dollar(node, child) {
-                                if S::NAMES {
-                                    path.truncate(base);
-                                    if node != ROOT {
-                                        path.push_str(separator);
-                                    }
-                                    path.push_str(self.segment_text(child));
-                                }
-                                found += self.collect_subtree(child, &mut path, &mut levels, sink);
-                            }
-                            child = self.nodes[child as usize].next_sibling;
-                        }
-                        path.truncate(base);
-                    }
-                }
+                sink.name(id, &path);
+                found += 1;
             }
         }
-        self.stack = stack;
+        self.frontier = frontier;
         Ok(found)
     }
 
-    /// Validates and tokenizes `pattern`, resolves its literal segments to ids, and hands out the
-    /// reusable walk stack holding the root (empty when there are no names), compacting the trie
-    /// first if many nodes were placed since it last was. The caller puts the stack back into
-    /// `self.stack` when done.
-    fn start_walk(&mut self, pattern: &str) -> Result<Walk, Violation> {
+    /// Hands `sink` every name the trailing wildcard takes at `node`, whose text `path` holds when
+    /// `S::NAMES`; returns how many.
+    fn collect_rest<S: Sink>(
+        &self,
+        node: u32,
+        path: &mut String,
+        levels: &mut Vec<usize>,
+        sink: &mut S,
+    ) -> usize {
+        if self.dialect == Dialect::Mqtt && node != ROOT {
+            // MQTT's `#` also matches the parent level: the node itself.
+            return self.collect_subtree(node, path, levels, sink);
+        }
+        let separator = self.dialect.separator();
+        let base = path.len();
+        let mut found = 0;
+        let mut child = self.nodes[node as usize].first_child;
+        while child != NONE {
+            if !self.skips_dollar(node, child) {
+                if S::NAMES {
+                    path.truncate(base);
+                    if node != ROOT {
+                        path.push_str(separator);
+                    }
+                    path.push_str(self.segment_text(child));
+                }
+                found += self.collect_subtree(child, path, levels, sink);
+            }
+            child = self.nodes[child as usize].next_sibling;
+        }
+        path.truncate(base);
+        found
+    }
+
+    /// Validates `pattern` and follows its tokens down from the root, compacting the trie first if
+    /// many nodes were placed since it last was. Returns the nodes the tokens before a trailing
+    /// wildcard reach, in walk order, and whether the pattern ends with one (whose names are then
+    /// those below the returned nodes); otherwise the returned nodes are the matches, names or not.
+    /// The caller puts the vector back into `self.frontier` when done, so walks do not allocate.
+    fn reach(&mut self, pattern: &str) -> Result<(Vec<u32>, bool), Violation> {
         self.dialect.validate_pattern(pattern)?;
         self.compact_if_scattered();
         let tokens = tokenize(pattern, self.dialect);
-        let literals = self.literal_ids(&tokens);
-        let mut stack = std::mem::take(&mut self.stack);
-        stack.clear();
+        let mut frontier = std::mem::take(&mut self.frontier);
+        let mut next = std::mem::take(&mut self.next_frontier);
+        frontier.clear();
         if self.names > 0 {
-            stack.push((ROOT, 0));
+            frontier.push(ROOT);
         }
-        Ok((tokens, literals, stack))
+        let mut rest = false;
+        for token in &tokens {
+            next.clear();
+            match token {
+                Token::Literal(text) => {
+                    let Some(segment) = self.segments.get(text) else {
+                        frontier.clear();
+                        break;
+                    };
+                    for &node in &frontier {
+                        let child = self.child_by_segment(node, segment);
+                        if child != NONE {
+                            next.push(child);
+                        }
+                    }
+                }
+                Token::One => {
+                    for &node in &frontier {
+                        self.push_children_reversed(node, &mut next);
+                    }
+                }
+                Token::Rest => {
+                    // Always the last token.
+                    rest = true;
+                    break;
+                }
+            }
+            std::mem::swap(&mut frontier, &mut next);
+            if frontier.is_empty() {
+                break;
+            }
+        }
+        self.next_frontier = next;
+        Ok((frontier, rest))
     }
 
     /// How many stored names `pattern` matches, without listing them.
     pub fn count(&mut self, pattern: &str) -> Result<usize, Violation> {
-        let (tokens, literals, mut stack) = self.start_walk(pattern)?;
-        let mut total = 0;
-        while let Some((node, at)) = stack.pop() {
-            match tokens.get(at as usize) {
-                None => total += usize::from(self.nodes[node as usize].is_name()),
-                Some(Token::Literal(_)) => self.push_literal(node, literals[at as usize], at + 1, &mut stack),
-                Some(Token::One) => self.push_children(node, at + 1, &mut stack),
-                Some(Token::Rest) => total += self.rest_count(node),
-            }
-        }
-        self.stack = stack;
+        let (frontier, rest) = self.reach(pattern)?;
+        let total = if rest {
+            frontier.iter().map(|&node| self.rest_count(node)).sum()
+        } else {
+            frontier
+                .iter()
+                .filter(|&&node| self.nodes[node as usize].is_name())
+                .count()
+        };
+        self.frontier = frontier;
         Ok(total)
     }
 
@@ -194,35 +231,45 @@ impl TopicTrie {
         }
     }
 
-    /// The segment id of each literal token, looked up once per walk instead of once per node
-    /// (`NONE` for a segment no name has, and for wildcards).
-    fn literal_ids(&self, tokens: &[Token]) -> Vec<u32> {
-        tokens
-            .iter()
-            .map(|token| match token {
-                Token::Literal(text) => self.segments.get(text).unwrap_or(NONE),
-                _ => NONE,
-            })
-            .collect()
-    }
-
-    fn push_literal(&self, node: u32, segment: u32, next: u32, stack: &mut Vec<(u32, u32)>) {
-        if segment != NONE {
-            let child = self.children.get(&self.nodes, node, segment);
-            if child != NONE {
-                stack.push((child, next));
+    /// Appends the children of `node` to `out`, last to first (the js engine's stack order), but
+    /// for those a leading MQTT wildcard does not reach.
+    fn push_children_reversed(&self, node: u32, out: &mut Vec<u32>) {
+        let first = self.nodes[node as usize].first_child;
+        if first == NONE {
+            return;
+        }
+        let dollar_rule = self.dialect == Dialect::Mqtt && node == ROOT;
+        // The first child's `prev_sibling` is the last child.
+        let mut child = self.nodes[first as usize].prev_sibling;
+        loop {
+            if !(dollar_rule && self.segment_text(child).starts_with('$')) {
+                out.push(child);
             }
+            if child == first {
+                return;
+            }
+            child = self.nodes[child as usize].prev_sibling;
         }
     }
 
-    fn push_children(&self, node: u32, next: u32, stack: &mut Vec<(u32, u32)>) {
+    /// The child of `node` along segment id `segment`, or `NONE`: a look along the first few
+    /// children, then the edge table when there are more.
+    fn child_by_segment(&self, node: u32, segment: u32) -> u32 {
         let mut child = self.nodes[node as usize].first_child;
-        while child != NONE {
-            if !self.skips_dollar(node, child) {
-                stack.push((child, next));
+        for _ in 0..SCANNED_CHILDREN {
+            if child == NONE {
+                return NONE;
             }
-            child = self.nodes[child as usize].next_sibling;
+            let n = &self.nodes[child as usize];
+            if n.segment == segment {
+                return child;
+            }
+            child = n.next_sibling;
         }
+        if child == NONE {
+            return NONE;
+        }
+        self.children.get(&self.nodes, node, segment)
     }
 
     /// MQTT: a wildcard in the first level does not reach a first level starting with `$`.

@@ -36,12 +36,11 @@ pub(super) fn expand_in_walk_order(trie: &mut TopicTrie, pattern: &str) -> Vec<S
         rest => rest.split('\0').collect(),
     };
     assert_eq!(written, names, "{pattern}: names written during the walk");
-    // The ends are UTF-16 offsets into what this call wrote, one per name, after what was there.
-    let utf16: Vec<u16> = rest.encode_utf16().collect();
+    // The ends are byte offsets into what this call wrote, one per name, after what was there.
     assert_eq!(ends.len(), count + 1);
     let mut start = 0;
     for (name, &end) in names.iter().zip(&ends[1..]) {
-        assert_eq!(String::from_utf16(&utf16[start..end as usize]).unwrap(), *name);
+        assert_eq!(&rest[start..end as usize], name);
         start = end as usize + 1;
     }
     names
