@@ -389,6 +389,23 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(broker.admin.groupInfo('g').totalLag).toBe(0);
   });
 
+  it('regression (model): a key hidden past another delivery deadline is woken when it ends', async () => {
+    const { broker, advance } = await keySharedBroker(engine, 16);
+    const c = await join(broker, 'c');
+    await sendKeyed(broker, HOT, [undefined, undefined]);
+    const both = await c.pop({ maxNum: 2, invisibleTimeMs: 100 });
+    await c.changeInvisibleTime(both[0] as PoppedMessage, 0);
+    expect(bodies(await c.pop({ maxNum: 1, invisibleTimeMs: 5000 }))).toEqual(['#0']);
+    advance(1000);
+    expect(await c.pop()).toEqual([]); // #1 expired, but waits behind #0 (same key)
+    advance(4000);
+    const again = await c.pop();
+    expect(again.map((m) => [m.body.toString(), m.reconsumeTimes])).toEqual([
+      ['#0', 2],
+      ['#1', 1],
+    ]);
+  });
+
   it('a stuck key does not slow the other keys down', async () => {
     const rounds = async (stuck: boolean) => {
       const { broker, advance } = await keySharedBroker(engine, 16);

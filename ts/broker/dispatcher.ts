@@ -125,11 +125,11 @@ export class Dispatcher {
    * again; at that moment the lite topic is ready. No timer while nothing is hidden.
    */
   armWake(group: GroupState, liteTopic: string, progress: TopicProgress): void {
-    const first = progress.firstDeadline();
+    const now = this.context.clock.now();
+    const first = progress.firstDeadline(now);
     // A deadline already passed needs no timer: the lite topic is deliverable and `ready` queues it.
     // A delivery moving to the dead-letter queue is woken by the move, not by time.
-    const deadline =
-      first > this.context.clock.now() && first < MOVING_TO_DEAD_LETTERS ? first : Number.POSITIVE_INFINITY;
+    const deadline = first > now && first < MOVING_TO_DEAD_LETTERS ? first : Number.POSITIVE_INFINITY;
     if (deadline === progress.wakeAt) return;
     progress.cancelWake?.();
     progress.cancelWake = undefined;

@@ -230,15 +230,23 @@ export class KeySharedProgress extends TopicProgress {
 
   /** Something could be handed to someone: a hidden delivery expired, or the window can grow. */
   override deliverable(now: number, maxOffset: number): boolean {
-    return this.firstDeadline() <= now || this.next < maxOffset || this.next - this.committed > this.open.size;
+    return (
+      this.firstDeadline(Number.NEGATIVE_INFINITY) <= now ||
+      this.next < maxOffset ||
+      this.next - this.committed > this.open.size
+    );
   }
 
-  /** The earliest invisible deadline of any unacked delivery: its end may unblock a key or bucket. */
-  override firstDeadline(): number {
+  /**
+   * The earliest invisible deadline after `now` of any unacked delivery: its end may unblock a key or
+   * a bucket. Unlike plain FIFO, a deadline already passed does not hide later ones: other keys stay
+   * hidden past it, and each of their ends needs its own wake.
+   */
+  override firstDeadline(now = Number.NEGATIVE_INFINITY): number {
     let first = Number.POSITIVE_INFINITY;
     for (const delivery of this.open) {
       if (delivery.acked || this.deliveries.get(delivery.offset) !== delivery) this.open.delete(delivery);
-      else if (delivery.invisibleUntil < first) first = delivery.invisibleUntil;
+      else if (delivery.invisibleUntil > now && delivery.invisibleUntil < first) first = delivery.invisibleUntil;
     }
     return first;
   }

@@ -62,8 +62,11 @@ export class TopicProgress {
     return this.next < maxOffset;
   }
 
-  /** The earliest time something hidden becomes visible (the first unacked delivery), or Infinity. */
-  firstDeadline(): number {
+  /**
+   * The earliest time something hidden becomes visible (the first unacked delivery), or Infinity.
+   * `now` matters only to key-shared progress, which looks past deadlines already reached.
+   */
+  firstDeadline(_now?: number): number {
     for (let offset = this.committed; offset < this.next; offset++) {
       const delivery = this.deliveries.get(offset) as Delivery;
       if (!delivery.acked) return delivery.invisibleUntil;
