@@ -11,6 +11,7 @@ export {
   type LiteTopicInfo,
   type LiteTopicLag,
   type TopicInfo,
+  type WithheldBucketInfo,
 } from './broker/admin.js';
 export {
   Broker,
@@ -28,6 +29,12 @@ export {
   type UnsubscribedEvent,
 } from './broker/consumer.js';
 export type { DeadLetter } from './broker/deadletter.js';
+export {
+  DEFAULT_KEY_SHARED_BUCKETS,
+  type KeySharedOptions,
+  MAX_KEY_SHARED_BUCKETS,
+  MIN_KEY_SHARED_BUCKETS,
+} from './broker/key-shared.js';
 export type { RetentionPolicy } from './broker/lifecycle.js';
 export { type BrokerLimits, DEFAULT_LIMITS } from './broker/quota.js';
 export type { UnsubscribeReason } from './broker/registry.js';

@@ -81,9 +81,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
       for (const [pattern, matcher] of compilePatterns(list, this.client.group)) target.set(pattern, matcher);
       this.parts.registry.setPatterns(this.client, target, start);
     } else {
-      const target = new Set(this.client.topics);
-      for (const name of this.parts.liteTopics(list)) target.add(name);
-      this.parts.registry.setTopics(this.client, target, start);
+      this.parts.registry.addTopics(this.client, this.parts.liteTopics(list), start);
     }
     await this.parts.settle();
   }
@@ -97,9 +95,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
       for (const pattern of list) target.delete(pattern);
       this.parts.registry.setPatterns(this.client, target, { policy: 'max' });
     } else {
-      const target = new Set(this.client.topics);
-      for (const name of list) target.delete(name);
-      this.parts.registry.setTopics(this.client, target, { policy: 'max' });
+      this.parts.registry.removeTopics(this.client, list);
     }
   }
 

@@ -36,6 +36,22 @@ export class Registry {
     for (const liteTopic of added) this.attach(client, liteTopic, start);
   }
 
+  /** Partial add: costs what is added, not the size of the client's subscription. */
+  addTopics(client: ClientState, names: Iterable<string>, start: StartPosition): void {
+    const added = new Set<string>();
+    for (const name of names) if (!client.topics.has(name)) added.add(name);
+    const list = [...added];
+    this.checkTopics(client, client.topics.size + list.length, list, 0);
+    for (const liteTopic of list) this.attach(client, liteTopic, start);
+  }
+
+  /** Partial remove: costs what is removed. */
+  removeTopics(client: ClientState, names: Iterable<string>): void {
+    const removed = new Set<string>();
+    for (const name of names) if (client.topics.has(name)) removed.add(name);
+    for (const liteTopic of removed) this.detach(client, liteTopic, undefined);
+  }
+
   /**
    * Wildcard groups: makes `client`'s patterns exactly `target` (empty = legacy, every lite topic).
    * Its lite topics become the existing ones any of the patterns match.
