@@ -434,7 +434,8 @@ export class Broker {
     }
     const now = this.context.clock.now();
     // In the trie before the append, so concurrent sends count them against the quota too; every
-    // name is touched before the append too, so expiry never picks a lite topic being written to.
+    // name is touched before the append (once: `now` is the send's time), so expiry never picks a
+    // lite topic being written to.
     for (const name of created) parent.trie.add(name, now);
     for (const name of new Set(names)) parent.trie.touch(name, now);
     const records = messages.map((message, i) => ({
@@ -457,7 +458,6 @@ export class Broker {
     const sent = results.map((result, i) => {
       const liteTopic = names[i] as string;
       const offset = result.offsets[0] as number;
-      parent.trie.touch(liteTopic, now);
       this.arrive(parent, liteTopic, offset, fresh.delete(liteTopic));
       return { messageId: messageId(result.position), liteTopic, offset };
     });

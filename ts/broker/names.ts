@@ -3,19 +3,42 @@
  * `QuotaExceededError`), the characters are validation (`InvalidLiteTopicError` with position).
  */
 import type { EngineName } from '../engine/contract.js';
+import { jsEngine } from '../engine/js/engine.js';
 import { MAX_LITE_TOPIC_BYTES_CEILING } from '../engine/js/limits.js';
-import { getEngine } from '../engine/load.js';
 import { InvalidArgumentError, InvalidLiteTopicError } from '../errors.js';
 import { type BrokerLimits, checkQuota } from './quota.js';
 
-export function checkLiteTopic(name: unknown, limits: BrokerLimits, engine: EngineName): string {
+/**
+ * `_engine` is the broker's engine. The check itself always runs in JavaScript: it is a pure function
+ * both engines compute identically (test/pattern.property.test.ts compares them field by field),
+ * and a Node-API crossing per message would cost more than the check.
+ */
+export function checkLiteTopic(name: unknown, limits: BrokerLimits, _engine: EngineName): string {
   if (typeof name !== 'string') throw new InvalidArgumentError('a lite topic must be a string', { value: name });
-  const bytes = Buffer.byteLength(name, 'utf8');
+  const bytes = name.length <= 21 ? utf8Length(name) : Buffer.byteLength(name, 'utf8');
   checkQuota(limits, 'maxLiteTopicBytes', bytes, name);
-  const violation = getEngine(engine).validateLiteTopic(name, MAX_LITE_TOPIC_BYTES_CEILING);
+  const violation = jsEngine.validateLiteTopic(name, MAX_LITE_TOPIC_BYTES_CEILING);
   if (violation !== null) {
     const { message, reason, position, limit, actual } = violation;
     throw new InvalidLiteTopicError(message, { value: name, reason, position, limit, actual });
   }
   return name;
+}
+
+/** UTF-8 length of a short string without a call into Node's C++ (lone surrogates count 3, as Buffer does). */
+function utf8Length(name: string): number {
+  let bytes = 0;
+  for (let i = 0; i < name.length; i++) {
+    const c = name.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < name.length) {
+      const next = name.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    } else bytes += 3;
+  }
+  return bytes;
 }
