@@ -86,7 +86,7 @@ function latencyTable(rows: readonly LatencyRow[], config: BrokerBenchResult['co
 function targetsTable(targets: readonly BrokerTarget[]): Table {
   return {
     title: 'Targets (issue #5)',
-    note: `Groups: planner (shared, 4 legacy wildcard clients), tools (exclusive, 4 clients with a quarter of the names each), auditor (wildcard: ${AUDITOR_PATTERNS.join(', ')}).`,
+    note: `Groups: planner (shared, 4 legacy wildcard clients), tools (exclusive, 4 clients with a quarter of the names each), auditor (wildcard: ${AUDITOR_PATTERNS.map((p) => `\`${p}\``).join(', ')}).`,
     headers: ['target', 'measured', 'required', 'result'],
     rows: targets.map((t) => [
       t.name,
