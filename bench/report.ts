@@ -13,6 +13,8 @@ const { engineInfo } = lib;
 
 import type { BrokerBenchResult } from './broker.js';
 import { brokerTables } from './broker-print.js';
+import type { KeySharedBenchResult } from './keyshared.js';
+import { keySharedTables } from './keyshared-print.js';
 import type { LifecycleBenchResult } from './lifecycle.js';
 import { lifecycleTables } from './lifecycle-print.js';
 import type { LogBenchResult } from './log.js';
@@ -49,7 +51,8 @@ export type SuiteRecord =
   | RecordOf<'trie', TrieBenchResult>
   | RecordOf<'log', LogBenchResult>
   | RecordOf<'broker', BrokerBenchResult>
-  | RecordOf<'lifecycle', LifecycleBenchResult>;
+  | RecordOf<'lifecycle', LifecycleBenchResult>
+  | RecordOf<'keyshared', KeySharedBenchResult>;
 
 export function environment(): Environment {
   const manifest = JSON.parse(readFileSync(join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { version: string };
@@ -277,11 +280,40 @@ function lifecycleSection(record: RecordOf<'lifecycle', LifecycleBenchResult>): 
   ].join('\n');
 }
 
+function keySharedSection(record: RecordOf<'keyshared', KeySharedBenchResult>): string {
+  const { config, targets } = record.result;
+  const missed = targets.filter((t) => t.pass === false).map((t) => codeSpans(t.name));
+  const failed = targets.filter((t) => t.pass === null).map((t) => codeSpans(t.name));
+  return [
+    '## Key-shared consumption',
+    '',
+    environmentSection(
+      record,
+      `seed ${config.seed}; one lite topic, ${config.keys.toLocaleString('en-US')} uniform keys, ${config.buckets} buckets, ` +
+        `clients ${config.phases.join(' → ')}, ${config.processMs} ms per message${config.quick ? ' (quick run)' : ''}`,
+      `each engine runs every phase once per round on a fresh in-memory broker with system timers, ${config.rounds} ` +
+        'rounds with the engine order reversed every other round; rates are medians over rounds (the machine is shared and noisy)',
+    ),
+    '',
+    'Workload: one hot lite topic of the parent `agents`, a key-shared group (`keyShared: { buckets }`), the in-memory',
+    'store; a producer keeps a backlog of keyed messages and clients join one at a time, never leaving',
+    '(bench/keyshared.ts, bench/keyshared-run.ts). Every delivery is checked for I1, I2 and exactly once as it is popped.',
+    '',
+    [
+      missed.length === 0 ? 'Every measured target of issue #7 is met.' : `Missed: ${missed.join('; ')}.`,
+      ...(failed.length === 0 ? [] : [`Not measured (the run failed): ${failed.join('; ')}.`]),
+    ].join(' '),
+    '',
+    ...keySharedTables(record.result).map((t) => `${markdownTable(t)}\n`),
+  ].join('\n');
+}
+
 function section(record: SuiteRecord): string {
   if (record.suite === 'pattern') return patternSection(record);
   if (record.suite === 'log') return logSection(record);
   if (record.suite === 'broker') return brokerSection(record);
   if (record.suite === 'lifecycle') return lifecycleSection(record);
+  if (record.suite === 'keyshared') return keySharedSection(record);
   return trieSection(record);
 }
 

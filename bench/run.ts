@@ -5,13 +5,14 @@
  * bench/results/<suite>.json and regenerates bench/RESULTS.md from them; a quick run only prints.
  */
 import { runBrokerBench } from './broker.js';
+import { runKeySharedBench } from './keyshared.js';
 import { runLifecycleBench } from './lifecycle.js';
 import { runLogBench } from './log.js';
 import { runPatternBench } from './pattern.js';
 import { environment, readRecords, type SuiteRecord, writeRecord, writeResultsMarkdown } from './report.js';
 import { runTrieBench } from './trie.js';
 
-const SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle'] as const;
+const SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle', 'keyshared'] as const;
 type Suite = (typeof SUITES)[number];
 
 interface Options {
@@ -59,6 +60,8 @@ async function runSuite(suite: Suite, options: Options): Promise<void> {
     record = { suite, command, environment: environment(), result: await runBrokerBench({ quick }) };
   } else if (suite === 'lifecycle') {
     record = { suite, command, environment: environment(), result: await runLifecycleBench({ quick }) };
+  } else if (suite === 'keyshared') {
+    record = { suite, command, environment: environment(), result: await runKeySharedBench({ quick }) };
   } else {
     record = { suite, command, environment: environment(), result: await runTrieBench({ quick }) };
   }
