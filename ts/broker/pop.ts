@@ -41,7 +41,7 @@ export function messageId(position: number): string {
 }
 
 export class Popper {
-  private readonly recentAcks = new Map<GroupState, Set<string>>();
+  private readonly recentAcks = new Map<GroupState, RecentAcks>();
   /** The last failure to move a message to a dead-letter queue in the background (admin reports it). */
   lastMoveError: unknown;
 
@@ -211,7 +211,6 @@ export class Popper {
     }
     this.context.state.record(['ack', group.name, receipt.liteTopic, receipt.offset]);
     recent.add(handle);
-    if (recent.size > RECENT_ACKS_PER_GROUP) recent.delete(recent.values().next().value as string);
     this.dispatcher.armWake(group, receipt.liteTopic, progress);
     this.dispatcher.ready(group, receipt.liteTopic);
     // Under `sync` the ack resolves once durable: an acked message is never delivered again.
@@ -276,12 +275,36 @@ export class Popper {
     return { receipt, group: client.group };
   }
 
-  private recent(group: GroupState): Set<string> {
-    let set = this.recentAcks.get(group);
-    if (set === undefined) {
-      set = new Set();
-      this.recentAcks.set(group, set);
+  private recent(group: GroupState): RecentAcks {
+    let recent = this.recentAcks.get(group);
+    if (recent === undefined) {
+      recent = new RecentAcks(RECENT_ACKS_PER_GROUP);
+      this.recentAcks.set(group, recent);
     }
-    return set;
+    return recent;
+  }
+}
+
+/**
+ * The handles a group acked lately, so a repeated ack of one stays harmless after the offset moved
+ * on. Two generations of half the capacity each: when the newer fills, the older is dropped whole.
+ * O(1) per ack, where evicting the oldest entry of one Set walks past every deleted slot before it.
+ */
+class RecentAcks {
+  private current = new Set<string>();
+  private previous = new Set<string>();
+
+  constructor(private readonly capacity: number) {}
+
+  add(handle: string): void {
+    this.current.add(handle);
+    if (this.current.size >= this.capacity / 2) {
+      this.previous = this.current;
+      this.current = new Set();
+    }
+  }
+
+  has(handle: string): boolean {
+    return this.current.has(handle) || this.previous.has(handle);
   }
 }
