@@ -3,8 +3,8 @@
  * and bench/RESULTS.md (markdown), as the other suites' *-print.ts files do.
  */
 import type { BrokerBenchResult, LatencyRow, ThroughputRow } from './broker.js';
-import type { BrokerTarget } from './broker-targets.js';
 import { AUDITOR_PATTERNS } from './broker-workload.js';
+import { figureTargetsTable } from './log-targets.js';
 import { figure, textTable } from './measure.js';
 import type { Table } from './pattern-print.js';
 
@@ -83,26 +83,19 @@ function latencyTable(rows: readonly LatencyRow[], config: BrokerBenchResult['co
   };
 }
 
-function targetsTable(targets: readonly BrokerTarget[]): Table {
-  return {
-    title: 'Targets (issue #5)',
-    note: `Groups: planner (shared, 4 legacy wildcard clients), tools (exclusive, 4 clients with a quarter of the names each), auditor (wildcard: ${AUDITOR_PATTERNS.map((p) => `\`${p}\``).join(', ')}).`,
-    headers: ['target', 'measured', 'required', 'result'],
-    rows: targets.map((t) => [
-      t.name,
-      t.measured,
-      t.required,
-      t.pass === null ? 'n/a (failed)' : t.pass ? 'PASS' : 'FAIL',
-    ]),
-  };
-}
-
 /** The tables for whichever sections `result` holds. */
 export function brokerTables(result: PartialResult): Table[] {
   const tables: Table[] = [];
   if (result.throughput) tables.push(throughputTable(result.throughput, result.config));
   if (result.latency) tables.push(latencyTable(result.latency, result.config));
-  if (result.targets) tables.push(targetsTable(result.targets));
+  if (result.targets)
+    tables.push(
+      figureTargetsTable(
+        'Targets (issue #5)',
+        result.targets,
+        `Groups: planner (shared, 4 legacy wildcard clients), tools (exclusive, 4 clients with a quarter of the names each), auditor (wildcard: ${AUDITOR_PATTERNS.map((p) => `\`${p}\``).join(', ')}).`,
+      ),
+    );
   return tables;
 }
 

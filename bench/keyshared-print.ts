@@ -3,7 +3,7 @@
  * text) and bench/RESULTS.md (markdown), as the other suites' *-print.ts files do.
  */
 import type { KeySharedBenchResult, PauseRow, PhaseRow } from './keyshared.js';
-import type { LogTarget } from './log-targets.js';
+import { figureTargetsTable } from './log-targets.js';
 import { figure, textTable } from './measure.js';
 import type { Table } from './pattern-print.js';
 
@@ -96,29 +96,11 @@ function pauseTable(rows: readonly PauseRow[], config: KeySharedBenchResult['con
   };
 }
 
-function targetsTable(targets: readonly LogTarget[], result: KeySharedBenchResult): Table {
-  const firsts = result.runs.flatMap((r) => r.violations.first.map((f) => `${r.engine}: ${f}`));
-  return {
-    title: 'Targets (issue #7)',
-    note:
-      'I1 and I2 are checked on every delivery as it is popped: no other client holds an unacked message of its key ' +
-      "(or bucket), and a first delivery of a key is the message right after that key's previous one." +
-      (firsts.length === 0 ? '' : ` First violations: ${firsts.join('; ')}.`),
-    headers: ['target', 'measured', 'required', 'result'],
-    rows: targets.map((t) => [
-      t.name,
-      t.measured,
-      t.required,
-      t.pass === null ? 'n/a (failed)' : t.pass ? 'PASS' : 'FAIL',
-    ]),
-  };
-}
-
 export function keySharedTables(result: KeySharedBenchResult): Table[] {
   return [
     phaseTable(result.phases, result),
     pauseTable(result.pauses, result.config),
-    targetsTable(result.targets, result),
+    figureTargetsTable('Targets (issue #7)', result.targets, invariantsNote(result)),
   ];
 }
 
@@ -128,4 +110,14 @@ export function printKeySharedResult(result: KeySharedBenchResult): void {
     if (table.note) console.log(table.note);
     console.log(textTable(table.headers, table.rows));
   }
+}
+
+/** How I1 and I2 are checked, and the first violations if any. */
+function invariantsNote(result: KeySharedBenchResult): string {
+  const firsts = result.runs.flatMap((r) => r.violations.first.map((f) => `${r.engine}: ${f}`));
+  return (
+    'I1 and I2 are checked on every delivery as it is popped: no other client holds an unacked message of its key ' +
+    "(or bucket), and a first delivery of a key is the message right after that key's previous one." +
+    (firsts.length === 0 ? '' : ` First violations: ${firsts.join('; ')}.`)
+  );
 }

@@ -5,7 +5,7 @@
 import type { LifecycleBenchResult } from './lifecycle.js';
 import type { ExpiryRow } from './lifecycle-expiry.js';
 import type { ReopenRow } from './lifecycle-reopen.js';
-import type { LogTarget } from './log-targets.js';
+import { figureTargetsTable, type LogTarget } from './log-targets.js';
 import { figure, textTable } from './measure.js';
 import type { Table } from './pattern-print.js';
 
@@ -190,25 +190,12 @@ function latencyTable(rows: readonly ExpiryRow[], config: LifecycleBenchResult['
   };
 }
 
-function targetsTable(targets: readonly LogTarget[]): Table {
-  return {
-    title: 'Targets (issue #6)',
-    headers: ['target', 'measured', 'required', 'result'],
-    rows: targets.map((t) => [
-      t.name,
-      t.measured,
-      t.required,
-      t.pass === null ? 'n/a (failed)' : t.pass ? 'PASS' : 'FAIL',
-    ]),
-  };
-}
-
 /** The tables for whichever sections `result` holds. */
 export function lifecycleTables(result: PartialResult): Table[] {
   const tables: Table[] = [];
   if (result.reopen) tables.push(reopenTable(result.reopen));
   if (result.expiry) tables.push(sweepTable(result.expiry, result.config), latencyTable(result.expiry, result.config));
-  if (result.targets) tables.push(targetsTable(result.targets));
+  if (result.targets) tables.push(figureTargetsTable('Targets (issue #6)', result.targets));
   return tables;
 }
 

@@ -3,7 +3,7 @@
  * bench/RESULTS.md (markdown), as pattern-print.ts and trie-print.ts do for their suites.
  */
 import type { AppendRow, FootprintSample, LogBenchResult, ReadRow } from './log.js';
-import type { LogTarget } from './log-targets.js';
+import { figureTargetsTable } from './log-targets.js';
 import { figure, textTable } from './measure.js';
 import type { Table } from './pattern-print.js';
 
@@ -177,28 +177,6 @@ function recoveryTable(result: Pick<LogBenchResult, 'config' | 'recovery'>): Tab
   };
 }
 
-function targetsTable(targets: readonly LogTarget[]): Table {
-  return {
-    title: 'Targets (issue #4)',
-    note: 'Comparisons with lmdb are paired by round. An expectation without a number is reported, not counted as a target.',
-    headers: ['target', 'measured', 'required', 'result'],
-    rows: targets.map((t) => [
-      t.name,
-      t.measured,
-      t.required,
-      t.pass === null
-        ? 'n/a (failed)'
-        : t.expectation
-          ? t.pass
-            ? 'as expected'
-            : 'not as expected'
-          : t.pass
-            ? 'PASS'
-            : 'FAIL',
-    ]),
-  };
-}
-
 /** The tables for whichever sections `result` holds, in suite order. */
 export function logTables(result: Partial<LogBenchResult> & Pick<LogBenchResult, 'config'>): Table[] {
   const tables: Table[] = [];
@@ -208,7 +186,14 @@ export function logTables(result: Partial<LogBenchResult> & Pick<LogBenchResult,
   if (result.read) tables.push(readTable(result.read));
   if (result.footprint) tables.push(footprintTable({ config: result.config, footprint: result.footprint }));
   if (result.recovery) tables.push(recoveryTable({ config: result.config, recovery: result.recovery }));
-  if (result.targets) tables.push(targetsTable(result.targets));
+  if (result.targets)
+    tables.push(
+      figureTargetsTable(
+        'Targets (issue #4)',
+        result.targets,
+        'Comparisons with lmdb are paired by round. An expectation without a number is reported, not counted as a target.',
+      ),
+    );
   return tables;
 }
 

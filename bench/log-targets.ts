@@ -5,6 +5,7 @@
 import type { AppendRow, LogBenchResult, ReadRow } from './log.js';
 import { figure, pairedSpeedup } from './measure.js';
 import type { TargetCheck } from './pattern.js';
+import type { Table } from './pattern-print.js';
 
 /** A target with its figure and its bar as text, for the report. */
 export interface LogTarget extends TargetCheck {
@@ -103,4 +104,19 @@ export function checkLogTargets(result: Omit<LogBenchResult, 'targets'>): LogTar
     }
   }
   return out;
+}
+
+/** The targets table every suite with `LogTarget`s prints: figure, bar and verdict per target. */
+export function figureTargetsTable(title: string, targets: readonly LogTarget[], note?: string): Table {
+  const verdict = (t: LogTarget) => {
+    if (t.pass === null) return 'n/a (failed)';
+    if (t.expectation) return t.pass ? 'as expected' : 'not as expected';
+    return t.pass ? 'PASS' : 'FAIL';
+  };
+  return {
+    title,
+    ...(note === undefined ? {} : { note }),
+    headers: ['target', 'measured', 'required', 'result'],
+    rows: targets.map((t) => [t.name, t.measured, t.required, verdict(t)]),
+  };
 }

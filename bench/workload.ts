@@ -6,20 +6,15 @@
  *
  * It also translates lite patterns for the peers: an exact RegExp, qlobber's syntax and MQTT's.
  */
+import { seededRandom } from '../ts/cli/format.js';
 
 /** A source of uniform numbers in [0, 1). */
 export type Random = () => number;
 
-/** mulberry32: tiny, fast, and good enough to drive a benchmark; not for anything secret. */
+/** mulberry32: tiny, fast, and good enough to drive a benchmark; not for anything secret. The demo
+ * (ts/cli) uses the same generator, so it lives there. */
 export function mulberry32(seed: number): Random {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return seededRandom(seed);
 }
 
 /** The shape of the population the names are drawn from. */
