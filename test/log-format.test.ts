@@ -3,7 +3,7 @@
  * opens and reads identically in the other (and their segment files are byte for byte the same),
  * damaged tails are cut, damaged records are never returned, unknown versions are refused.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { crc32c } from '../ts/engine/js/crc32c.js';
@@ -172,6 +172,17 @@ describe.each(ENGINES)('%s engine, damaged files', (engine) => {
       code: 'UNSUPPORTED_FORMAT',
       version: 9,
     });
+  });
+
+  it('restores a last segment left short by an interrupted cut, keeping every record', async () => {
+    const { dir, last } = await written();
+    const { file, at } = locate(dir, last);
+    // Where a cut stops if killed between its truncate and its extend: just past the last record.
+    truncateSync(file, at + 400);
+    const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    expect(log.maxOffset('tail')).toBe(1);
+    expect(log.read('tail', 0, 1)[0]?.body.equals(bodyFor('tail', 0, 200))).toBe(true);
+    expect(statSync(file).size).toBe(MIN_SEGMENT_BYTES);
   });
 
   it('removes a last segment whose preparation never finished', async () => {

@@ -279,19 +279,22 @@ export class CommitLog {
   private async shutdown(): Promise<void> {
     this.closed = true;
     if (this.timer !== undefined) clearInterval(this.timer);
-    const settle = (p: Promise<unknown> | undefined) =>
-      p?.then(
-        () => undefined,
-        () => undefined,
-      );
-    await settle(this.writeChain);
-    // One last sync covers every append still waiting for durability, so none of them starts a
-    // sync of its own once the engine is closing. A failure reaches those appends; close goes on.
-    await settle(this.durable(this.core.writePosition));
-    await Promise.all([settle(this.flushing), settle(this.preparing), settle(this.checkpointing)]);
+    const settle = (work: () => Promise<unknown> | undefined) =>
+      Promise.resolve()
+        .then(work)
+        .then(
+          () => undefined,
+          () => undefined,
+        );
     try {
+      await settle(() => this.writeChain);
+      // One last sync covers every append still waiting for durability, so none of them starts a
+      // sync of its own once the engine is closing. A failure (a failed log) reaches those appends.
+      await settle(() => this.durable(this.core.writePosition));
+      await Promise.all([settle(() => this.flushing), settle(() => this.preparing), settle(() => this.checkpointing)]);
       await this.core.checkpoint(this.now());
     } finally {
+      // Whatever failed above, the files, mappings and the lock are released.
       await this.core.close();
     }
   }

@@ -11,9 +11,6 @@ import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import type { BrokerContext, ClientState, GroupState } from './state.js';
 import { lmqName } from './store.js';
 
-/** Most backlog entries one POP looks at (see `drainBacklog`). */
-const BACKLOG_SCAN_PER_POP = 1024;
-
 export class Dispatcher {
   constructor(private readonly context: BrokerContext) {}
 
@@ -114,19 +111,12 @@ export class Dispatcher {
     for (const liteTopic of [...client.events]) this.move(client, liteTopic);
   }
 
-  /**
-   * Places backlog events while clients have room; with `client`, stops once that one is full, and
-   * looks at no more than `BACKLOG_SCAN_PER_POP` entries, so a POP costs the same whatever the backlog
-   * (an entry nobody can take goes back to the end, where the next POP reaches it).
-   */
+  /** Places backlog events while clients have room; with `client`, stops once that one is full. */
   drainBacklog(group: GroupState, client?: ClientState): void {
-    const backlog = group.backlog;
-    // Entries `ready` puts back are appended; counting bounds the walk to the entries there now.
-    let left = client === undefined ? backlog.size : Math.min(backlog.size, BACKLOG_SCAN_PER_POP);
-    for (const liteTopic of backlog) {
-      if (left-- <= 0) return;
+    // A snapshot: `ready` may put entries back, or place others.
+    for (const liteTopic of [...group.backlog]) {
       if (client !== undefined && client.events.size >= this.context.limits.maxEventsPerClient) return;
-      backlog.delete(liteTopic);
+      group.backlog.delete(liteTopic);
       this.ready(group, liteTopic);
     }
   }

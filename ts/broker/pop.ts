@@ -116,44 +116,49 @@ export class Popper {
     }
     const out: PoppedMessage[] = [];
     const touched: string[] = [];
-    for (;;) {
-      if (out.length >= maxNum) break;
-      const liteTopic = client.events.values().next().value;
-      if (liteTopic === undefined) break;
-      // Off the queue first: anything that queues it again from here on stays queued.
-      this.dispatcher.dequeue(client, liteTopic);
-      touched.push(liteTopic);
-      const progress = group.progress.get(liteTopic);
-      if (progress === undefined || group.parent.expiring.has(liteTopic)) continue;
-      const lmq = lmqName(group.parent.name, liteTopic);
-      const { store } = this.context;
-      progress.skipTo(store.minOffset(lmq));
-      const dying: Delivery[] = [];
-      const maxAttempt = group.config.maxReconsumeTimes;
-      const taken =
-        progress instanceof KeySharedProgress
-          ? progress.takeFor(
-              client,
-              now,
-              maxNum - out.length,
-              store.maxOffset(lmq),
-              invisibleTimeMs,
-              bucketOwners(progress, group, liteTopic).owners,
-              keyLoader(store, lmq),
-              maxAttempt,
-              dying,
-            )
-          : progress.take(now, maxNum - out.length, store.maxOffset(lmq), invisibleTimeMs, client, maxAttempt, dying);
-      for (const delivery of dying) this.moveInBackground(group, liteTopic, progress, delivery);
-      if (taken.length === 0) continue;
-      const record: number[] = [];
-      for (const d of taken) record.push(d.offset, d.attempt, d.invisibleUntil);
-      this.context.state.record(['deliver', group.name, liteTopic, record]);
-      this.dispatcher.armWake(group, liteTopic, progress);
-      this.read(group, liteTopic, lmq, taken, out);
+    try {
+      for (;;) {
+        if (out.length >= maxNum) break;
+        const liteTopic = client.events.values().next().value;
+        if (liteTopic === undefined) break;
+        // Off the queue first: anything that queues it again from here on stays queued.
+        this.dispatcher.dequeue(client, liteTopic);
+        touched.push(liteTopic);
+        const progress = group.progress.get(liteTopic);
+        if (progress === undefined || group.parent.expiring.has(liteTopic)) continue;
+        const lmq = lmqName(group.parent.name, liteTopic);
+        const { store } = this.context;
+        progress.skipTo(store.minOffset(lmq));
+        const dying: Delivery[] = [];
+        const maxAttempt = group.config.maxReconsumeTimes;
+        const taken =
+          progress instanceof KeySharedProgress
+            ? progress.takeFor(
+                client,
+                now,
+                maxNum - out.length,
+                store.maxOffset(lmq),
+                invisibleTimeMs,
+                bucketOwners(progress, group, liteTopic).owners,
+                keyLoader(store, lmq),
+                maxAttempt,
+                dying,
+              )
+            : progress.take(now, maxNum - out.length, store.maxOffset(lmq), invisibleTimeMs, client, maxAttempt, dying);
+        for (const delivery of dying) this.moveInBackground(group, liteTopic, progress, delivery);
+        if (taken.length === 0) continue;
+        const record: number[] = [];
+        for (const d of taken) record.push(d.offset, d.attempt, d.invisibleUntil);
+        this.context.state.record(['deliver', group.name, liteTopic, record]);
+        this.dispatcher.armWake(group, liteTopic, progress);
+        this.read(group, liteTopic, lmq, taken, out);
+      }
+    } finally {
+      // Even when a read fails, every lite topic taken off the queue is offered again: an event
+      // consumed here is never lost (docs/BROKER.md, "No lost events").
+      for (const liteTopic of touched) this.dispatcher.ready(group, liteTopic);
+      this.dispatcher.drainBacklog(group, client);
     }
-    for (const liteTopic of touched) this.dispatcher.ready(group, liteTopic);
-    this.dispatcher.drainBacklog(group, client);
     return out;
   }
 
@@ -287,8 +292,9 @@ export class Popper {
 
 /**
  * The handles a group acked lately, so a repeated ack of one stays harmless after the offset moved
- * on. Two generations of half the capacity each: when the newer fills, the older is dropped whole.
- * O(1) per ack, where evicting the oldest entry of one Set walks past every deleted slot before it.
+ * on: at least the last `capacity` (up to twice as many). Two generations: when the newer holds
+ * `capacity`, the older is dropped whole. O(1) per ack, where evicting the oldest entry of one Set
+ * walks past every deleted slot before it.
  */
 class RecentAcks {
   private current = new Set<string>();
@@ -298,7 +304,7 @@ class RecentAcks {
 
   add(handle: string): void {
     this.current.add(handle);
-    if (this.current.size >= this.capacity / 2) {
+    if (this.current.size >= this.capacity) {
       this.previous = this.current;
       this.current = new Set();
     }

@@ -42,7 +42,7 @@ async function closeAll(storage: Storage, segments: readonly Segment[]): Promise
 }
 
 /** Opens and checks one segment file; undefined when its header is invalid. */
-async function openSegment(storage: Storage, path: string, base: number): Promise<Segment | string> {
+async function openSegment(storage: Storage, path: string, base: number, isLast: boolean): Promise<Segment | string> {
   let fd: number;
   try {
     fd = await storage.open(path);
@@ -60,7 +60,16 @@ async function openSegment(storage: Storage, path: string, base: number): Promis
         version: check.version,
       });
     }
+    if (check.kind === 'short' && isLast) {
+      // A cut (truncate, then extend back) interrupted on a previous open: its records are intact.
+      await storage.truncate(fd, check.size);
+      return { base, size: check.size, fd, path, lastTimestamp: check.createdMs };
+    }
     if (check.kind === 'valid') return { base, size: check.size, fd, path, lastTimestamp: check.createdMs };
+    if (check.kind === 'short') {
+      await storage.close(fd);
+      return `file is shorter than the ${check.size} bytes its header says`;
+    }
     await storage.close(fd);
     return check.reason;
   } catch (error) {
@@ -92,7 +101,7 @@ async function listSegments(storage: Storage, segmentsDir: string, stats: LogRec
     for (let i = 0; i < bases.length; i++) {
       const base = bases[i] as number;
       const path = join(segmentsDir, `${String(base).padStart(20, '0')}.seg`);
-      const opened = await openSegment(storage, path, base);
+      const opened = await openSegment(storage, path, base, i === bases.length - 1);
       if (typeof opened !== 'string') {
         const previous = segments[segments.length - 1];
         if (previous !== undefined && previous.base + previous.size !== base) {

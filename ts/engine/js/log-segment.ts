@@ -64,6 +64,8 @@ export function encodeSegmentHeader(base: number, size: number, createdMs: numbe
 /** A header read back: valid (with its size), of another format version, or invalid (with why). */
 export type HeaderCheck =
   | { kind: 'valid'; size: number; createdMs: number }
+  /** A valid header on a file shorter than it says: extended back when it is the last segment. */
+  | { kind: 'short'; size: number; createdMs: number }
   | { kind: 'version'; version: number }
   | { kind: 'invalid'; reason: string };
 
@@ -85,6 +87,8 @@ export function checkSegmentHeader(header: Uint8Array, length: number, base: num
   if (!(size >= MIN_SEGMENT_BYTES && size <= MAX_SEGMENT_BYTES)) {
     return { kind: 'invalid', reason: `segment size ${size} out of range` };
   }
+  // Shorter than its header says: recovery was cutting it (truncate, then extend) when it stopped.
+  if (fileSize < size) return { kind: 'short', size, createdMs: readU64(header, 32) };
   if (size !== fileSize) return { kind: 'invalid', reason: `file is ${fileSize} bytes, header says ${size}` };
   return { kind: 'valid', size, createdMs: readU64(header, 32) };
 }

@@ -215,8 +215,17 @@ fn open_segments(
             Ok(()) => SegmentHeader::decode(&bytes),
             Err(_) => Err(HeaderProblem::Invalid("segment shorter than its header")),
         };
+        let is_last = i + 1 == bases.len();
         let problem = match header {
             Ok(header) if header.base == base && header.size == length => None,
+            // A valid header on a shorter file: a cut (truncate, then extend back) was interrupted
+            // on a previous open. Its records are intact; the file gets its size back.
+            Ok(header) if header.base == base && length < header.size && is_last => {
+                storage
+                    .set_len(&file, header.size)
+                    .map_err(io_error("restoring a segment's size"))?;
+                None
+            }
             Ok(_) => Some("segment header disagrees with its file"),
             Err(HeaderProblem::Version(version)) => {
                 return Err(LogError::UnsupportedFormat {
@@ -227,7 +236,7 @@ fn open_segments(
             Err(HeaderProblem::Invalid(why)) => Some(why),
         };
         if let Some(why) = problem {
-            if i + 1 == bases.len() {
+            if is_last {
                 // It was being prepared when the previous owner stopped; it never held a record.
                 drop(file);
                 storage
