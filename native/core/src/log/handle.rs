@@ -169,7 +169,12 @@ impl LogHandle {
             })
             .and_then(|()| self.storage.rename(&tmp, &dir.join(CHECKPOINT_FILE)))
             .and_then(|()| self.storage.sync_dir(&dir));
-        written.map_err(|e| self.fail(LogError::io("writing the checkpoint", &e)))
+        // A checkpoint that could not be written leaves the log as it was (its records are synced
+        // above, where a failure does fail the log): the error goes to the caller, the tmp file goes.
+        written.map_err(|e| {
+            let _ = self.storage.remove(&tmp);
+            LogError::io("writing the checkpoint", &e)
+        })
     }
 
     /// Syncs, then releases the files and mappings and removes the lock. Closing twice is a no-op.

@@ -81,6 +81,20 @@ fn a_failed_checkpoint_sync_fails_the_log() {
 }
 
 #[test]
+fn a_checkpoint_that_cannot_be_written_leaves_the_log_usable() {
+    let dir = TempDir::new();
+    let storage = Arc::new(FaultyStorage::default());
+    let log = open_with(&dir.0, storage.clone()).expect("open");
+    append_all(&log, &[message(&["q"], b"one")], 1);
+    storage.fail_creates.store(true, Ordering::SeqCst);
+    assert!(matches!(log.checkpoint(2), Err(LogError::Io { .. })));
+    storage.fail_creates.store(false, Ordering::SeqCst);
+    append_all(&log, &[message(&["q"], b"two")], 3);
+    assert_eq!(log.lock().lmq_count().expect("usable"), 1);
+    log.checkpoint(4).expect("checkpoint");
+}
+
+#[test]
 fn retention_by_age_and_size_moves_minimum_offsets_and_keeps_the_active_segment() {
     let dir = TempDir::new();
     let log = open(&dir.0);
