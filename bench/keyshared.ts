@@ -11,6 +11,7 @@
  *
  * Rounds alternate the engines, reversed every other round; rates are medians over rounds.
  */
+
 import type { EngineName } from '../ts/index.js';
 import { quantile } from './broker-tally.js';
 import { printKeySharedResult } from './keyshared-print.js';
@@ -22,6 +23,7 @@ import {
   runKeyShared,
   runTimersOnly,
 } from './keyshared-run.js';
+import { benchSeed } from './lib.js';
 import type { LogTarget } from './log-targets.js';
 
 const ENGINES: readonly EngineName[] = ['native', 'js'];
@@ -96,7 +98,7 @@ function configFor(quick: boolean): KeySharedBenchConfig {
     joinGapMs: 150,
     backlog: 4000,
     sendBatch: 500,
-    seed: 20_250_507,
+    seed: benchSeed(20_250_507),
   };
   return quick
     ? { ...common, quick, phaseMs: 2500, controlMs: 1000, rounds: 1 }

@@ -15,3 +15,16 @@ if (!existsSync(entry)) {
 }
 
 export const lib = createRequire(__filename)(entry) as typeof Api;
+
+/**
+ * The workload seed: `LITETOPIC_BENCH_SEED` (what `litetopic bench --seed n` sets) or the suite's
+ * own default, so a published figure names the seed that reproduces it.
+ */
+export function benchSeed(fallback: number): number {
+  const given = process.env.LITETOPIC_BENCH_SEED;
+  if (given === undefined || given === '') return fallback;
+  const seed = Number(given);
+  if (!Number.isSafeInteger(seed) || seed < 0)
+    throw new Error(`LITETOPIC_BENCH_SEED must be a non-negative integer (got ${given})`);
+  return seed;
+}

@@ -3,9 +3,11 @@
  * crossing into native code, each with its peers side by side, and the issue's targets checked
  * against the figures of this very run.
  */
+
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { benchSeed } from './lib.js';
 import { pairedSpeedup, type Timing } from './measure.js';
 import { benchCrossing, type CrossingRow } from './pattern-crossing.js';
 import type { MemorySample } from './pattern-memory.js';
@@ -47,7 +49,7 @@ export interface PatternBenchResult {
   targets: TargetCheck[];
 }
 
-const SEED = 20_250_501;
+const SEED = benchSeed(20_250_501);
 
 function configFor(quick: boolean): PatternBenchConfig {
   return quick
