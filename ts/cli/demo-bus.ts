@@ -291,6 +291,11 @@ class Run {
       while (batch.length < BATCH && window > 0) {
         batch.push(this.sessions[this.sessions.length - 1 - Math.floor(bus.random() * window)] as string);
       }
+      if (batch.length === 0) {
+        // Nothing due yet and no session open: wait a moment rather than send an empty batch.
+        await sleep(1);
+        continue;
+      }
       for (const name of batch) {
         bus.planner.sentTo(name);
         bus.tools.sentTo(name);
