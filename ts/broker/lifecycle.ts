@@ -91,9 +91,31 @@ export class Lifecycle {
       if (names.length > 0) deletions.push(this.expire(parent, names));
     }
     await Promise.all(deletions);
+    this.revive(now);
     const retention = this.options.retention;
     const { store } = this.context;
     if (retention !== undefined && store.retain !== undefined) await store.retain(retention);
+  }
+
+  /**
+   * The safety net under redelivery (RocketMQ keeps a revive service for the same reason): a lite
+   * topic whose first unacked delivery is past its invisible time but that has no event queued, no
+   * backlog entry and no wake timer is offered again. Normally the wake timer does this; under heavy
+   * load an event has been seen to go missing (see docs/BROKER.md, "Known issues"), and without this
+   * pass the lite topic would stay blocked for good. Cost: one look per lite topic with something
+   * outstanding, per group, per pass.
+   */
+  private revive(now: number): void {
+    for (const parent of this.parents.values()) {
+      for (const group of parent.groups) {
+        if (group.keyShared !== undefined) continue; // key-shared keeps its own per-key wakes
+        for (const [liteTopic, progress] of group.progress) {
+          if (progress.committed >= progress.next || progress.wakeAt !== Number.POSITIVE_INFINITY) continue;
+          if (group.queued.has(liteTopic) || group.backlog.has(liteTopic)) continue;
+          if (progress.firstDeadline() <= now) this.dispatcher.ready(group, liteTopic);
+        }
+      }
+    }
   }
 
   /** Forgets `names` now; deletes their LMQs once the forgetting is durable. */
