@@ -15,7 +15,7 @@ export class Dispatcher {
   constructor(private readonly context: BrokerContext) {}
 
   /** Queues the event of `liteTopic` for `group` if it has something deliverable and none is queued. */
-  ready(group: GroupState, liteTopic: string): void {
+  ready(group: GroupState, liteTopic: string, now = this.context.clock.now()): void {
     if (group.queued.has(liteTopic)) return; // never set in key-shared groups
 
     const progress = group.progress.get(liteTopic);
@@ -24,16 +24,19 @@ export class Dispatcher {
       group.backlog.delete(liteTopic);
       return;
     }
-    const { store, clock } = this.context;
+    const { store } = this.context;
     const lmq = lmqName(group.parent.name, liteTopic);
     progress.skipTo(store.minOffset(lmq));
     if (progress instanceof KeySharedProgress) {
-      this.readyKeyShared(group, liteTopic, progress, lmq);
+      this.readyKeyShared(group, liteTopic, progress, lmq, now);
       return;
     }
-    if (!progress.deliverable(clock.now(), store.maxOffset(lmq))) {
+    // One `now` for both decisions: with two readings, the clock could pass the deadline between
+    // "not deliverable yet" and "deadline passed, no timer needed", and the lite topic would stay
+    // blocked with neither an event nor a timer.
+    if (!progress.deliverable(now, store.maxOffset(lmq))) {
       group.backlog.delete(liteTopic);
-      this.armWake(group, liteTopic, progress);
+      this.armWake(group, liteTopic, progress, now);
       return;
     }
     const client = this.choose(group, liteTopic);
@@ -45,11 +48,17 @@ export class Dispatcher {
    * Key-shared: a lite topic may have one event at each client that owns a bucket with something it
    * may be handed now; a client without room leaves the lite topic in the backlog.
    */
-  private readyKeyShared(group: GroupState, liteTopic: string, progress: KeySharedProgress, lmq: string): void {
-    const { store, clock, limits } = this.context;
+  private readyKeyShared(
+    group: GroupState,
+    liteTopic: string,
+    progress: KeySharedProgress,
+    lmq: string,
+    now: number,
+  ): void {
+    const { store, limits } = this.context;
     const { owners, members } = bucketOwners(progress, group, liteTopic);
     const load = keyLoader(store, lmq);
-    const clients = progress.readyClients(clock.now(), store.maxOffset(lmq), owners, members.length, load);
+    const clients = progress.readyClients(now, store.maxOffset(lmq), owners, members.length, load);
     let waiting = false;
     for (const client of clients) {
       if (client.events.has(liteTopic)) continue;
@@ -58,7 +67,7 @@ export class Dispatcher {
     }
     if (waiting) group.backlog.add(liteTopic);
     else group.backlog.delete(liteTopic);
-    this.armWake(group, liteTopic, progress);
+    this.armWake(group, liteTopic, progress, now);
   }
 
   /**
@@ -125,8 +134,7 @@ export class Dispatcher {
    * Keeps one timer per (group, lite topic) for the moment its first hidden delivery becomes visible
    * again; at that moment the lite topic is ready. No timer while nothing is hidden.
    */
-  armWake(group: GroupState, liteTopic: string, progress: TopicProgress): void {
-    const now = this.context.clock.now();
+  armWake(group: GroupState, liteTopic: string, progress: TopicProgress, now = this.context.clock.now()): void {
     const first = progress.firstDeadline(now);
     // A deadline already passed needs no timer: the lite topic is deliverable and `ready` queues it.
     // A delivery moving to the dead-letter queue is woken by the move, not by time.
@@ -139,8 +147,9 @@ export class Dispatcher {
     progress.cancelWake = this.context.scheduler.at(deadline, () => {
       progress.cancelWake = undefined;
       progress.wakeAt = Number.POSITIVE_INFINITY;
-      this.ready(group, liteTopic);
-      this.armWake(group, liteTopic, progress);
+      const at = this.context.clock.now();
+      this.ready(group, liteTopic, at);
+      this.armWake(group, liteTopic, progress, at);
     });
   }
 

@@ -100,10 +100,9 @@ export class Lifecycle {
   /**
    * The safety net under redelivery (RocketMQ keeps a revive service for the same reason): a lite
    * topic whose first unacked delivery is past its invisible time but that has no event queued, no
-   * backlog entry and no wake timer is offered again. Normally the wake timer does this; under heavy
-   * load an event has been seen to go missing (see docs/BROKER.md, "Known issues"), and without this
-   * pass the lite topic would stay blocked for good. Cost: one look per lite topic with something
-   * outstanding, per group, per pass.
+   * backlog entry and no wake timer is offered again. The wake timer does this; this pass guarantees
+   * it even if a timer is lost (one was, to a clock race now fixed: docs/BROKER.md, "Redelivery
+   * wake-ups"). Cost: one look per lite topic with something outstanding, per group, per pass.
    */
   private revive(now: number): void {
     for (const parent of this.parents.values()) {
