@@ -25,6 +25,7 @@ import {
 } from './keyshared-run.js';
 import { benchSeed } from './lib.js';
 import type { LogTarget } from './log-targets.js';
+import { median } from './measure.js';
 
 const ENGINES: readonly EngineName[] = ['native', 'js'];
 /** The row of the harness alone (no broker): the ceiling. */
@@ -103,15 +104,6 @@ function configFor(quick: boolean): KeySharedBenchConfig {
   return quick
     ? { ...common, quick, phaseMs: 2500, controlMs: 1000, rounds: 1 }
     : { ...common, quick, phaseMs: 5000, controlMs: 2000, rounds: 3 };
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].filter(Number.isFinite).sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 const errorText = (error: unknown) => (error instanceof Error ? (error.stack ?? error.message) : String(error));

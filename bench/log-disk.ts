@@ -4,6 +4,7 @@
  * disk), and a `dd`-like probe of sequential write bandwidth with fdatasync and of one sync's latency,
  * since the durable targets are stated against this disk's speed.
  */
+
 import {
   closeSync,
   fdatasyncSync,
@@ -17,6 +18,7 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { median } from './measure.js';
 
 /** A fresh directory under os.tmpdir(); remove it with `removeDir`. */
 export function tempDir(label: string): string {
@@ -65,11 +67,6 @@ export interface DiskProbe {
 const PROBE_BLOCK_BYTES = 1 << 20;
 const LATENCY_SAMPLES = 200;
 const LATENCY_WRITE_BYTES = 4096;
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[sorted.length >> 1] as number;
-}
 
 export function probeDisk(bytes: number): DiskProbe {
   const dir = tempDir('disk');

@@ -23,7 +23,7 @@ import { benchRecovery, type RecoveryRow } from './log-recovery.js';
 import { type AppendShape, LMDB_WINDOW, openStore, STORES, type StoreName } from './log-stores.js';
 import { checkLogTargets, type LogTarget } from './log-targets.js';
 import { batchesOf, type LogWorkload, makeLogWorkload, prefixOf } from './log-workload.js';
-import { figure, type Measurement, pairedSpeedup } from './measure.js';
+import { figure, type Measurement, median, pairedSpeedup } from './measure.js';
 
 export type { FootprintSample, LogTarget, RecoveryRow };
 
@@ -141,14 +141,6 @@ function configFor(options: LogBenchOptions): LogBenchConfig {
         checkpointBytes: 64 * MIB,
         probeBytes: 256 * MIB,
       };
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 /** A measure.ts `Measurement` from one timed figure (ns per record) per round. */

@@ -99,8 +99,10 @@ async function runRound(cases: readonly Case[], timing: Timing, round: number): 
   return cases.map((c) => roundFigures(bench.getTask(c.name), c));
 }
 
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
+/** The median of the finite values (the mean of the middle two for an even count); NaN when there are none. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].filter(Number.isFinite).sort((a, b) => a - b);
+  if (sorted.length === 0) return Number.NaN;
   const mid = sorted.length >> 1;
   return sorted.length % 2 === 1
     ? (sorted[mid] as number)

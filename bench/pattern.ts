@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { benchSeed } from './lib.js';
-import { pairedSpeedup, type Timing } from './measure.js';
+import { median, pairedSpeedup, type Timing } from './measure.js';
 import { benchCrossing, type CrossingRow } from './pattern-crossing.js';
 import type { MemorySample } from './pattern-memory.js';
 import { printPatternResult } from './pattern-print.js';
@@ -82,11 +82,6 @@ async function memoryOnce(kind: MemorySample['kind'], patterns: number, seed: nu
   const { stdout } = await run(process.execPath, args, { cwd: join(__dirname, '..'), maxBuffer: 1 << 20 });
   const line = stdout.trim().split('\n').pop() ?? '';
   return JSON.parse(line) as MemorySample;
-}
-
-function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
 /**
