@@ -6,11 +6,11 @@
  * again); a message is delivered again only if it was in flight (popped, not acked) at a kill, and
  * then with a higher `reconsumeTimes`; acks follow offset order per lite topic (FIFO across restarts).
  */
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EngineName } from '../ts/index.js';
 import { tempDir } from './broker-helpers.js';
+import { runFixture } from './child.js';
 import { ENGINES } from './engines.js';
 
 const fixture = join(__dirname, 'fixtures', 'broker-worker.ts');
@@ -18,31 +18,7 @@ const KILLS = 5;
 
 /** Runs the worker; in `load` mode kills it `ms` after it is ready. Returns its complete lines. */
 function run(dir: string, engine: EngineName, mode: 'load' | 'drain', first: number, ms: number): Promise<string[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, dir, engine, mode, String(first), String(ms)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    let err = '';
-    let armed = false;
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (mode === 'load' && !armed && out.startsWith('ready\n')) {
-        armed = true;
-        setTimeout(() => child.kill('SIGKILL'), ms);
-      }
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-    });
-    child.on('exit', (code, signal) => {
-      const expected = mode === 'load' ? signal === 'SIGKILL' : code === 0;
-      if (!expected) return reject(new Error(`worker (${mode}) exited with ${code ?? signal}: ${err}`));
-      const lines = out.split('\n');
-      lines.pop(); // a line cut by the kill reports nothing
-      resolve(lines.filter((line) => line !== 'ready'));
-    });
-  });
+  return runFixture(fixture, [dir, engine, mode, String(first), String(ms)], mode === 'load' ? ms : undefined);
 }
 
 describe.each(ENGINES)('%s engine', (engine) => {

@@ -6,10 +6,10 @@
  * because resolved bytes are in the page cache — docs/FORMAT.md "Durability"); nothing corrupt is
  * ever returned; the log accepts new appends.
  */
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EngineName } from '../ts/index.js';
+import { runFixture } from './child.js';
 import { ENGINES } from './engines.js';
 import { bodyFor, openLog, tempDir } from './log-helpers.js';
 
@@ -23,40 +23,12 @@ interface Ack {
   length: number;
 }
 
-/** Runs the writer until it is ready, lets it write for `ms`, kills it; returns what it acknowledged. */
-function runAndKill(dir: string, engine: EngineName, flush: string, first: number, ms: number): Promise<Ack[]> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(
-      process.execPath,
-      ['--import', 'tsx', fixture, dir, engine, flush, String(first), String(first + ms)],
-      {
-        stdio: ['ignore', 'pipe', 'pipe'],
-      },
-    );
-    let out = '';
-    let err = '';
-    let armed = false;
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      if (!armed && out.startsWith('ready\n')) {
-        armed = true;
-        setTimeout(() => child.kill('SIGKILL'), ms);
-      }
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-    });
-    child.on('exit', (code, signal) => {
-      if (signal !== 'SIGKILL') return reject(new Error(`writer exited with ${code}: ${err}`));
-      const lines = out.replace(/^ready\n/, '').split('\n');
-      lines.pop(); // a line cut by the kill is not an acknowledgement
-      resolve(
-        lines.map((line) => {
-          const [n, lmq, offset, length] = line.split(' ');
-          return { n: Number(n), lmq: lmq as string, offset: Number(offset), length: Number(length) };
-        }),
-      );
-    });
+/** Runs the writer, kills it `ms` after it is ready; returns what it acknowledged. */
+async function runAndKill(dir: string, engine: EngineName, flush: string, first: number, ms: number): Promise<Ack[]> {
+  const lines = await runFixture(fixture, [dir, engine, flush, String(first), String(first + ms)], ms);
+  return lines.map((line) => {
+    const [n, lmq, offset, length] = line.split(' ');
+    return { n: Number(n), lmq: lmq as string, offset: Number(offset), length: Number(length) };
   });
 }
 
