@@ -3,7 +3,7 @@
 //! returned.
 
 use super::error::LogError;
-use super::record::check_stored;
+use super::record::{check_stored, lmq_names, offset, TYPE_MESSAGE};
 use super::segment::Segment;
 use super::Log;
 
@@ -118,6 +118,16 @@ impl Log {
             let layout = check_stored(record).map_err(corrupt)?;
             if layout.size != entry.size {
                 return Err(corrupt("record size differs from its index entry"));
+            }
+            // The record must be the one the index says: a message of this LMQ at this offset
+            // (an index entry pointing at another intact record is corruption too).
+            let wanted = span.first_offset + count as u64;
+            let here = layout.kind == TYPE_MESSAGE
+                && lmq_names(record, &layout)
+                    .position(|name| name == lmq)
+                    .is_some_and(|i| offset(record, i) == wanted);
+            if !here {
+                return Err(corrupt("the record is not the LMQ offset its index entry names"));
             }
             let target = out.get_mut(at..at + size).ok_or_else(mismatch)?;
             target.copy_from_slice(record);

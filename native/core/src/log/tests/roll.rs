@@ -133,3 +133,35 @@ fn lists_lmqs_by_prefix() {
         (1, &b"a/1"[..], true)
     );
 }
+
+#[test]
+fn a_read_refuses_an_index_entry_that_names_another_intact_record() {
+    let dir = TempDir::new();
+    let log = open(&dir.0);
+    let written = append_all(&log, &[message(&["a"], b"first"), message(&["b"], b"second")], 3);
+    let (b_position, _) = &written[1];
+    let b_size = {
+        let guard = log.lock();
+        let queue = guard.queues.get(b"b").expect("queue b");
+        queue.entries()[0].size
+    };
+    // Point offset 1 of "a" at the record of "b": intact bytes, but not what the index claims.
+    let fake = crate::queue::IndexEntry {
+        position: *b_position,
+        size: b_size,
+        tag_hash: 0,
+        key_hash: 0,
+    };
+    log.lock().queues.append(b"a", fake, 3);
+    let guard = log.lock();
+    assert_eq!(
+        guard
+            .read(b"a", 0, 1)
+            .expect("offset 0 is intact")
+            .positions
+            .len(),
+        1
+    );
+    assert!(matches!(guard.read(b"a", 0, 2), Err(LogError::Corrupt { .. })));
+    assert!(matches!(guard.read(b"a", 1, 1), Err(LogError::Corrupt { .. })));
+}
