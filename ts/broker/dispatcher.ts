@@ -122,9 +122,14 @@ export class Dispatcher {
 
   /** Places backlog events while clients have room; with `client`, stops once that one is full. */
   drainBacklog(group: GroupState, client?: ClientState): void {
-    // A snapshot: `ready` may put entries back, or place others.
-    for (const liteTopic of [...group.backlog]) {
-      if (client !== undefined && client.events.size >= this.context.limits.maxEventsPerClient) return;
+    // Each entry there now is offered once, in order, without copying the backlog (this runs after
+    // every POP, and the backlog can hold every lite topic of the parent): `ready` puts an entry it
+    // cannot place back at the end, where the count stops the walk before reaching it again, and
+    // removes entries it places, which the live iteration then skips.
+    const room = this.context.limits.maxEventsPerClient;
+    let left = group.backlog.size;
+    for (const liteTopic of group.backlog) {
+      if (left-- === 0 || (client !== undefined && client.events.size >= room)) return;
       group.backlog.delete(liteTopic);
       this.ready(group, liteTopic);
     }

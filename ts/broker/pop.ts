@@ -41,7 +41,8 @@ export function messageId(position: number): string {
 }
 
 export class Popper {
-  private readonly recentAcks = new Map<GroupState, RecentAcks>();
+  /** Per group; weakly held, so a deleted group's recent acks go with it. */
+  private readonly recentAcks = new WeakMap<GroupState, RecentAcks>();
   /** The last failure to move a message to a dead-letter queue in the background (admin reports it). */
   lastMoveError: unknown;
 
