@@ -75,6 +75,33 @@ describe.each(ENGINES)('%s engine', (engine) => {
       expect(await popBodies(c)).toEqual(['t5#0']);
     });
 
+    it('drains each exclusive holder its own waiting lite topics, whatever waits for the others', async () => {
+      const { broker, advance } = await openBroker(engine, { limits: { maxEventsPerClient: 2 } });
+      broker.createGroup('g', { bindTopic: 'agents', subModel: 'exclusive' });
+      const a = broker.consumer({ group: 'g', clientId: 'a' });
+      const b = broker.consumer({ group: 'g', clientId: 'b' });
+      const mine = (prefix: string) => [1, 2, 3, 4, 5].map((i) => `${prefix}${i}`);
+      await a.subscribe(mine('a'));
+      await b.subscribe(mine('b'));
+      for (const t of [...mine('a'), ...mine('b')]) await sendMany(broker, t, 1);
+      // Two events each; six lite topics wait. Each POP takes the queued two, then its own next two.
+      expect(await popBodies(a)).toEqual(['a1#0', 'a2#0']);
+      expect(await popBodies(a)).toEqual(['a3#0', 'a4#0']);
+      expect(await popBodies(b)).toEqual(['b1#0', 'b2#0']);
+      expect(await popBodies(a)).toEqual(['a5#0']);
+      expect(await popBodies(a)).toEqual([]);
+      expect(await popBodies(b)).toEqual(['b3#0', 'b4#0']);
+      expect(await popBodies(b)).toEqual(['b5#0']);
+      // Once their invisible time passes every one of b's comes back to b (none stuck in a list), b3's
+      // next message right after its first.
+      await sendMany(broker, 'b3', 1, 1);
+      expect(await popBodies(b)).toEqual([]);
+      advance(60_000);
+      const again: string[] = [];
+      for (let batch = await popBodies(b); batch.length > 0; batch = await popBodies(b)) again.push(...batch);
+      expect(again.sort()).toEqual([...mine('b').map((t) => `${t}#0`), 'b3#1'].sort());
+    });
+
     it("re-dispatches a closed client's events at once", async () => {
       const { broker } = await openBroker(engine);
       broker.createGroup('g', { bindTopic: 'agents' });
@@ -169,6 +196,34 @@ describe.each(ENGINES)('%s engine', (engine) => {
       expect(await popBodies(c)).toEqual(['x#1']);
       await c.ack(fresh as never);
       await expect(c.ack(old as never)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+    });
+
+    it('refuses tampered handles (other fields, non-canonical numbers, truncated) and then acks the real one', async () => {
+      const { broker } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['x-y__z']);
+      await sendMany(broker, 'x-y__z', 1);
+      const [message] = await c.pop({ maxNum: 1 });
+      const handle = (message as { receiptHandle: string }).receiptHandle;
+      const dot = (n: number) => handle.split('.', n).join('.').length;
+      const forged = [
+        handle.replace(/^2\./, '1.'),
+        handle.slice(0, dot(4)), // no attempt, no lite topic
+        `${handle.slice(0, dot(3))}.00${handle.slice(dot(4))}`, // offset "00"
+        `${handle.slice(0, dot(4))}.1${handle.slice(dot(5))}`, // attempt 1: not the current delivery
+        `${handle.slice(0, dot(2))}.other${handle.slice(dot(3))}`, // another group
+        `2.ffff${handle.slice(dot(2))}`, // another broker
+        `${handle.slice(0, dot(5))}.`, // empty lite topic
+        `${handle.slice(0, dot(5))}.x-y__w`, // another lite topic
+      ];
+      for (const bad of forged) {
+        expect(bad).not.toBe(handle);
+        await expect(c.ack(bad)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+      }
+      await c.ack(handle);
+      expect(await c.pop()).toEqual([]);
+      expect(broker.admin.clientInfo('g', 'c')?.inflight).toBe(0);
     });
 
     it('advances past the acked prefix only', async () => {

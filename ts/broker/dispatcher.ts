@@ -12,6 +12,14 @@ import type { BrokerContext, ClientState, GroupState } from './state.js';
 import { lmqName } from './store.js';
 
 export class Dispatcher {
+  /**
+   * Drain lists of the backlog (see `toBacklog`). `group.backlog` stays the one record of what
+   * waits; these lists may keep entries it no longer has (placed or dropped elsewhere), which a
+   * drain skips and forgets. Weakly held, so they go with their group or client.
+   */
+  private readonly open = new WeakMap<GroupState, Set<string>>();
+  private readonly held = new WeakMap<ClientState, Set<string>>();
+
   constructor(private readonly context: BrokerContext) {}
 
   /** Queues the event of `liteTopic` for `group` if it has something deliverable and none is queued. */
@@ -34,14 +42,45 @@ export class Dispatcher {
     // One `now` for both decisions: with two readings, the clock could pass the deadline between
     // "not deliverable yet" and "deadline passed, no timer needed", and the lite topic would stay
     // blocked with neither an event nor a timer.
-    if (!progress.deliverable(now, store.maxOffset(lmq))) {
+    if (!(progress.frontVisible(now) ?? progress.next < store.maxOffset(lmq))) {
       group.backlog.delete(liteTopic);
       this.armWake(group, liteTopic, progress, now);
       return;
     }
     const client = this.choose(group, liteTopic);
-    if (client === undefined) group.backlog.add(liteTopic);
+    if (client === undefined) this.toBacklog(group, liteTopic);
     else this.enqueue(client, liteTopic);
+  }
+
+  /**
+   * Puts `liteTopic` in the group's backlog, and in the drain list of the one client that can take
+   * it (the exclusive holder, or the only subscriber of a group without legacy clients) or else in
+   * the group's open list. A POP then drains its own list and the open one, never walking the
+   * lite topics that wait for other clients (with an exclusive group and full clients that walk was
+   * every waiting lite topic on every POP).
+   */
+  private toBacklog(group: GroupState, liteTopic: string): void {
+    group.backlog.add(liteTopic);
+    let only: ClientState | undefined;
+    if (group.legacy.size === 0) {
+      const holders = group.subscribers.get(liteTopic);
+      if (holders?.size === 1) only = holders.values().next().value;
+    }
+    if (only === undefined) {
+      let open = this.open.get(group);
+      if (open === undefined) {
+        open = new Set();
+        this.open.set(group, open);
+      }
+      open.add(liteTopic);
+    } else {
+      let held = this.held.get(only);
+      if (held === undefined) {
+        held = new Set();
+        this.held.set(only, held);
+      }
+      held.add(liteTopic);
+    }
   }
 
   /**
@@ -65,7 +104,7 @@ export class Dispatcher {
       if (client.events.size >= limits.maxEventsPerClient) waiting = true;
       else this.enqueue(client, liteTopic);
     }
-    if (waiting) group.backlog.add(liteTopic);
+    if (waiting) this.toBacklog(group, liteTopic);
     else group.backlog.delete(liteTopic);
     this.armWake(group, liteTopic, progress, now);
   }
@@ -120,17 +159,34 @@ export class Dispatcher {
     for (const liteTopic of [...client.events]) this.move(client, liteTopic);
   }
 
-  /** Places backlog events while clients have room; with `client`, stops once that one is full. */
+  /**
+   * Places backlog events while clients have room; with `client`, stops once that one is full. A
+   * client that is not legacy drains the lite topics only it can take, then the group's open ones;
+   * otherwise (no client, or a legacy one, which can take anything) the whole backlog is walked.
+   */
   drainBacklog(group: GroupState, client?: ClientState): void {
-    // Each entry there now is offered once, in order, without copying the backlog (this runs after
-    // every POP, and the backlog can hold every lite topic of the parent): `ready` puts an entry it
-    // cannot place back at the end, where the count stops the walk before reaching it again, and
-    // removes entries it places, which the live iteration then skips.
+    if (client === undefined || client.legacy) {
+      this.drain(group, group.backlog, client);
+      return;
+    }
+    const held = this.held.get(client);
+    if (held !== undefined) this.drain(group, held, client);
+    const open = this.open.get(group);
+    if (open !== undefined) this.drain(group, open, client);
+  }
+
+  /**
+   * Offers each entry of `list` present now once, in order, without copying it: `ready` puts an
+   * entry it cannot place back at the end of a list, where the count stops the walk before reaching
+   * it again, and removes entries it places, which the live iteration then skips.
+   */
+  private drain(group: GroupState, list: Set<string>, client: ClientState | undefined): void {
     const room = this.context.limits.maxEventsPerClient;
-    let left = group.backlog.size;
-    for (const liteTopic of group.backlog) {
+    let left = list.size;
+    for (const liteTopic of list) {
       if (left-- === 0 || (client !== undefined && client.events.size >= room)) return;
-      group.backlog.delete(liteTopic);
+      list.delete(liteTopic);
+      if (list !== group.backlog && !group.backlog.delete(liteTopic)) continue; // no longer waiting
       this.ready(group, liteTopic);
     }
   }

@@ -54,12 +54,21 @@ export class TopicProgress {
    * with nothing hidden, an offset below `maxOffset` never handed out.
    */
   deliverable(now: number, maxOffset: number): boolean {
+    return this.frontVisible(now) ?? this.next < maxOffset;
+  }
+
+  /**
+   * What the first unacked delivery decides: true when its invisible time has passed, false while
+   * it is hidden, undefined when every delivery is acked (then only offsets never handed out can
+   * be, which needs the store's `maxOffset`: the dispatcher asks the store only then).
+   */
+  frontVisible(now: number): boolean | undefined {
     for (let offset = this.committed; offset < this.next; offset++) {
       const delivery = this.deliveries.get(offset) as Delivery;
       if (delivery.acked) continue;
       return delivery.invisibleUntil <= now;
     }
-    return this.next < maxOffset;
+    return undefined;
   }
 
   /**
