@@ -560,7 +560,7 @@ export class Broker {
         group.progress.set(liteTopic, newProgress(group.config, offset));
         this.context.state.record(['start', group.name, liteTopic, offset]);
       }
-      this.dispatcher.ready(group, liteTopic);
+      this.dispatcher.ready(group, liteTopic, undefined, offset + 1);
     }
   }
 

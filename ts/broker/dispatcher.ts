@@ -22,8 +22,12 @@ export class Dispatcher {
 
   constructor(private readonly context: BrokerContext) {}
 
-  /** Queues the event of `liteTopic` for `group` if it has something deliverable and none is queued. */
-  ready(group: GroupState, liteTopic: string, now = this.context.clock.now()): void {
+  /**
+   * Queues the event of `liteTopic` for `group` if it has something deliverable and none is queued.
+   * `storedBelow`, when given, is an offset the caller knows is stored (an arrival's offset + 1): below
+   * it the store need not be asked for its `maxOffset`.
+   */
+  ready(group: GroupState, liteTopic: string, now = this.context.clock.now(), storedBelow = 0): void {
     if (group.queued.has(liteTopic)) return; // never set in key-shared groups
 
     const progress = group.progress.get(liteTopic);
@@ -42,7 +46,7 @@ export class Dispatcher {
     // One `now` for both decisions: with two readings, the clock could pass the deadline between
     // "not deliverable yet" and "deadline passed, no timer needed", and the lite topic would stay
     // blocked with neither an event nor a timer.
-    if (!(progress.frontVisible(now) ?? progress.next < store.maxOffset(lmq))) {
+    if (!(progress.frontVisible(now) ?? (progress.next < storedBelow || progress.next < store.maxOffset(lmq)))) {
       group.backlog.delete(liteTopic);
       this.armWake(group, liteTopic, progress, now);
       return;
