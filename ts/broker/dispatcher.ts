@@ -19,6 +19,12 @@ export class Dispatcher {
    */
   private readonly open = new WeakMap<GroupState, Set<string>>();
   private readonly held = new WeakMap<ClientState, Set<string>>();
+  /**
+   * Counts retention passes. An LMQ's minimum offset moves only when retention deletes segments
+   * (the broker runs it), so a lite topic asks the store for it once per pass instead of on every
+   * `ready` and POP (a Node-API crossing each on disk).
+   */
+  private retained = 0;
 
   constructor(private readonly context: BrokerContext) {}
 
@@ -38,7 +44,7 @@ export class Dispatcher {
     }
     const { store } = this.context;
     const lmq = lmqName(group.parent.name, liteTopic);
-    progress.skipTo(store.minOffset(lmq));
+    this.skipRetired(progress, lmq);
     if (progress instanceof KeySharedProgress) {
       this.readyKeyShared(group, liteTopic, progress, lmq, now);
       return;
@@ -54,6 +60,18 @@ export class Dispatcher {
     const client = this.choose(group, liteTopic);
     if (client === undefined) this.toBacklog(group, liteTopic);
     else this.enqueue(client, liteTopic);
+  }
+
+  /** Skips offsets retention deleted, asking the store once per retention pass (see `retained`). */
+  skipRetired(progress: TopicProgress, lmq: string): void {
+    if (progress.retiredChecked === this.retained) return;
+    progress.skipTo(this.context.store.minOffset(lmq));
+    progress.retiredChecked = this.retained;
+  }
+
+  /** Retention deleted segments (or is about to): every lite topic checks its minimum offset again. */
+  storeRetained(): void {
+    this.retained++;
   }
 
   /**

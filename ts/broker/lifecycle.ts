@@ -94,7 +94,12 @@ export class Lifecycle {
     this.revive(now);
     const retention = this.options.retention;
     const { store } = this.context;
-    if (retention !== undefined && store.retain !== undefined) await store.retain(retention);
+    if (retention !== undefined && store.retain !== undefined) {
+      // Before and after: a lite topic handed out offsets while segments were going re-checks.
+      this.dispatcher.storeRetained();
+      await store.retain(retention);
+      this.dispatcher.storeRetained();
+    }
   }
 
   /**

@@ -35,6 +35,8 @@ export class TopicProgress {
   cancelWake: (() => void) | undefined;
   /** The deadline that timer is set for. */
   wakeAt = Number.POSITIVE_INFINITY;
+  /** The dispatcher's retention count when `skipTo` last ran (-1: never; see `Dispatcher.skipRetired`). */
+  retiredChecked = -1;
 
   constructor(start: number) {
     this.committed = start;

@@ -129,7 +129,7 @@ export class Popper {
         if (progress === undefined || group.parent.expiring.has(liteTopic)) continue;
         const lmq = lmqName(group.parent.name, liteTopic);
         const { store } = this.context;
-        progress.skipTo(store.minOffset(lmq));
+        this.dispatcher.skipRetired(progress, lmq);
         const dying: Delivery[] = [];
         const maxAttempt = group.config.maxReconsumeTimes;
         const taken =
