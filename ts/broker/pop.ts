@@ -164,8 +164,29 @@ export class Popper {
   }
 
   private read(group: GroupState, liteTopic: string, lmq: string, taken: Delivery[], out: PoppedMessage[]): void {
+    const stored = this.stored(lmq, taken);
+    for (const delivery of taken) {
+      const message = stored(delivery.offset);
+      if (message !== undefined) out.push(this.popped(group, liteTopic, delivery, message));
+    }
+  }
+
+  /**
+   * The stored messages of `taken`, by offset. FIFO deliveries are one ascending run: one read, found
+   * by position. Key-shared deliveries are scattered over the window: read in runs, not the span.
+   */
+  private stored(lmq: string, taken: Delivery[]): (offset: number) => StoredMessage | undefined {
+    const first = (taken[0] as Delivery).offset;
+    const last = (taken[taken.length - 1] as Delivery).offset;
+    if (last - first + 1 === taken.length && taken.every((d, i) => d.offset === first + i)) {
+      const messages = this.context.store.read(lmq, first, taken.length);
+      const from = messages[0]?.offset ?? first;
+      return (offset) => {
+        const message = messages[offset - from];
+        return message?.offset === offset ? message : undefined;
+      };
+    }
     const stored = new Map<number, StoredMessage>();
-    // Key-shared deliveries are scattered over the window: read them in runs, not the whole span.
     const offsets = taken.map((d) => d.offset).sort((a, b) => a - b);
     for (let i = 0; i < offsets.length; ) {
       const first = offsets[i] as number;
@@ -175,31 +196,31 @@ export class Popper {
       i++;
       for (const message of this.context.store.read(lmq, first, last - first + 1)) stored.set(message.offset, message);
     }
-    for (const delivery of taken) {
-      const message = stored.get(delivery.offset);
-      if (message === undefined) continue;
-      const receipt: Receipt = {
-        epoch: this.context.epoch,
-        group: group.name,
-        liteTopic,
-        offset: delivery.offset,
-        attempt: delivery.attempt,
-      };
-      const popped: PoppedMessage = {
-        messageId: messageId(message.position),
-        topic: group.parent.name,
-        liteTopic,
-        offset: delivery.offset,
-        body: Buffer.from(message.body),
-        properties: message.properties,
-        storeTimestamp: message.storeTimestamp,
-        reconsumeTimes: delivery.attempt,
-        receiptHandle: encodeReceipt(receipt),
-      };
-      if (message.key !== undefined) popped.key = message.key;
-      if (message.tag !== undefined) popped.tag = message.tag;
-      out.push(popped);
-    }
+    return (offset) => stored.get(offset);
+  }
+
+  private popped(group: GroupState, liteTopic: string, delivery: Delivery, message: StoredMessage): PoppedMessage {
+    const receipt: Receipt = {
+      epoch: this.context.epoch,
+      group: group.name,
+      liteTopic,
+      offset: delivery.offset,
+      attempt: delivery.attempt,
+    };
+    const popped: PoppedMessage = {
+      messageId: messageId(message.position),
+      topic: group.parent.name,
+      liteTopic,
+      offset: delivery.offset,
+      body: Buffer.from(message.body),
+      properties: message.properties,
+      storeTimestamp: message.storeTimestamp,
+      reconsumeTimes: delivery.attempt,
+      receiptHandle: encodeReceipt(receipt),
+    };
+    if (message.key !== undefined) popped.key = message.key;
+    if (message.tag !== undefined) popped.tag = message.tag;
+    return popped;
   }
 
   /** Acks one delivery. Stale or unknown handles throw `InvalidReceiptError`; a repeated ack is harmless. */
