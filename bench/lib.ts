@@ -84,7 +84,7 @@ export function peer<T>(name: string): T | undefined {
   if ('module' in entry) return entry.module as T;
   if (!skipped.some((s) => s.peer === name)) {
     skipped.push({ peer: name, reason: entry.reason });
-    console.log(`peer ${name} ${entry.reason}: skipped (npm ci in a source checkout installs the peers)`);
+    console.log(`peer ${name} ${entry.reason}: skipped (npm install ${name} beside litetopic to compare with it)`);
   }
   return undefined;
 }
