@@ -9,10 +9,11 @@
  * column before the bar column when there is one (subscriptions, body size, shape). Values spanning
  * more than two decades are drawn on a log scale, which the subtitle says.
  *
- *   tsx bench/charts.ts          redraws bench/charts/*.svg from the current bench/RESULTS.md
+ *   tsx bench/charts.ts [RESULTS.md]   redraws the charts/*.svg beside a RESULTS.md (default
+ *                                      bench/RESULTS.md; compiled: node dist/bench/charts.js <file>)
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 
 interface ParsedTable {
   title: string;
@@ -34,7 +35,6 @@ export interface Chart {
 }
 
 const BAR_COLUMNS = ['implementation', 'store', 'engine', 'client', 'case'];
-const CHART_DIR = join(__dirname, 'charts');
 
 function cells(line: string): string[] {
   return line
@@ -203,8 +203,8 @@ function slug(text: string): string {
     .replace(/^-|-$/g, '');
 }
 
-/** Writes bench/charts/<section>.svg for every section of `resultsFile` that has a chart; returns the files. */
-export function writeCharts(resultsFile: string, dir = CHART_DIR): string[] {
+/** Writes charts/<section>.svg beside `resultsFile` for every section that has a chart; returns the files. */
+export function writeCharts(resultsFile: string, dir = join(dirname(resultsFile), 'charts')): string[] {
   const sections = parseSections(readFileSync(resultsFile, 'utf8'));
   mkdirSync(dir, { recursive: true });
   const written: string[] = [];
@@ -222,5 +222,6 @@ export function writeCharts(resultsFile: string, dir = CHART_DIR): string[] {
 }
 
 if (require.main === module) {
-  for (const file of writeCharts(join(__dirname, 'RESULTS.md'))) console.log(`wrote ${file}`);
+  const results = process.argv[2] === undefined ? join(__dirname, 'RESULTS.md') : resolve(process.argv[2]);
+  for (const file of writeCharts(results)) console.log(`wrote ${file}`);
 }

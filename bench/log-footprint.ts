@@ -3,6 +3,7 @@
  * process, reads every LMQ back, and prints one JSON line with the memory growth and, for the
  * native engine, how many times each binding function was called per record. Run by `runLogBench`:
  *   node --expose-gc --import tsx bench/log-footprint.ts <store> <records> <lmqs> <bodyBytes> <seed>
+ * (compiled: node --expose-gc dist/bench/log-footprint.js ...; ./lib.ts `scriptArgs`)
  *
  * Crossings are counted by wrapping every function of the native binding as the loader receives it:
  * ts/engine/load.ts loads the addon with `process.dlopen`, so wrapping `process.dlopen` here, before

@@ -6,13 +6,13 @@
  *
  * Child side, run by `benchRecovery`:
  *   node --import tsx bench/log-recovery.ts <native|js> <dir> <bytes> <checkpointBytes> <seed>
+ * (compiled: node dist/bench/log-recovery.js ...; ./lib.ts `scriptArgs`)
  * It prints one JSON line (records, bytes written) once the log is that large and waits to be killed.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { AppendRecord } from '../ts/index.js';
-import { lib } from './lib.js';
+import { lib, PACKAGE_ROOT, scriptArgs } from './lib.js';
 import { diskUsage, removeDir, tempDir } from './log-disk.js';
 import { bodySource, lmqName } from './log-workload.js';
 import { mulberry32 } from './workload.js';
@@ -82,9 +82,8 @@ function firstLine(child: ChildProcess): Promise<string> {
 }
 
 async function killedWriter(engine: Engine, dir: string, bytes: number, checkpointBytes: number, seed: number) {
-  const script = join(__dirname, 'log-recovery.ts');
-  const args = ['--import', 'tsx', script, engine, dir, String(bytes), String(checkpointBytes), String(seed)];
-  const child = spawn(process.execPath, args, { cwd: join(__dirname, '..'), stdio: ['ignore', 'pipe', 'pipe'] });
+  const args = [...scriptArgs('log-recovery'), engine, dir, String(bytes), String(checkpointBytes), String(seed)];
+  const child = spawn(process.execPath, args, { cwd: PACKAGE_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   try {
     return JSON.parse(await firstLine(child)) as WriterReport;
   } finally {

@@ -11,17 +11,37 @@
  *   outstanding, so group commit can share syncs; sqlite WAL with `synchronous=FULL` (WAL's NORMAL
  *   would not sync the WAL at commit) and the plain file with fdatasync, one commit per batch of
  *   `batchRecords`, since both are synchronous and cannot have appends in flight.
+ *
+ * lmdb and better-sqlite3 are peers (devDependencies): a run without one leaves its store out
+ * (`installedStores`).
  */
 import { closeSync, fdatasyncSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
-import { open as openLmdb } from 'lmdb';
+import type BetterSqlite3 from 'better-sqlite3';
+import type * as Lmdb from 'lmdb';
 import type { AppendRecord, CommitLog } from '../ts/index.js';
-import { lib } from './lib.js';
+import { lib, peer } from './lib.js';
 import { batchesOf, type LogWorkload } from './log-workload.js';
 
 export const STORES = ['litetopic native', 'litetopic js', 'lmdb', 'better-sqlite3', 'fs append'] as const;
 export type StoreName = (typeof STORES)[number];
+
+/** The stores that are peers, by the package each needs. */
+const PEER_OF: Partial<Record<StoreName, string>> = { lmdb: 'lmdb', 'better-sqlite3': 'better-sqlite3' };
+
+/** The stores this run can open, in `STORES` order: a peer that cannot be loaded is skipped with a note. */
+export function installedStores(): StoreName[] {
+  return STORES.filter((store) => {
+    const name = PEER_OF[store];
+    return name === undefined || peer(name) !== undefined;
+  });
+}
+
+function required<T>(name: string): T {
+  const loaded = peer<T>(name);
+  if (loaded === undefined) throw new Error(`${name} is not installed`);
+  return loaded;
+}
 
 export interface AppendShape {
   durable: boolean;
@@ -102,7 +122,7 @@ async function openLitetopic(engine: 'native' | 'js', dir: string, durable: bool
 }
 
 /** Puts records `from..to` under `[lmq, seq]` in one event turn; lmdb commits them as one transaction. */
-function lmdbPutter(db: ReturnType<typeof openLmdb>, work: LogWorkload) {
+function lmdbPutter(db: ReturnType<typeof Lmdb.open>, work: LogWorkload) {
   const next = new Float64Array(work.lmqs.length);
   return (from: number, to: number): Promise<boolean> => {
     let last: Promise<boolean> = Promise.resolve(true);
@@ -123,7 +143,7 @@ function ranges(total: number, size: number): [number, number][] {
 }
 
 async function openLmdbStore(dir: string, durable: boolean): Promise<OpenStore> {
-  const db = openLmdb({
+  const db = required<typeof Lmdb>('lmdb').open({
     path: join(dir, 'lmdb'),
     encoding: 'binary',
     noSync: !durable,
@@ -160,6 +180,7 @@ async function openLmdbStore(dir: string, durable: boolean): Promise<OpenStore> 
 }
 
 async function openSqlite(dir: string, durable: boolean): Promise<OpenStore> {
+  const Database = required<typeof BetterSqlite3>('better-sqlite3');
   const db = new Database(join(dir, 'log.sqlite'));
   db.pragma('journal_mode = WAL');
   db.pragma(`synchronous = ${durable ? 'FULL' : 'OFF'}`);

@@ -13,14 +13,13 @@
  */
 
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { benchSeed } from './lib.js';
+import { benchSeed, PACKAGE_ROOT, scriptArgs } from './lib.js';
 import { type DiskProbe, diskUsage, freeBytes, probeDisk, removeDir, tempDir } from './log-disk.js';
 import type { FootprintSample } from './log-footprint.js';
 import { printLogResult } from './log-print.js';
 import { benchRecovery, type RecoveryRow } from './log-recovery.js';
-import { type AppendShape, LMDB_WINDOW, openStore, STORES, type StoreName } from './log-stores.js';
+import { type AppendShape, installedStores, LMDB_WINDOW, openStore, type StoreName } from './log-stores.js';
 import { checkLogTargets, type LogTarget } from './log-targets.js';
 import { batchesOf, type LogWorkload, makeLogWorkload, prefixOf } from './log-workload.js';
 import { figure, type Measurement, median, pairedSpeedup } from './measure.js';
@@ -205,14 +204,18 @@ async function runOnce(store: StoreName, work: LogWorkload, shape: AppendShape, 
   }
 }
 
-async function timeSize(bodyBytes: number, config: LogBenchConfig): Promise<{ append: AppendRow[]; read: ReadRow[] }> {
+async function timeSize(
+  bodyBytes: number,
+  config: LogBenchConfig,
+  stores: readonly StoreName[],
+): Promise<{ append: AppendRow[]; read: ReadRow[] }> {
   const work = makeLogWorkload(config.records, config.lmqs, bodyBytes, config.seed + bodyBytes);
   batchesOf(work, config.batchRecords);
   const durableWork = prefixOf(work, config.durableRecords);
   batchesOf(durableWork, config.callRecords);
   const timings: SizeTimings = { append: new Map(), read: new Map(), usage: new Map(), errors: new Map() };
   for (let round = 0; round < config.rounds; round++) {
-    const order = round % 2 === 1 ? [...STORES].reverse() : STORES;
+    const order = round % 2 === 1 ? [...stores].reverse() : stores;
     for (const durable of [false, true]) {
       const shape: AppendShape = { durable, ...config };
       for (const store of order) {
@@ -226,7 +229,7 @@ async function timeSize(bodyBytes: number, config: LogBenchConfig): Promise<{ ap
       }
     }
   }
-  return { append: appendRows(work, durableWork, timings), read: readRows(work, timings) };
+  return { append: appendRows(work, durableWork, timings, stores), read: readRows(work, timings, stores) };
 }
 
 /** A case's figures, or null when it failed in any round (its rounds would not pair). */
@@ -239,13 +242,18 @@ function speedup(native: Measurement | null, other: Measurement | null): number 
   return native === null || other === null ? Number.NaN : pairedSpeedup(native, other);
 }
 
-function appendRows(work: LogWorkload, durableWork: LogWorkload, t: SizeTimings): AppendRow[] {
+function appendRows(
+  work: LogWorkload,
+  durableWork: LogWorkload,
+  t: SizeTimings,
+  stores: readonly StoreName[],
+): AppendRow[] {
   const rows: AppendRow[] = [];
   for (const durable of [false, true]) {
     const ran = durable ? durableWork : work;
     const nativeKey = caseKey('litetopic native', durable);
     const native = measured(t, t.append, nativeKey, nativeKey, 'native');
-    for (const store of STORES) {
+    for (const store of stores) {
       const key = caseKey(store, durable);
       const m = measured(t, t.append, key, key, store);
       const usage = t.usage.get(key) ?? { apparentBytes: Number.NaN, allocatedBytes: Number.NaN };
@@ -267,32 +275,31 @@ function appendRows(work: LogWorkload, durableWork: LogWorkload, t: SizeTimings)
   return rows;
 }
 
-function readRows(work: LogWorkload, t: SizeTimings): ReadRow[] {
+function readRows(work: LogWorkload, t: SizeTimings, stores: readonly StoreName[]): ReadRow[] {
   const nativeKey = caseKey('litetopic native', false);
   const nativeRead = measured(t, t.read, 'litetopic native', nativeKey, 'native read');
-  return STORES.filter((s) => s !== 'fs append').map((store) => {
-    const m = measured(t, t.read, store, caseKey(store, false), `${store} read`);
-    const error = t.errors.get(caseKey(store, false));
-    return {
-      store,
-      bodyBytes: work.bodyBytes,
-      measurement: m,
-      recordsPerSecond: m?.opsPerSecond ?? Number.NaN,
-      nativeSpeedup: speedup(nativeRead, m),
-      ...(error === undefined ? {} : { error }),
-    };
-  });
+  return stores
+    .filter((s) => s !== 'fs append')
+    .map((store) => {
+      const m = measured(t, t.read, store, caseKey(store, false), `${store} read`);
+      const error = t.errors.get(caseKey(store, false));
+      return {
+        store,
+        bodyBytes: work.bodyBytes,
+        measurement: m,
+        recordsPerSecond: m?.opsPerSecond ?? Number.NaN,
+        nativeSpeedup: speedup(nativeRead, m),
+        ...(error === undefined ? {} : { error }),
+      };
+    });
 }
 
 const run = promisify(execFile);
 
 async function footprintOf(store: StoreName, config: LogBenchConfig): Promise<LogBenchResult['footprint'][number]> {
-  const script = join(__dirname, 'log-footprint.ts');
   const args = [
     '--expose-gc',
-    '--import',
-    'tsx',
-    script,
+    ...scriptArgs('log-footprint'),
     store,
     String(config.records),
     String(config.lmqs),
@@ -300,7 +307,7 @@ async function footprintOf(store: StoreName, config: LogBenchConfig): Promise<Lo
     String(SEED),
   ];
   try {
-    const { stdout } = await run(process.execPath, args, { cwd: join(__dirname, '..'), maxBuffer: 1 << 20 });
+    const { stdout } = await run(process.execPath, args, { cwd: PACKAGE_ROOT, maxBuffer: 1 << 20 });
     return JSON.parse(stdout) as FootprintSample;
   } catch (error) {
     const stderr = (error as { stderr?: string }).stderr ?? '';
@@ -336,18 +343,19 @@ export async function runLogBench(options: LogBenchOptions): Promise<LogBenchRes
   );
   if (config.recoverNote)
     console.log(`recovery log scaled down to ${config.recoverBytes / MIB} MiB: ${config.recoverNote}`);
+  const stores = installedStores();
   const disk = { ...probeDisk(config.probeBytes), freeBytes: free };
   printLogResult({ config, disk });
   const append: AppendRow[] = [];
   const read: ReadRow[] = [];
   for (const bodyBytes of config.bodySizes) {
-    const rows = await timeSize(bodyBytes, config);
+    const rows = await timeSize(bodyBytes, config, stores);
     append.push(...rows.append);
     read.push(...rows.read);
   }
   printLogResult({ config, append, read });
   const footprint: LogBenchResult['footprint'] = [];
-  for (const store of STORES.filter((s) => s !== 'fs append')) footprint.push(await footprintOf(store, config));
+  for (const store of stores.filter((s) => s !== 'fs append')) footprint.push(await footprintOf(store, config));
   printLogResult({ config, footprint });
   const recovery = await benchRecovery(config.recoverBytes, config.checkpointBytes, SEED);
   printLogResult({ config, recovery });

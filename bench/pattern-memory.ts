@@ -2,6 +2,7 @@
  * Section 3, child side: builds one index in a fresh process and prints what it costs in memory as
  * one JSON line. Run by `measureIndexMemory` in ./pattern.ts as
  *   node --expose-gc --import tsx bench/pattern-memory.ts <native|js|qlobber> <patterns> <seed>
+ * (compiled: node --expose-gc dist/bench/pattern-memory.js ...; ./lib.ts `scriptArgs`).
  * A fresh process per index keeps one index's garbage and heap growth out of another's figures.
  */
 
@@ -31,7 +32,7 @@ function build(kind: Kind, patterns: number, seed: number): MemorySample {
   // Inputs and loaded code exist before the baseline, so only the index itself is counted.
   const subscriptions = makeSubscriptions(patterns, seed);
   if (kind !== 'qlobber') new PatternIndex({ engine: kind }).add('warm__up', 0);
-  else buildQlobber([{ pattern: 'warm__**', id: 0 }]);
+  else if (buildQlobber([{ pattern: 'warm__**', id: 0 }]) === undefined) throw new Error('qlobber is not installed');
   const before = collectedMemory();
   const started = performance.now();
   const index = kind === 'qlobber' ? buildQlobber(subscriptions) : buildIndex(kind, subscriptions);

@@ -38,16 +38,26 @@ function singleTable(rows: PatternBenchResult['singleMatch']): Table {
 function reverseTable(rows: PatternBenchResult['reverse']): Table {
   const qlobberOf = (size: number) =>
     rows.find((r) => r.subscriptions === size && r.implementation.startsWith('qlobber'));
+  // Without qlobber (a peer that was not installed) there is nothing to compare with.
+  const compared = rows.some((r) => r.implementation.startsWith('qlobber'));
   return {
     title: 'Reverse lookup (topics/s, distinct matching ids counted)',
-    headers: ['subscriptions', 'implementation', 'topics/s', 'median ns/topic', 'spread %', 'vs qlobber', 'ids/topic'],
+    headers: [
+      'subscriptions',
+      'implementation',
+      'topics/s',
+      'median ns/topic',
+      'spread %',
+      ...(compared ? ['vs qlobber'] : []),
+      'ids/topic',
+    ],
     rows: rows.map((r) => [
       figure(r.subscriptions),
       r.implementation,
       figure(r.opsPerSecond),
       figure(r.medianNs),
       figure(r.spreadPercent),
-      `${figure(r.opsPerSecond / (qlobberOf(r.subscriptions)?.opsPerSecond ?? Number.NaN))}×`,
+      ...(compared ? [`${figure(r.opsPerSecond / (qlobberOf(r.subscriptions)?.opsPerSecond ?? Number.NaN))}×`] : []),
       figure(r.matchesPerTopic),
     ]),
   };

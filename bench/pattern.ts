@@ -5,9 +5,8 @@
  */
 
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { benchSeed } from './lib.js';
+import { benchSeed, PACKAGE_ROOT, peer, scriptArgs } from './lib.js';
 import { median, pairedSpeedup, type Timing } from './measure.js';
 import { benchCrossing, type CrossingRow } from './pattern-crossing.js';
 import type { MemorySample } from './pattern-memory.js';
@@ -77,9 +76,8 @@ const run = promisify(execFile);
 
 /** Builds one index in a fresh `node --expose-gc` process (see ./pattern-memory.ts). */
 async function memoryOnce(kind: MemorySample['kind'], patterns: number, seed: number): Promise<MemorySample> {
-  const script = join(__dirname, 'pattern-memory.ts');
-  const args = ['--expose-gc', '--import', 'tsx', script, kind, String(patterns), String(seed)];
-  const { stdout } = await run(process.execPath, args, { cwd: join(__dirname, '..'), maxBuffer: 1 << 20 });
+  const args = ['--expose-gc', ...scriptArgs('pattern-memory'), kind, String(patterns), String(seed)];
+  const { stdout } = await run(process.execPath, args, { cwd: PACKAGE_ROOT, maxBuffer: 1 << 20 });
   const line = stdout.trim().split('\n').pop() ?? '';
   return JSON.parse(line) as MemorySample;
 }
@@ -121,10 +119,11 @@ function singleMatchTargets(rows: readonly SingleMatchRow[]): TargetCheck[] {
   });
 }
 
-/** Reverse lookup: native batched at least 5× qlobber, the js engine at least 1.5×. */
+/** Reverse lookup: native batched at least 5× qlobber, the js engine at least 1.5× (none without qlobber). */
 function reverseTargets(rows: readonly ReverseRow[]): TargetCheck[] {
   return [...new Set(rows.map((r) => r.subscriptions))].flatMap((size) => {
     const ofSize = rows.filter((r) => r.subscriptions === size);
+    if (!ofSize.some((r) => r.implementation.startsWith('qlobber'))) return [];
     const qlobber = byImplementation(ofSize, 'qlobber');
     const native = byImplementation(ofSize, 'native matchCounts');
     const js = byImplementation(ofSize, 'js matchCounts');
@@ -180,9 +179,8 @@ export async function runPatternBench(opts: { quick: boolean }): Promise<Pattern
   }
   printPatternResult({ reverse });
   const memory: MemorySample[] = [];
-  for (const kind of ['native', 'js', 'qlobber'] as const) {
-    memory.push(await measureIndexMemory(kind, config));
-  }
+  const kinds = peer('qlobber') === undefined ? (['native', 'js'] as const) : (['native', 'js', 'qlobber'] as const);
+  for (const kind of kinds) memory.push(await measureIndexMemory(kind, config));
   printPatternResult({ memory });
   const crossing = await benchCrossing(10_000, seed, timing);
   printPatternResult({ crossing });

@@ -1,13 +1,15 @@
 /**
- * Machine-readable results (bench/results/<suite>.json) and bench/RESULTS.md, which is regenerated
- * from them after every full run: nothing in it is typed by hand.
+ * Machine-readable results (<out>/results/<suite>.json) and <out>/RESULTS.md, which is regenerated
+ * from them after every written run: nothing in it is typed by hand. <out> is bench/ in a source
+ * checkout, or the directory `litetopic bench --out` names (./litetopic-bench from an installed
+ * package, which must not write into its own directory).
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { EngineInfo } from '../ts/index.js';
 import { writeCharts } from './charts.js';
-import { lib } from './lib.js';
+import { lib, PACKAGE_ROOT, type SkippedPeer } from './lib.js';
 
 const { engineInfo } = lib;
 
@@ -25,9 +27,6 @@ import { patternTables, type Table } from './pattern-print.js';
 import type { TrieBenchResult } from './trie.js';
 import { trieTables } from './trie-print.js';
 
-export const BENCH_DIR = __dirname;
-const RESULTS_DIR = join(BENCH_DIR, 'results');
-
 export interface Environment {
   date: string;
   cpu: string;
@@ -44,6 +43,8 @@ interface RecordOf<S extends string, R> {
   command: string;
   environment: Environment;
   result: R;
+  /** Peers that could not be loaded: their rows and the targets against them are not in `result`. */
+  skippedPeers?: SkippedPeer[];
 }
 
 export type SuiteRecord =
@@ -55,7 +56,7 @@ export type SuiteRecord =
   | RecordOf<'keyshared', KeySharedBenchResult>;
 
 export function environment(): Environment {
-  const manifest = JSON.parse(readFileSync(join(BENCH_DIR, '..', 'package.json'), 'utf8')) as { version: string };
+  const manifest = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
   return {
     date: new Date().toISOString(),
     cpu: cpus()[0]?.model.trim() ?? 'unknown',
@@ -68,17 +69,19 @@ export function environment(): Environment {
   };
 }
 
-export function writeRecord(record: SuiteRecord): string {
-  mkdirSync(RESULTS_DIR, { recursive: true });
-  const file = join(RESULTS_DIR, `${record.suite}.json`);
+/** Writes <out>/results/<suite>.json; returns the file. */
+export function writeRecord(record: SuiteRecord, out: string): string {
+  const dir = join(out, 'results');
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${record.suite}.json`);
   writeFileSync(file, `${JSON.stringify(record, null, 2)}\n`);
   return file;
 }
 
 /** The stored records of the given suites, skipping any that has not had a full run yet. */
-export function readRecords(suites: readonly SuiteRecord['suite'][]): SuiteRecord[] {
+export function readRecords(suites: readonly SuiteRecord['suite'][], out: string): SuiteRecord[] {
   return suites
-    .map((suite) => join(RESULTS_DIR, `${suite}.json`))
+    .map((suite) => join(out, 'results', `${suite}.json`))
     .filter((file) => existsSync(file))
     .map((file) => JSON.parse(readFileSync(file, 'utf8')) as SuiteRecord);
 }
@@ -110,7 +113,7 @@ function markdownTable(table: Table): string {
   return [`### ${table.title}`, '', ...(table.note ? [table.note, ''] : []), ...lines].join('\n');
 }
 
-/** How the interleaved tinybench suites time their cases (bench/measure.ts). */
+/** How the interleaved suites time their short cases (bench/measure.ts). */
 function timingMethod(timing: Timing): string {
   return (
     `${timing.timeMs} ms per case in ${timing.rounds} interleaved rounds (each figure is the median of ` +
@@ -127,7 +130,14 @@ function environmentSection(record: SuiteRecord, workload: string, method: strin
     `- Node ${env.node}, litetopic ${env.packageVersion}, default engine ${env.engine.active}`,
     `- Reproduce: \`${record.command}\``,
     `- Workload: ${workload}; ${method}`,
+    ...(record.skippedPeers?.length ? [`- ${skippedPeersLine(record.skippedPeers)}`] : []),
   ].join('\n');
+}
+
+/** Which peers a run went without: their rows and the targets against them are missing. */
+function skippedPeersLine(peers: readonly SkippedPeer[]): string {
+  const list = peers.map((p) => `${p.peer} (${p.reason})`).join(', ');
+  return `Peers skipped: ${list}; their rows and the targets measured against them are left out`;
 }
 
 /** One sentence on the targets: all met, or which were missed or undecided. */
@@ -153,7 +163,7 @@ function patternSection(record: RecordOf<'pattern', PatternBenchResult>): string
     '',
     environmentSection(
       record,
-      `seed ${config.seed}; ${config.topicsPerIteration} topics per reverse-lookup iteration`,
+      `seed ${config.seed}; ${config.topicsPerIteration} topics per reverse-lookup iteration${config.quick ? ' (quick run)' : ''}`,
       timingMethod(config.timing),
     ),
     '',
@@ -161,7 +171,10 @@ function patternSection(record: RecordOf<'pattern', PatternBenchResult>): string
     'tools); subscriptions 80% exact names, 20% wildcards (`t__a__s__*`, `t__a__**`, `t__a__*__tool`, `t__**`,',
     '`*__*__*__tool`), ids standing for subscribers of about two patterns each (bench/workload.ts). Before timing,',
     "every single-match implementation is checked against `matches()` on its batch, and both engines' ids and counts",
-    "against qlobber's, topic by topic; every timed iteration checks its match count.",
+    record.skippedPeers?.some((p) => p.peer === 'qlobber')
+      ? 'against each other on every topic and against a linear scan of the subscriptions on the first 50 topics ' +
+        '(qlobber, the usual reference, was skipped); every timed iteration checks its match count.'
+      : "against qlobber's, topic by topic; every timed iteration checks its match count.",
     '',
     verdict(record.result.targets, '2'),
     '',
@@ -317,17 +330,18 @@ function section(record: SuiteRecord): string {
   return trieSection(record);
 }
 
-/** Rewrites bench/RESULTS.md from the stored records. */
-export function writeResultsMarkdown(records: readonly SuiteRecord[]): string {
-  const file = join(BENCH_DIR, 'RESULTS.md');
+/** Rewrites <out>/RESULTS.md from the stored records, and the charts in <out>/charts/. */
+export function writeResultsMarkdown(records: readonly SuiteRecord[], out: string): string {
+  mkdirSync(out, { recursive: true });
+  const file = join(out, 'RESULTS.md');
   const body = [
     '# Benchmark results',
     '',
-    '<!-- Generated by `npm run bench` (bench/report.ts) from bench/results/*.json; do not edit by hand. -->',
+    '<!-- Generated by `npm run bench` or `litetopic bench` (bench/report.ts) from results/*.json; do not edit by hand. -->',
     '',
     ...records.map(section),
   ].join('\n');
   writeFileSync(file, `${body.trimEnd()}\n`);
-  writeCharts(file); // bench/charts/<section>.svg, one bar chart per suite
+  writeCharts(file); // <out>/charts/<section>.svg, one bar chart per suite
   return file;
 }

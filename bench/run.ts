@@ -1,16 +1,15 @@
 /**
- * Benchmark entry point: `tsx bench/run.ts [suite...] [--quick] [--recover-mib=N]` (`npm run bench -- pattern`).
- * With no suite named, every suite runs. `--recover-mib` sizes the log suite's reopen-after-kill log
- * (default 2,048 MiB, 64 with --quick). A full run (without --quick) stores its figures in
- * bench/results/<suite>.json and regenerates bench/RESULTS.md from them; a quick run only prints.
+ * Benchmark entry point: `tsx bench/run.ts [suite...] [--quick] [--recover-mib=N] [--out=DIR]`
+ * (`npm run bench -- pattern`), or compiled, `node dist/bench/run.js ...` (what `litetopic bench` runs
+ * from an installed package). With no suite named, every suite runs. `--recover-mib` sizes the log
+ * suite's reopen-after-kill log (default 2,048 MiB, 64 with --quick). A full run stores its figures
+ * in <out>/results/<suite>.json and regenerates <out>/RESULTS.md and <out>/charts/*.svg from them.
+ * <out> is bench/ in a source checkout and ./litetopic-bench (under the current directory) when
+ * compiled, unless --out names another; a quick run only prints unless --out is given.
  */
-import { runBrokerBench } from './broker.js';
-import { runKeySharedBench } from './keyshared.js';
-import { runLifecycleBench } from './lifecycle.js';
-import { runLogBench } from './log.js';
-import { runPatternBench } from './pattern.js';
+import { resolve } from 'node:path';
+import { COMPILED, PACKAGE_ROOT, takeSkippedPeers } from './lib.js';
 import { environment, readRecords, type SuiteRecord, writeRecord, writeResultsMarkdown } from './report.js';
-import { runTrieBench } from './trie.js';
 
 const SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle', 'keyshared'] as const;
 type Suite = (typeof SUITES)[number];
@@ -19,7 +18,12 @@ interface Options {
   suites: Suite[];
   quick: boolean;
   recoverMib: number | undefined;
+  /** Where results go; undefined for a quick run without --out, which writes nothing. */
+  out: string | undefined;
 }
+
+/** Where a written run goes when --out is not given: never into an installed package's directory. */
+const DEFAULT_OUT = COMPILED ? resolve('litetopic-bench') : resolve(PACKAGE_ROOT, 'bench');
 
 /** Exit code for a usage error, as shells and most CLIs use it. */
 const USAGE_EXIT = 2;
@@ -28,17 +32,24 @@ function parse(argv: readonly string[]): Options | string {
   const suites: Suite[] = [];
   let quick = false;
   let recoverMib: number | undefined;
+  let out: string | undefined;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
+    else if (arg.startsWith('--out=') && arg.length > '--out='.length) out = resolve(arg.slice('--out='.length));
     else if (arg.startsWith('--recover-mib=')) {
       recoverMib = Number(arg.slice('--recover-mib='.length));
       if (!Number.isSafeInteger(recoverMib) || recoverMib < 1)
         return `--recover-mib takes a whole number of MiB (got "${arg}")`;
     } else if ((SUITES as readonly string[]).includes(arg)) suites.push(arg as Suite);
-    else if (arg.startsWith('-')) return `unknown option "${arg}"; options: --quick, --recover-mib=N`;
+    else if (arg.startsWith('-')) return `unknown option "${arg}"; options: --quick, --recover-mib=N, --out=DIR`;
     else return `unknown suite "${arg}"; known suites: ${SUITES.join(', ')}`;
   }
-  return { suites: suites.length > 0 ? [...new Set(suites)] : [...SUITES], quick, recoverMib };
+  return {
+    suites: suites.length > 0 ? [...new Set(suites)] : [...SUITES],
+    quick,
+    recoverMib,
+    out: out ?? (quick ? undefined : DEFAULT_OUT),
+  };
 }
 
 function printEnvironment(): void {
@@ -48,38 +59,65 @@ function printEnvironment(): void {
   console.log(`cpu: ${env.cpu} × ${env.cores}, memory ${(env.memoryBytes / 2 ** 30).toFixed(1)} GiB`);
 }
 
-async function runSuite(suite: Suite, options: Options): Promise<void> {
+/** The command that reproduces a suite's figures, as the record names it. */
+function reproduce(suite: Suite, options: Options): string {
+  const seed = process.env.LITETOPIC_BENCH_SEED;
+  const recover = suite === 'log' && options.recoverMib !== undefined ? ` --recover-mib=${options.recoverMib}` : '';
+  const quick = options.quick ? ' --quick' : '';
+  if (COMPILED) return `npx litetopic bench ${suite}${quick}${seed ? ` --seed ${seed}` : ''}`;
+  return `${seed ? `LITETOPIC_BENCH_SEED=${seed} ` : ''}npm run bench -- ${suite}${quick}${recover}`;
+}
+
+/** Runs one suite; its module is loaded only then, so a run loads the code of the suites it runs. */
+async function result(suite: Suite, options: Options): Promise<SuiteRecord> {
   const { quick, recoverMib } = options;
-  const command = `npm run bench -- ${suite}${suite === 'log' && recoverMib !== undefined ? ` --recover-mib=${recoverMib}` : ''}`;
-  let record: SuiteRecord;
+  const record = { command: reproduce(suite, options), environment: environment() };
   if (suite === 'pattern') {
-    record = { suite, command, environment: environment(), result: await runPatternBench({ quick }) };
-  } else if (suite === 'log') {
-    record = { suite, command, environment: environment(), result: await runLogBench({ quick, recoverMib }) };
-  } else if (suite === 'broker') {
-    record = { suite, command, environment: environment(), result: await runBrokerBench({ quick }) };
-  } else if (suite === 'lifecycle') {
-    record = { suite, command, environment: environment(), result: await runLifecycleBench({ quick }) };
-  } else if (suite === 'keyshared') {
-    record = { suite, command, environment: environment(), result: await runKeySharedBench({ quick }) };
-  } else {
-    record = { suite, command, environment: environment(), result: await runTrieBench({ quick }) };
+    const { runPatternBench } = await import('./pattern.js');
+    return { suite, ...record, result: await runPatternBench({ quick }) };
   }
-  if (quick) return;
-  console.log(`\nwrote ${writeRecord(record)}`);
+  if (suite === 'log') {
+    const { runLogBench } = await import('./log.js');
+    return { suite, ...record, result: await runLogBench({ quick, recoverMib }) };
+  }
+  if (suite === 'broker') {
+    const { runBrokerBench } = await import('./broker.js');
+    return { suite, ...record, result: await runBrokerBench({ quick }) };
+  }
+  if (suite === 'lifecycle') {
+    const { runLifecycleBench } = await import('./lifecycle.js');
+    return { suite, ...record, result: await runLifecycleBench({ quick }) };
+  }
+  if (suite === 'keyshared') {
+    const { runKeySharedBench } = await import('./keyshared.js');
+    return { suite, ...record, result: await runKeySharedBench({ quick }) };
+  }
+  const { runTrieBench } = await import('./trie.js');
+  return { suite, ...record, result: await runTrieBench({ quick }) };
+}
+
+async function runSuite(suite: Suite, options: Options): Promise<void> {
+  takeSkippedPeers();
+  const record = await result(suite, options);
+  const skippedPeers = takeSkippedPeers();
+  if (skippedPeers.length > 0) record.skippedPeers = skippedPeers;
+  if (options.out === undefined) return;
+  console.log(`\nwrote ${writeRecord(record, options.out)}`);
 }
 
 async function main(): Promise<number> {
   const options = parse(process.argv.slice(2));
   if (typeof options === 'string') {
-    console.error(`bench: ${options}\nusage: tsx bench/run.ts [${SUITES.join('|')}...] [--quick] [--recover-mib=N]`);
+    console.error(
+      `bench: ${options}\nusage: tsx bench/run.ts [${SUITES.join('|')}...] [--quick] [--recover-mib=N] [--out=DIR]`,
+    );
     return USAGE_EXIT;
   }
   const started = performance.now();
   printEnvironment();
   for (const suite of options.suites) await runSuite(suite, options);
-  if (!options.quick) {
-    console.log(`wrote ${writeResultsMarkdown(readRecords(SUITES))}`);
+  if (options.out !== undefined) {
+    console.log(`wrote ${writeResultsMarkdown(readRecords(SUITES, options.out), options.out)} and its charts`);
   }
   console.log(`\nbenchmarks took ${((performance.now() - started) / 1000).toFixed(1)} s`);
   return 0;

@@ -6,7 +6,11 @@
  *
  * It also translates lite patterns for the peers: an exact RegExp, qlobber's syntax and MQTT's.
  */
-import { seededRandom } from '../ts/cli/format.js';
+import type * as Format from '../ts/cli/format.js';
+import { distModule } from './lib.js';
+
+// From the build, like the API (./lib.ts): the compiled suites (dist/bench) have no ts/ beside them.
+const { seededRandom } = distModule<typeof Format>('cli/format.js');
 
 /** A source of uniform numbers in [0, 1). */
 export type Random = () => number;

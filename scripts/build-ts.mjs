@@ -2,8 +2,13 @@
 // Compiles ts/ to CommonJS in dist/ and adds an ES module entry (dist/index.mjs, dist/index.d.mts)
 // that re-exports the same names, so the package works from both `require` and `import` with one
 // copy of the code (no dual-package state to drift apart).
+//
+// The benchmark suites (bench/*.ts) are compiled in the same program to dist/bench/*.js, without
+// declarations: `litetopic bench` runs them from an installed package, where there is no tsx.
+// tsc emits both trees under dist/.tsc/ (rootDir "." keeps bench's type imports of ../ts legal);
+// they are then moved into place.
 import { spawnSync } from 'node:child_process';
-import { chmodSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +25,14 @@ const tsc = spawnSync(
   },
 );
 if (tsc.status !== 0) process.exit(tsc.status ?? 1);
+const emitted = join(dist, '.tsc');
+for (const entry of readdirSync(join(emitted, 'ts'))) renameSync(join(emitted, 'ts', entry), join(dist, entry));
+renameSync(join(emitted, 'bench'), join(dist, 'bench'));
+rmSync(emitted, { recursive: true });
+// The suites are run, not imported: their declarations would only weigh on the tarball.
+for (const file of readdirSync(join(dist, 'bench'))) {
+  if (file.endsWith('.d.ts')) rmSync(join(dist, 'bench', file));
+}
 
 // Loading the CommonJS build lists its exports without starting any engine: the loader is lazy.
 const names = Object.keys(createRequire(import.meta.url)(join(dist, 'index.js'))).filter((n) => n !== '__esModule');

@@ -4,7 +4,8 @@
 // binary loads; that without it `auto` falls back to js and `native` fails with a typed error naming
 // platform, arch and libc; that a stale binary is refused; and that the package works from
 // `require`, from `import` and from TypeScript; and that the `litetopic` command runs through npx
-// (--help, a short demo that cleans up after itself, and bench explaining it needs a source checkout).
+// (--help, a short demo that cleans up after itself, and a quick pattern benchmark from the compiled
+// suites the package ships, with the devDependency peers absent, writing its results under --out).
 //
 //   node scripts/test-pack.mjs [--no-build] [--keep]
 //
@@ -366,12 +367,15 @@ function main() {
       'dist/index.d.ts',
       'dist/index.d.mts',
       'dist/cli/main.js',
+      'dist/bench/run.js',
       'binding.d.ts',
       'README.md',
       'package.json',
     ];
     const missing = required.filter((f) => !files.includes(f));
-    const forbidden = files.filter((f) => /^(native|ts|test|target|node_modules)\//.test(f));
+    const forbidden = files.filter(
+      (f) => /^(native|ts|test|target|node_modules|bench)\//.test(f) || /^dist\/bench\/.*\.(d\.ts|ts)$/.test(f),
+    );
     const problems = [];
     if (missing.length > 0) problems.push(`missing: ${missing.join(', ')}`);
     if (forbidden.length > 0) problems.push(`must not ship: ${forbidden.join(', ')}`);
@@ -519,13 +523,55 @@ function checkCommand(consumer, env) {
     const left = readdirSync(tmp);
     return left.length === 0 ? undefined : `the demo left ${left.join(', ')} in its temporary directory`;
   });
-  check('npx litetopic bench: one line saying benchmarks run from a source checkout, exit code 4', () => {
-    const result = npx(['bench']);
-    const lines = result.stderr.trimEnd().split('\n');
-    if (result.status !== 4 || lines.length !== 1 || !lines[0].includes('source checkout')) {
-      return processOutput(result);
+  check(
+    'npx litetopic bench pattern --quick --seed 1 --out <dir>: runs the shipped suites without the peers, ' +
+      'notes each skipped peer, writes the JSON, RESULTS.md and a chart under --out only',
+    () => {
+      const out = join(scratch, 'bench-out');
+      const result = npx(['bench', 'pattern', '--quick', '--seed', '1', '--out', out]);
+      if (result.status !== 0) return processOutput(result);
+      const problems = [];
+      for (const peer of ['qlobber', 'mqtt-match']) {
+        if (!result.stdout.includes(`peer ${peer} not installed: skipped`)) {
+          problems.push(`no "peer ${peer} not installed: skipped" note`);
+        }
+      }
+      const json = join(out, 'results', 'pattern.json');
+      if (existsSync(json)) {
+        const record = JSON.parse(readFileSync(json, 'utf8'));
+        const skipped = (record.skippedPeers ?? []).map((p) => p.peer).sort();
+        if (skipped.join() !== 'mqtt-match,qlobber') problems.push(`${json}: skippedPeers ${JSON.stringify(skipped)}`);
+        if (record.result?.config?.seed !== 1) problems.push(`${json}: seed ${record.result?.config?.seed}, not 1`);
+        if (!(record.result?.reverse?.length > 0)) problems.push(`${json}: no reverse-lookup rows`);
+      } else problems.push(`no ${json}`);
+      const markdown = join(out, 'RESULTS.md');
+      if (!existsSync(markdown)) problems.push(`no ${markdown}`);
+      else if (!/Peers skipped: .*qlobber \(not installed\)/.test(readFileSync(markdown, 'utf8'))) {
+        problems.push(`${markdown} does not say that qlobber was skipped`);
+      }
+      const chart = join(out, 'charts', 'pattern-engine.svg');
+      if (!existsSync(chart) || !readFileSync(chart, 'utf8').startsWith('<svg')) problems.push(`no SVG at ${chart}`);
+      const installed = join(consumer, 'node_modules', 'litetopic');
+      const strays = ['bench', 'litetopic-bench', join('dist', 'bench', 'results')].filter((d) =>
+        existsSync(join(installed, d)),
+      );
+      if (strays.length > 0) problems.push(`wrote into the installed package: ${strays.join(', ')}`);
+      if (existsSync(join(consumer, 'litetopic-bench')))
+        problems.push('wrote ./litetopic-bench although --out was given');
+      return problems.length === 0 ? undefined : `${problems.join('\n')}\n${processOutput(result)}`;
+    },
+  );
+  check('npx litetopic bench --charts: results default to ./litetopic-bench; --out redraws the charts there', () => {
+    const missing = npx(['bench', '--charts']);
+    const expected = `there is no ${join(consumer, 'litetopic-bench', 'RESULTS.md')} to draw from`;
+    if (missing.status !== 1 || !missing.stderr.includes(expected)) {
+      return `expected exit 1 and "${expected}"\n${processOutput(missing)}`;
     }
-    return undefined;
+    const chart = join(scratch, 'bench-out', 'charts', 'pattern-engine.svg');
+    rmSync(chart, { force: true });
+    const redrawn = npx(['bench', '--charts', '--out', join(scratch, 'bench-out')]);
+    if (redrawn.status !== 0) return processOutput(redrawn);
+    return existsSync(chart) ? undefined : `--charts did not redraw ${chart}\n${processOutput(redrawn)}`;
   });
 }
 

@@ -1,12 +1,13 @@
 /**
  * The `litetopic` command as a user runs it: help, usage errors and their exit codes, one-line
- * errors without stack traces, bench outside its happy path, and inspect refusing a directory that a
- * live process holds. The demo and inspect on real data are in test/cli-demo.test.ts.
+ * errors without stack traces, bench writing a quick suite's results where --out says, and inspect
+ * refusing a directory that a live process holds. The demo and inspect on real data are in test/cli-demo.test.ts.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cli, ROOT, scratch, startHolder } from './cli-helpers.js';
+import { ENGINES } from './engines.js';
 
 /** Exit codes as README.md "Command line" documents them. */
 const OK = 0;
@@ -111,4 +112,33 @@ describe('bench', () => {
     expect(r.code).toBe(USAGE);
     expect(oneLine(r.stderr)).toMatch(/--charts takes no suite and no --quick/);
   });
+
+  it('--charts without a RESULTS.md in --out is one line, exit 1', async () => {
+    const out = scratch();
+    const r = await cli(['bench', '--charts', '--out', out]);
+    expect(r.code).toBe(FAILURE);
+    expect(oneLine(r.stderr)).toBe(
+      `litetopic bench: there is no ${join(out, 'RESULTS.md')} to draw from; run litetopic bench first`,
+    );
+  });
+
+  // The pattern suite compares the two engines, so it needs the native one.
+  it.skipIf(!ENGINES.includes('native'))(
+    'a quick suite with --out writes its JSON, RESULTS.md and chart there, with the seed given',
+    async () => {
+      const out = join(scratch(), 'results here');
+      const r = await cli(['bench', 'pattern', '--quick', '--seed', '7', '--out', out]);
+      expect(r.code, r.stderr).toBe(OK);
+      expect(r.stdout).toContain('seed 7');
+      const record = JSON.parse(readFileSync(join(out, 'results', 'pattern.json'), 'utf8'));
+      expect(record).toMatchObject({ suite: 'pattern', result: { config: { seed: 7, quick: true } } });
+      expect(record.command).toBe('LITETOPIC_BENCH_SEED=7 npm run bench -- pattern --quick');
+      expect(readFileSync(join(out, 'RESULTS.md'), 'utf8')).toContain('## Pattern engine');
+      expect(readFileSync(join(out, 'charts', 'pattern-engine.svg'), 'utf8')).toMatch(/^<svg /);
+      // In a checkout every peer is installed: nothing is skipped.
+      expect(record.skippedPeers).toBeUndefined();
+      expect(existsSync(join(out, 'results', 'trie.json'))).toBe(false);
+    },
+    180_000,
+  );
 });

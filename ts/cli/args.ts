@@ -15,7 +15,7 @@ export const EXIT = {
   /** `inspect`: the data directory belongs to a live process; nothing was opened. */
   LOCKED: 3,
   /** Not available in this installation: the native engine was asked for and cannot load, or
-   * `bench` was run from an installed package, which carries no benchmark sources. */
+   * `bench` found neither the sources (with tsx) nor the compiled suites (dist/bench). */
   UNAVAILABLE: 4,
 } as const;
 

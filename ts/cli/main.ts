@@ -27,7 +27,7 @@ const COMMANDS: Record<string, Command> = {
     run: runDemo,
   },
   bench: {
-    summary: 'run the benchmark suites and regenerate bench/RESULTS.md and its charts (source checkout)',
+    summary: 'run the benchmark suites; write their JSON, RESULTS.md and charts (bench/ or --out)',
     help: BENCH_HELP,
     options: BENCH_OPTIONS,
     run: runBench,
@@ -50,7 +50,7 @@ ${Object.entries(COMMANDS)
 "litetopic <command> --help" describes a command's options.
 options: --help, --version, --verbose (stack traces on errors)
 exit codes: 0 ok, 1 failure, 2 usage error, 3 data directory locked by a live process,
-            4 not available in this installation (native engine, or bench outside a source checkout)`;
+            4 not available in this installation (native engine, or bench without its suites)`;
 
 /** One line for an error: the code of a LitetopicError, then its message. */
 function describe(error: unknown): string {
