@@ -1,16 +1,13 @@
 /**
- * How the suites time short cases, with no dependency (the compiled suites run from an installed
- * package, which has no devDependencies). Each case runs a whole batch per iteration (a timer read
- * costs about as much as the cheapest calls measured here) and returns a checksum that must equal the
- * expected one, so no implementation can skip work or have its result optimized away.
+ * A thin layer over tinybench. Each case runs a whole batch per iteration (a timer read costs about
+ * as much as the cheapest calls measured here) and returns a checksum that must equal the expected
+ * one, so no implementation can skip work or have its result optimized away.
  *
  * Cases run interleaved, in several rounds with the order reversed every other round, and each
  * figure is the median over rounds: on a shared 2-core VM the machine speeds up and slows down by
  * tens of percent over seconds, and running one case after another would turn that into ratios.
- * Within a round a case is warmed up, then iterated until its time budget is spent and at least its
- * minimum number of iterations ran, each iteration timed on its own; the round's figure is the median
- * iteration.
  */
+import { Bench, type Task } from 'tinybench';
 
 export interface Timing {
   /** Time budget per case over all rounds, ms. */
@@ -71,43 +68,35 @@ function checked(c: Case): () => void {
   };
 }
 
-/** Re-warm-up per case in rounds after the first, ms: the code is optimized by then. */
-const REWARM_MS = 10;
-/** Iterations of every warm-up, however short its time. */
-const WARMUP_ITERATIONS = 2;
-
-/** One case in one round: warm-up, then timed iterations; per-operation figures. */
-function timeCase(c: Case, timeMs: number, warmupMs: number, minIterations: number): RoundFigures {
-  const run = checked(c);
-  const warmupStart = performance.now();
-  for (let i = 0; i < WARMUP_ITERATIONS || performance.now() - warmupStart < warmupMs; i++) run();
-  const samples: number[] = [];
-  const start = performance.now();
-  let sum = 0;
-  while (samples.length < minIterations || performance.now() - start < timeMs) {
-    const before = performance.now();
-    run();
-    const ms = performance.now() - before;
-    samples.push(ms);
-    sum += ms;
+function roundFigures(task: Task | undefined, c: Case): RoundFigures {
+  const result = task?.result;
+  if (result?.state !== 'completed') {
+    const why = result?.state === 'errored' ? result.error.message : (result?.state ?? 'missing');
+    throw new Error(`benchmark "${c.name}" did not complete: ${why}`);
   }
+  // tinybench reports latency per iteration in ms.
   return {
-    medianNs: (median(samples) * 1e6) / c.operations,
-    meanNs: (sum / samples.length / c.operations) * 1e6,
-    samples: samples.length,
+    medianNs: (result.latency.p50 * 1e6) / c.operations,
+    meanNs: (result.latency.mean * 1e6) / c.operations,
+    samples: result.latency.samplesCount,
   };
 }
 
+/** Re-warm-up per case in rounds after the first, ms: the code is optimized by then. */
+const REWARM_MS = 10;
+
 async function runRound(cases: readonly Case[], timing: Timing, round: number): Promise<RoundFigures[]> {
-  const warmupMs = round === 0 ? timing.warmupMs : Math.min(REWARM_MS, timing.warmupMs);
+  const bench = new Bench({
+    time: timing.timeMs / timing.rounds,
+    warmupTime: round === 0 ? timing.warmupMs : Math.min(REWARM_MS, timing.warmupMs),
+    iterations: timing.iterations,
+    warmupIterations: 2,
+    throws: true,
+  });
   const order = round % 2 === 1 ? [...cases].reverse() : cases;
-  const figures = new Map<Case, RoundFigures>();
-  for (const c of order) {
-    figures.set(c, timeCase(c, timing.timeMs / timing.rounds, warmupMs, timing.iterations));
-    // Let timers and I/O callbacks run between cases, as an awaited benchmark loop would.
-    await new Promise<void>((resolve) => setImmediate(resolve));
-  }
-  return cases.map((c) => figures.get(c) as RoundFigures);
+  for (const c of order) bench.add(c.name, checked(c), { async: false });
+  await bench.run();
+  return cases.map((c) => roundFigures(bench.getTask(c.name), c));
 }
 
 /** The median of the finite values (the mean of the middle two for an even count); NaN when there are none. */
