@@ -25,8 +25,9 @@
  * deliveries, which say who holds it): a dispatch scans, for each client that needs an event, its
  * buckets up to the first one with something to hand out; a POP scans the client's free buckets
  * and merges them by offset (a heap), which hands out exactly what one walk of the whole window in
- * offset order would. Acked offsets leave a queue's front as scans pass them. Only a blocked key's
- * own newer messages in its bucket are looked at again on each scan of that bucket.
+ * offset order would. Acked offsets leave a queue's front as scans pass them. A scan that reaches a
+ * bucket's end with nothing to hand out is kept (`DeadEnd`) and resumed while its blockers stay
+ * hidden; otherwise a blocked key's newer messages in its bucket are stepped over on each scan.
  *
  * The hashes come from the stored messages: `murmur3(utf8(key)) & 0xFFFF` computed from the stored key
  * is the very value the commit log keeps in the key's index entry (docs/FORMAT.md), but `CommitLog.read`
@@ -63,6 +64,20 @@ interface BucketQueue {
   start: number;
   /** Its deliveries handed out and not yet acked (entries acked or forgotten since are dropped when met). */
   open: Set<Delivery>;
+  /** What the last scan that reached the end without a candidate found; see `DeadEnd`. */
+  deadEnd: DeadEnd | undefined;
+}
+
+/**
+ * A bucket's queue up to `end` has nothing to hand out while every one of `blockers` stays hidden
+ * and unacked: each offset before `end` is acked, or of a key in `blocked`, blocked by one of them.
+ * A scan starts at `end` with that state instead of from the front, so a key stuck on a large
+ * backlog in an otherwise idle bucket is not looked at again on every arrival and ack.
+ */
+interface DeadEnd {
+  end: number;
+  blocked: Set<number>;
+  blockers: Delivery[];
 }
 
 /**
@@ -78,6 +93,10 @@ interface Cursor {
   offset: number;
   /** Key hashes blocked in this scan. */
   blocked: Set<number> | undefined;
+  /** The hidden deliveries that blocked them. */
+  blockers: Delivery[];
+  /** Nothing was handed out from this scan: its end may be kept as the bucket's `deadEnd`. */
+  clean: boolean;
 }
 
 export class KeySharedProgress extends TopicProgress {
@@ -99,7 +118,12 @@ export class KeySharedProgress extends TopicProgress {
   ) {
     super(start);
     this.indexed = start;
-    this.queues = Array.from({ length: buckets }, () => ({ offsets: [], start: 0, open: new Set<Delivery>() }));
+    this.queues = Array.from({ length: buckets }, () => ({
+      offsets: [],
+      start: 0,
+      open: new Set<Delivery>(),
+      deadEnd: undefined,
+    }));
   }
 
   /**
@@ -234,7 +258,7 @@ export class KeySharedProgress extends TopicProgress {
       const hash = this.hashAt(offset, load);
       if (cursor.blocked?.has(hash) === true) continue;
       if (delivery !== undefined && delivery.invisibleUntil > now) {
-        block(cursor, hash);
+        block(cursor, hash, delivery);
         continue;
       }
       cursor.at = at;
@@ -243,6 +267,9 @@ export class KeySharedProgress extends TopicProgress {
     }
     cursor.at = offsets.length;
     cursor.offset = -1;
+    if (cursor.clean) {
+      queue.deadEnd = { end: offsets.length, blocked: new Set(cursor.blocked), blockers: [...cursor.blockers] };
+    }
   }
 
   /** A scan of `bucket` from its front, moved to its first candidate. */
@@ -250,9 +277,26 @@ export class KeySharedProgress extends TopicProgress {
     const queue = this.queues[bucket] as BucketQueue;
     if (queue.start >= COMPACT_AFTER && queue.start * 2 >= queue.offsets.length) {
       queue.offsets = queue.offsets.slice(queue.start);
+      if (queue.deadEnd !== undefined) queue.deadEnd.end -= queue.start;
       queue.start = 0;
     }
-    const cursor: Cursor = { bucket, queue, at: queue.start, offset: -1, blocked: undefined };
+    const cursor: Cursor = {
+      bucket,
+      queue,
+      at: queue.start,
+      offset: -1,
+      blocked: undefined,
+      blockers: [],
+      clean: true,
+    };
+    const dead = queue.deadEnd;
+    if (dead !== undefined && dead.end > queue.start) {
+      if (dead.blockers.every((d) => !d.acked && d.invisibleUntil > now && this.deliveries.get(d.offset) === d)) {
+        cursor.at = dead.end;
+        cursor.blocked = new Set(dead.blocked);
+        cursor.blockers = [...dead.blockers];
+      } else queue.deadEnd = undefined;
+    }
     this.advance(cursor, now, load);
     return cursor;
   }
@@ -349,17 +393,20 @@ export class KeySharedProgress extends TopicProgress {
         this.deliveries.set(offset, fresh);
         this.hand(fresh, now + invisibleMs, client);
         cursor.queue.open.add(fresh);
+        cursor.clean = false;
         taken.push(fresh);
       } else if (delivery.attempt >= maxAttempt) {
         if (delivery.holder !== undefined) delivery.holder.inflight--;
         delivery.holder = undefined;
         delivery.invisibleUntil = MOVING_TO_DEAD_LETTERS;
         dying.push(delivery);
-        block(cursor, this.hashAt(offset, load));
+        cursor.clean = false;
+        block(cursor, this.hashAt(offset, load), delivery);
       } else {
         delivery.attempt++;
         this.hand(delivery, now + invisibleMs, client);
         cursor.queue.open.add(delivery);
+        cursor.clean = false;
         taken.push(delivery);
       }
       if (taken.length >= max) return taken;
@@ -428,7 +475,11 @@ export class KeySharedProgress extends TopicProgress {
     this.open.add(delivery);
     // An offset already in the bucket queues joins its bucket's open set now; others when indexed.
     const hash = offset < this.indexed ? this.hashes.get(offset) : undefined;
-    if (hash !== undefined) (this.queues[bucketOf(hash, this.buckets)] as BucketQueue).open.add(delivery);
+    if (hash !== undefined) {
+      const queue = this.queues[bucketOf(hash, this.buckets)] as BucketQueue;
+      queue.open.add(delivery);
+      queue.deadEnd = undefined;
+    }
     if (acked) this.settle(offset);
   }
 
@@ -437,16 +488,23 @@ export class KeySharedProgress extends TopicProgress {
     this.open.add(delivery);
   }
 
+  override dropAll(): void {
+    super.dropAll();
+    // Forgotten offsets in [committed, next) read as never handed out: no dead end holds any more.
+    for (const queue of this.queues) queue.deadEnd = undefined;
+  }
+
   protected override forget(offset: number): void {
     super.forget(offset);
     this.hashes.delete(offset);
   }
 }
 
-/** Blocks key `hash` for the rest of `cursor`'s scan. */
-function block(cursor: Cursor, hash: number): void {
+/** Blocks key `hash` for the rest of `cursor`'s scan, because of hidden delivery `by`. */
+function block(cursor: Cursor, hash: number, by: Delivery): void {
   if (cursor.blocked === undefined) cursor.blocked = new Set();
   cursor.blocked.add(hash);
+  cursor.blockers.push(by);
 }
 
 /** The cursors of one POP, smallest candidate offset first (a binary heap). */
