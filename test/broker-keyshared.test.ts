@@ -150,10 +150,10 @@ describe.each(ENGINES)('%s engine', (engine) => {
     broker.createGroup('ok', { bindTopic: 'agents', keyShared: { buckets: 64 } });
   });
 
-  it('with a single client behaves as plain FIFO', async () => {
+  it.each([16, 1024])('with a single client behaves as plain FIFO (%i buckets)', async (buckets) => {
     const { broker, advance } = await openBroker(engine);
     broker.createGroup('plain', { bindTopic: 'agents' });
-    broker.createGroup('ks', { bindTopic: 'agents', keyShared: { buckets: 16 } });
+    broker.createGroup('ks', { bindTopic: 'agents', keyShared: { buckets } });
     const plain = broker.consumer({ group: 'plain', clientId: 'p' });
     const ks = broker.consumer({ group: 'ks', clientId: 'k' });
     for (const c of [plain, ks]) await c.subscribe([HOT], { offset: { policy: 'min' } });

@@ -23,11 +23,12 @@
  * The cost per POP and dispatch does not grow with the window. A key lives in one bucket, so the
  * window is kept as one queue of offsets per bucket (and, per bucket, its unacked handed-out
  * deliveries, which say who holds it): a dispatch scans, for each client that needs an event, its
- * buckets up to the first one with something to hand out; a POP scans the client's free buckets
- * and merges them by offset (a heap), which hands out exactly what one walk of the whole window in
- * offset order would. Acked offsets leave a queue's front as scans pass them. A scan that reaches a
- * bucket's end with nothing to hand out is kept (`DeadEnd`) and resumed while its blockers stay
- * hidden; otherwise a blocked key's newer messages in its bucket are stepped over on each scan.
+ * buckets up to the first one with something to hand out; a POP merges the client's free buckets
+ * by offset (heaps), scanning a bucket only once the merge reaches its first offset, which hands
+ * out exactly what one walk of the whole window in offset order would. Acked offsets leave a
+ * queue's front as scans pass them. A scan that reaches a bucket's end with nothing to hand out is
+ * kept (`DeadEnd`) and resumed while its blockers stay hidden; otherwise a blocked key's newer
+ * messages in its bucket are stepped over on each scan.
  *
  * The hashes come from the stored messages: `murmur3(utf8(key)) & 0xFFFF` computed from the stored key
  * is the very value the commit log keeps in the key's index entry (docs/FORMAT.md), but `CommitLog.read`
@@ -363,20 +364,34 @@ export class KeySharedProgress extends TopicProgress {
     const taken: Delivery[] = [];
     if (max <= 0) return taken;
     this.index(load);
+    // The client's buckets not scanned yet, by the first offset of their queue (a lower bound of
+    // their first candidate): a bucket is scanned only once the merge reaches that offset, so a
+    // client owning many buckets pays for the few it takes from, not for all of them.
+    const pending = new PendingHeap();
+    const empty: number[] = [];
+    for (let bucket = 0; bucket < this.buckets; bucket++) {
+      if (owners[bucket] !== client) continue;
+      const queue = this.queues[bucket] as BucketQueue;
+      if (queue.start < queue.offsets.length) pending.add(queue.offsets[queue.start] as number, bucket);
+      else empty.push(bucket);
+    }
+    pending.heapify();
     const heap = new CursorHeap();
     const waiting: Cursor[] = [];
-    for (let bucket = 0; bucket < this.buckets; bucket++) {
-      if (owners[bucket] !== client || !this.free(bucket, client, now)) continue;
-      const cursor = this.cursor(bucket, now, load);
-      if (cursor.offset >= 0) heap.push(cursor);
-      else waiting.push(cursor);
-    }
-    if (heap.size === 0 && waiting.length === 0) return taken;
     for (;;) {
       const cursor = heap.peek();
+      const first = pending.peekOffset();
+      if (first >= 0 && (cursor === undefined || first < cursor.offset)) {
+        const bucket = pending.pop();
+        if (!this.free(bucket, client, now)) continue;
+        const scanned = this.cursor(bucket, now, load);
+        if (scanned.offset >= 0) heap.push(scanned);
+        else waiting.push(scanned);
+        continue;
+      }
       if (cursor === undefined) {
         // Every bucket of the client is scanned to the end of the window: grow it and go on.
-        if (!this.extend(maxOffset, load)) return taken;
+        if ((waiting.length === 0 && empty.length === 0) || !this.extend(maxOffset, load)) return taken;
         let kept = 0;
         for (const w of waiting) {
           this.advance(w, now, load);
@@ -384,6 +399,13 @@ export class KeySharedProgress extends TopicProgress {
           else waiting[kept++] = w;
         }
         waiting.length = kept;
+        kept = 0;
+        for (const bucket of empty) {
+          const queue = this.queues[bucket] as BucketQueue;
+          if (queue.start < queue.offsets.length) pending.push(queue.offsets[queue.start] as number, bucket);
+          else empty[kept++] = bucket;
+        }
+        empty.length = kept;
         continue;
       }
       const offset = cursor.offset;
@@ -505,6 +527,75 @@ function block(cursor: Cursor, hash: number, by: Delivery): void {
   if (cursor.blocked === undefined) cursor.blocked = new Set();
   cursor.blocked.add(hash);
   cursor.blockers.push(by);
+}
+
+/** Buckets of one POP not scanned yet, smallest first offset first (a binary heap of numbers). */
+class PendingHeap {
+  private readonly offsets: number[] = [];
+  private readonly buckets: number[] = [];
+
+  /** Adds without ordering; `heapify` orders what was added. */
+  add(offset: number, bucket: number): void {
+    this.offsets.push(offset);
+    this.buckets.push(bucket);
+  }
+
+  heapify(): void {
+    for (let i = (this.offsets.length >> 1) - 1; i >= 0; i--) this.down(i);
+  }
+
+  /** The smallest offset, or -1 when empty. */
+  peekOffset(): number {
+    return this.offsets.length === 0 ? -1 : (this.offsets[0] as number);
+  }
+
+  push(offset: number, bucket: number): void {
+    const { offsets, buckets } = this;
+    let i = offsets.length;
+    offsets.push(offset);
+    buckets.push(bucket);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if ((offsets[parent] as number) <= offset) break;
+      offsets[i] = offsets[parent] as number;
+      buckets[i] = buckets[parent] as number;
+      i = parent;
+    }
+    offsets[i] = offset;
+    buckets[i] = bucket;
+  }
+
+  /** Removes the smallest and returns its bucket. */
+  pop(): number {
+    const { offsets, buckets } = this;
+    const bucket = buckets[0] as number;
+    const lastOffset = offsets.pop() as number;
+    const lastBucket = buckets.pop() as number;
+    if (offsets.length > 0) {
+      offsets[0] = lastOffset;
+      buckets[0] = lastBucket;
+      this.down(0);
+    }
+    return bucket;
+  }
+
+  private down(i: number): void {
+    const { offsets, buckets } = this;
+    const n = offsets.length;
+    const offset = offsets[i] as number;
+    const bucket = buckets[i] as number;
+    for (;;) {
+      let child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && (offsets[child + 1] as number) < (offsets[child] as number)) child++;
+      if (offset <= (offsets[child] as number)) break;
+      offsets[i] = offsets[child] as number;
+      buckets[i] = buckets[child] as number;
+      i = child;
+    }
+    offsets[i] = offset;
+    buckets[i] = bucket;
+  }
 }
 
 /** The cursors of one POP, smallest candidate offset first (a binary heap). */
