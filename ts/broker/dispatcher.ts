@@ -118,11 +118,12 @@ export class Dispatcher {
   ): void {
     const { store, limits } = this.context;
     const { owners, members } = bucketOwners(progress, group, liteTopic);
-    const load = keyLoader(store, lmq);
-    const clients = progress.readyClients(now, store.maxOffset(lmq), owners, members.length, load);
+    // Only clients without the event need one: with every member holding it, nothing to look at.
+    const wanted = new Set<ClientState>();
+    for (const client of members) if (!client.events.has(liteTopic)) wanted.add(client);
+    const clients = progress.readyClients(now, store.maxOffset(lmq), owners, wanted, keyLoader(store, lmq));
     let waiting = false;
     for (const client of clients) {
-      if (client.events.has(liteTopic)) continue;
       if (client.events.size >= limits.maxEventsPerClient) waiting = true;
       else this.enqueue(client, liteTopic);
     }

@@ -9,7 +9,7 @@
  * (offset → 32-bit key hash) per offset in the window. Keys are told apart by that 32-bit hash: two
  * keys with the same hash are ordered as one key, a stricter order, never a weaker one.
  *
- * The rules, checked on a walk of the window in offset order at each POP and dispatch:
+ * The rules, applied at each POP and dispatch:
  * - A key is blocked from its first unacked delivery that is still hidden: nothing after it of that
  *   key is handed out (I2, FIFO per key). An expired delivery is handed out again before anything
  *   newer of its key (a redelivery goes first).
@@ -19,6 +19,16 @@
  *   invisible time. A delivery restored after a restart has no known holder and withholds its bucket
  *   the same way.
  * - A blocked key or withheld bucket is skipped, never waited on: other keys and buckets flow.
+ *
+ * The cost per POP and dispatch does not grow with the window. A key lives in one bucket, so the
+ * window is kept as one queue of offsets per bucket (and, per bucket, its unacked handed-out
+ * deliveries, which say who holds it): a dispatch scans, for each client that needs an event, its
+ * buckets up to the first one with something to hand out; a POP merges the client's free buckets
+ * by offset (heaps), scanning a bucket only once the merge reaches its first offset, which hands
+ * out exactly what one walk of the whole window in offset order would. Acked offsets leave a
+ * queue's front as scans pass them. A scan that reaches a bucket's end with nothing to hand out is
+ * kept (`DeadEnd`) and resumed while its blockers stay hidden; otherwise a blocked key's newer
+ * messages in its bucket are stepped over on each scan.
  *
  * The hashes come from the stored messages: `murmur3(utf8(key)) & 0xFFFF` computed from the stored key
  * is the very value the commit log keeps in the key's index entry (docs/FORMAT.md), but `CommitLog.read`
@@ -38,10 +48,8 @@ const LOAD_BATCH_MESSAGES = 256;
 /** The holder of restored deliveries: nobody now open, so their buckets wait for them. */
 const UNKNOWN_HOLDER = Object.freeze({ inflight: 0 }) as { inflight: number };
 
-const CONTINUE = 0;
-const BLOCK_KEY = 1;
-const STOP = 2;
-type Verdict = typeof CONTINUE | typeof BLOCK_KEY | typeof STOP;
+/** Consumed entries at the front of a bucket queue past which it is compacted (amortized O(1)). */
+const COMPACT_AFTER = 256;
 
 /** A bucket withheld from its owner while another client's deliveries of it drain. */
 export interface WithheldBucket {
@@ -51,12 +59,58 @@ export interface WithheldBucket {
   holder: ClientState | undefined;
 }
 
+/** The offsets of the window in one bucket, in offset order; `start` skips the consumed front. */
+interface BucketQueue {
+  offsets: number[];
+  start: number;
+  /** Its deliveries handed out and not yet acked (entries acked or forgotten since are dropped when met). */
+  open: Set<Delivery>;
+  /** What the last scan that reached the end without a candidate found; see `DeadEnd`. */
+  deadEnd: DeadEnd | undefined;
+}
+
+/**
+ * A bucket's queue up to `end` has nothing to hand out while every one of `blockers` stays hidden
+ * and unacked: each offset before `end` is acked, or of a key in `blocked`, blocked by one of them.
+ * A scan starts at `end` with that state instead of from the front, so a key stuck on a large
+ * backlog in an otherwise idle bucket is not looked at again on every arrival and ack.
+ */
+interface DeadEnd {
+  end: number;
+  blocked: Set<number>;
+  blockers: Delivery[];
+}
+
+/**
+ * One bucket's scan during one POP or dispatch: the bucket's offsets in order from `at`, skipping
+ * acked ones, and keys blocked by a hidden delivery (or by a delivery that went to the dead letters).
+ */
+interface Cursor {
+  bucket: number;
+  queue: BucketQueue;
+  /** Index in `queue.offsets` of the current candidate, or of the next offset to look at. */
+  at: number;
+  /** The current candidate offset, or -1 when the bucket has none (yet). */
+  offset: number;
+  /** Key hashes blocked in this scan. */
+  blocked: Set<number> | undefined;
+  /** The hidden deliveries that blocked them. */
+  blockers: Delivery[];
+  /** Nothing was handed out from this scan: its end may be kept as the bucket's `deadEnd`. */
+  clean: boolean;
+}
+
 export class KeySharedProgress extends TopicProgress {
   /** Offset → 32-bit key hash, for offsets of the window that were read. */
   readonly hashes = new Map<number, number>();
   /** Unacked deliveries; entries acked or forgotten since are dropped when met. */
   private readonly open = new Set<Delivery>();
-  private assignment: { signature: string; owners: (ClientState | undefined)[] } | undefined;
+  /** Per bucket, its offsets of the window and its open deliveries. */
+  private readonly queues: BucketQueue[];
+  /** Offsets below this (and at or past `committed`) are in the bucket queues. */
+  private indexed: number;
+  /** The owners of the buckets, cached for `found`, the live clients in the order last met. */
+  private assignment: { found: ClientState[]; owners: (ClientState | undefined)[]; members: ClientState[] } | undefined;
 
   constructor(
     start: number,
@@ -64,38 +118,64 @@ export class KeySharedProgress extends TopicProgress {
     readonly windowMessages: number,
   ) {
     super(start);
+    this.indexed = start;
+    this.queues = Array.from({ length: buckets }, () => ({
+      offsets: [],
+      start: 0,
+      open: new Set<Delivery>(),
+      deadEnd: undefined,
+    }));
   }
 
-  /** Per bucket, its owner among `members` (sorted by client id); cached while membership holds. */
-  owners(members: readonly ClientState[], assign: (ids: string[]) => Int32Array): (ClientState | undefined)[] {
-    const signature = members.map((m) => m.id).join(',');
-    if (this.assignment?.signature !== signature) {
-      const indexes = assign(members.map((m) => m.clientId));
-      const owners = Array.from(indexes, (i) => (i < 0 ? undefined : members[i]));
-      this.assignment = { signature, owners };
-    }
-    return this.assignment.owners;
+  /**
+   * Per bucket, its owner among the group's live clients of `liteTopic`, and those clients sorted by
+   * client id. Recomputed only when the live clients change: one pass over the group's clients of
+   * the lite topic otherwise, with no sorting and no hashing.
+   */
+  owners(group: GroupState, liteTopic: string): { owners: (ClientState | undefined)[]; members: ClientState[] } {
+    const cached = this.assignment;
+    if (cached !== undefined && sameLiveClients(group, liteTopic, cached.found)) return cached;
+    const members = keySharedMembers(group, liteTopic);
+    const found: ClientState[] = [];
+    forEachLiveClient(group, liteTopic, (client) => found.push(client));
+    const indexes = assignBuckets(
+      members.map((m) => m.clientId),
+      liteTopic,
+      this.buckets,
+    );
+    const owners = Array.from(indexes, (i) => (i < 0 ? undefined : members[i]));
+    this.assignment = { found, owners, members };
+    return this.assignment;
   }
 
-  /** Per bucket, who holds a hidden unacked delivery of it (UNKNOWN_HOLDER for restored ones). */
-  private holders(now: number, load: KeyLoader): Map<number, { inflight: number }> {
-    const holders = new Map<number, { inflight: number }>();
-    for (const delivery of this.open) {
+  /**
+   * Who holds hidden unacked deliveries of `bucket`: undefined for nobody, the client when one
+   * holds them all, UNKNOWN_HOLDER for several or for deliveries restored after a restart.
+   */
+  private holderOf(bucket: number, now: number): { inflight: number } | undefined {
+    const open = (this.queues[bucket] as BucketQueue).open;
+    let holder: { inflight: number } | undefined;
+    for (const delivery of open) {
       if (delivery.acked || this.deliveries.get(delivery.offset) !== delivery) {
-        this.open.delete(delivery);
+        open.delete(delivery);
         continue;
       }
       // A delivery moving to the dead-letter queue blocks its key, but is held by no client.
       if (delivery.invisibleUntil <= now || delivery.invisibleUntil === MOVING_TO_DEAD_LETTERS) continue;
-      const bucket = bucketOf(this.hashAt(delivery.offset, load), this.buckets);
-      const holder = delivery.holder ?? UNKNOWN_HOLDER;
-      const known = holders.get(bucket);
-      holders.set(bucket, known === undefined || known === holder ? holder : UNKNOWN_HOLDER);
+      const by = delivery.holder ?? UNKNOWN_HOLDER;
+      if (holder === undefined) holder = by;
+      else if (holder !== by) return UNKNOWN_HOLDER;
     }
-    return holders;
+    return holder;
   }
 
-  /** The key hash of `offset` (in the window), read from the store if not known (after a restart). */
+  /** Whether `owner` may be handed messages of `bucket`: nobody else holds hidden ones of it. */
+  private free(bucket: number, owner: ClientState, now: number): boolean {
+    const holder = this.holderOf(bucket, now);
+    return holder === undefined || holder === owner;
+  }
+
+  /** The key hash of `offset` (in the window), read from the store if not known. */
   private hashAt(offset: number, load: KeyLoader): number {
     const known = this.hashes.get(offset);
     if (known !== undefined) return known;
@@ -108,6 +188,42 @@ export class KeySharedProgress extends TopicProgress {
     return this.hashes.get(offset) as number;
   }
 
+  /** Puts `offset` of key hash `hash` at the end of its bucket's queue. */
+  private admit(offset: number, hash: number): void {
+    this.hashes.set(offset, hash);
+    const queue = this.queues[bucketOf(hash, this.buckets)] as BucketQueue;
+    queue.offsets.push(offset);
+    const delivery = this.deliveries.get(offset);
+    if (delivery !== undefined && !delivery.acked) {
+      this.open.add(delivery);
+      queue.open.add(delivery);
+    }
+  }
+
+  /**
+   * Puts the offsets of [committed, next) not in the bucket queues yet into them: after a restart,
+   * `restore` moves `next` past offsets whose keys were not read.
+   */
+  private index(load: KeyLoader): void {
+    let from = Math.max(this.indexed, this.committed);
+    while (from < this.next) {
+      let expect = from;
+      for (const message of load(from, Math.min(LOAD_BATCH_MESSAGES, this.next - from))) {
+        if (message.offset >= this.next) break;
+        if (message.offset < expect) continue;
+        // Offsets the store no longer has (retention) hash as the reserved key.
+        while (expect < message.offset) this.admit(expect++, 0);
+        this.admit(expect++, keyHash(message.key));
+      }
+      if (expect === from) {
+        const end = Math.min(this.next, from + LOAD_BATCH_MESSAGES);
+        while (expect < end) this.admit(expect++, 0);
+      }
+      from = expect;
+    }
+    if (this.next > this.indexed) this.indexed = this.next;
+  }
+
   /** Grows the window by one batch read from the store; false when it cannot grow. */
   private extend(maxOffset: number, load: KeyLoader): boolean {
     const limit = Math.min(maxOffset, this.committed + this.windowMessages);
@@ -116,59 +232,112 @@ export class KeySharedProgress extends TopicProgress {
     const messages = load(from, Math.min(LOAD_BATCH_MESSAGES, limit - from));
     for (const message of messages) {
       if (message.offset >= limit) break;
-      this.hashes.set(message.offset, keyHash(message.key));
-      this.next = message.offset + 1;
+      if (message.offset < this.next) continue;
+      // Offsets the store no longer has (retention) hash as the reserved key.
+      while (this.next < message.offset) this.admit(this.next++, 0);
+      this.admit(this.next++, keyHash(message.key));
     }
+    this.indexed = this.next;
     return this.next > from;
   }
 
   /**
-   * Walks the window in offset order (growing it as far as allowed) and offers `visit` each message
-   * that its bucket's owner may be handed now, with its delivery if it was handed out before.
+   * Moves `cursor` to the next offset of its bucket that may be handed out now (`offset`, or -1 at
+   * the end of the queue). Offsets below `committed` and acked ones at the front are dropped from
+   * the queue for good; a hidden delivery blocks its key for the rest of the scan.
    */
-  private walk(
-    now: number,
-    maxOffset: number,
-    owners: readonly (ClientState | undefined)[],
-    load: KeyLoader,
-    visit: (offset: number, owner: ClientState, delivery: Delivery | undefined) => Verdict,
-  ): void {
-    const holders = this.holders(now, load);
-    const blocked = new Set<number>();
-    for (let offset = this.committed; ; offset++) {
-      if (offset >= this.next && !this.extend(maxOffset, load)) return;
-      const delivery = this.deliveries.get(offset);
-      if (delivery?.acked === true) continue;
-      const hash = this.hashAt(offset, load);
-      if (blocked.has(hash)) continue;
-      const bucket = bucketOf(hash, this.buckets);
-      const owner = owners[bucket];
-      const holder = holders.get(bucket);
-      const hidden = delivery !== undefined && delivery.invisibleUntil > now;
-      if (owner === undefined || hidden || (holder !== undefined && holder !== owner)) {
-        blocked.add(hash);
+  private advance(cursor: Cursor, now: number, load: KeyLoader): void {
+    const { queue } = cursor;
+    const offsets = queue.offsets;
+    for (let at = cursor.at; at < offsets.length; at++) {
+      const offset = offsets[at] as number;
+      const delivery = offset < this.committed ? undefined : this.deliveries.get(offset);
+      if (offset < this.committed || delivery?.acked === true) {
+        if (at === queue.start) queue.start++;
         continue;
       }
-      const verdict = visit(offset, owner, delivery);
-      if (verdict === STOP) return;
-      if (verdict === BLOCK_KEY) blocked.add(hash);
+      const hash = this.hashAt(offset, load);
+      if (cursor.blocked?.has(hash) === true) continue;
+      if (delivery !== undefined && delivery.invisibleUntil > now) {
+        block(cursor, hash, delivery);
+        continue;
+      }
+      cursor.at = at;
+      cursor.offset = offset;
+      return;
+    }
+    cursor.at = offsets.length;
+    cursor.offset = -1;
+    if (cursor.clean) {
+      queue.deadEnd = { end: offsets.length, blocked: new Set(cursor.blocked), blockers: [...cursor.blockers] };
     }
   }
 
-  /** The clients that could be handed something now (the dispatcher queues them an event). */
+  /** A scan of `bucket` from its front, moved to its first candidate. */
+  private cursor(bucket: number, now: number, load: KeyLoader): Cursor {
+    const queue = this.queues[bucket] as BucketQueue;
+    if (queue.start >= COMPACT_AFTER && queue.start * 2 >= queue.offsets.length) {
+      queue.offsets = queue.offsets.slice(queue.start);
+      if (queue.deadEnd !== undefined) queue.deadEnd.end -= queue.start;
+      queue.start = 0;
+    }
+    const cursor: Cursor = {
+      bucket,
+      queue,
+      at: queue.start,
+      offset: -1,
+      blocked: undefined,
+      blockers: [],
+      clean: true,
+    };
+    const dead = queue.deadEnd;
+    if (dead !== undefined && dead.end > queue.start) {
+      if (dead.blockers.every((d) => !d.acked && d.invisibleUntil > now && this.deliveries.get(d.offset) === d)) {
+        cursor.at = dead.end;
+        cursor.blocked = new Set(dead.blocked);
+        cursor.blockers = [...dead.blockers];
+      } else queue.deadEnd = undefined;
+    }
+    this.advance(cursor, now, load);
+    return cursor;
+  }
+
+  /**
+   * Which of `wanted` could be handed something now (the dispatcher queues them an event; it asks
+   * only about clients without one). Scans only the buckets of those clients, each up to its first
+   * candidate.
+   */
   readyClients(
     now: number,
     maxOffset: number,
     owners: readonly (ClientState | undefined)[],
-    memberCount: number,
+    wanted: ReadonlySet<ClientState>,
     load: KeyLoader,
   ): Set<ClientState> {
     const found = new Set<ClientState>();
-    if (memberCount === 0) return found;
-    this.walk(now, maxOffset, owners, load, (_offset, owner) => {
-      found.add(owner);
-      return found.size >= memberCount ? STOP : BLOCK_KEY;
-    });
+    if (wanted.size === 0) return found;
+    this.index(load);
+    // The buckets scanned to their end without a candidate: the window may grow under them.
+    const waiting: Cursor[] = [];
+    for (let bucket = 0; bucket < this.buckets; bucket++) {
+      const owner = owners[bucket];
+      if (owner === undefined || !wanted.has(owner) || found.has(owner) || !this.free(bucket, owner, now)) continue;
+      const cursor = this.cursor(bucket, now, load);
+      if (cursor.offset >= 0) {
+        if (found.add(owner).size >= wanted.size) return found;
+      } else waiting.push(cursor);
+    }
+    while (waiting.length > 0 && this.extend(maxOffset, load)) {
+      let kept = 0;
+      for (const cursor of waiting) {
+        const owner = owners[cursor.bucket] as ClientState;
+        if (found.has(owner)) continue;
+        this.advance(cursor, now, load);
+        if (cursor.offset < 0) waiting[kept++] = cursor;
+        else if (found.add(owner).size >= wanted.size) return found;
+      }
+      waiting.length = kept;
+    }
     return found;
   }
 
@@ -176,6 +345,10 @@ export class KeySharedProgress extends TopicProgress {
    * Hands `client` up to `max` messages of its buckets in offset order: a key's expired deliveries
    * again (attempt + 1), then its new messages. A delivery that would exceed `maxAttempt` goes to
    * `dying` (hidden until moved to the dead-letter queue) and blocks its key meanwhile.
+   *
+   * Each of the client's buckets that it may be handed now is scanned on its own (a key lives in one
+   * bucket, so the order per key is the bucket's), and the scans are merged by offset: the cost is
+   * the client's buckets, not the window.
    */
   takeFor(
     client: ClientState,
@@ -190,38 +363,97 @@ export class KeySharedProgress extends TopicProgress {
   ): Delivery[] {
     const taken: Delivery[] = [];
     if (max <= 0) return taken;
-    this.walk(now, maxOffset, owners, load, (offset, owner, delivery) => {
-      if (owner !== client) return BLOCK_KEY;
+    this.index(load);
+    // The client's buckets not scanned yet, by the first offset of their queue (a lower bound of
+    // their first candidate): a bucket is scanned only once the merge reaches that offset, so a
+    // client owning many buckets pays for the few it takes from, not for all of them.
+    const pending = new PendingHeap();
+    const empty: number[] = [];
+    for (let bucket = 0; bucket < this.buckets; bucket++) {
+      if (owners[bucket] !== client) continue;
+      const queue = this.queues[bucket] as BucketQueue;
+      if (queue.start < queue.offsets.length) pending.add(queue.offsets[queue.start] as number, bucket);
+      else empty.push(bucket);
+    }
+    pending.heapify();
+    const heap = new CursorHeap();
+    const waiting: Cursor[] = [];
+    for (;;) {
+      const cursor = heap.peek();
+      const first = pending.peekOffset();
+      if (first >= 0 && (cursor === undefined || first < cursor.offset)) {
+        const bucket = pending.pop();
+        if (!this.free(bucket, client, now)) continue;
+        const scanned = this.cursor(bucket, now, load);
+        if (scanned.offset >= 0) heap.push(scanned);
+        else waiting.push(scanned);
+        continue;
+      }
+      if (cursor === undefined) {
+        // Every bucket of the client is scanned to the end of the window: grow it and go on.
+        if ((waiting.length === 0 && empty.length === 0) || !this.extend(maxOffset, load)) return taken;
+        let kept = 0;
+        for (const w of waiting) {
+          this.advance(w, now, load);
+          if (w.offset >= 0) heap.push(w);
+          else waiting[kept++] = w;
+        }
+        waiting.length = kept;
+        kept = 0;
+        for (const bucket of empty) {
+          const queue = this.queues[bucket] as BucketQueue;
+          if (queue.start < queue.offsets.length) pending.push(queue.offsets[queue.start] as number, bucket);
+          else empty[kept++] = bucket;
+        }
+        empty.length = kept;
+        continue;
+      }
+      const offset = cursor.offset;
+      const delivery = this.deliveries.get(offset);
       if (delivery === undefined) {
         const fresh: Delivery = { offset, attempt: 0, invisibleUntil: 0, acked: false, holder: undefined };
         this.deliveries.set(offset, fresh);
         this.hand(fresh, now + invisibleMs, client);
+        cursor.queue.open.add(fresh);
+        cursor.clean = false;
         taken.push(fresh);
       } else if (delivery.attempt >= maxAttempt) {
         if (delivery.holder !== undefined) delivery.holder.inflight--;
         delivery.holder = undefined;
         delivery.invisibleUntil = MOVING_TO_DEAD_LETTERS;
         dying.push(delivery);
-        return BLOCK_KEY;
+        cursor.clean = false;
+        block(cursor, this.hashAt(offset, load), delivery);
       } else {
         delivery.attempt++;
         this.hand(delivery, now + invisibleMs, client);
+        cursor.queue.open.add(delivery);
+        cursor.clean = false;
         taken.push(delivery);
       }
-      return taken.length >= max ? STOP : CONTINUE;
-    });
-    return taken;
+      if (taken.length >= max) return taken;
+      // The rest of the key follows in this scan: a handed-out delivery blocks it only in later ones.
+      cursor.at++;
+      this.advance(cursor, now, load);
+      if (cursor.offset >= 0) heap.replaceTop(cursor);
+      else {
+        heap.pop();
+        waiting.push(cursor);
+      }
+    }
   }
 
   /** Buckets withheld from their owner while another holder's deliveries drain. */
   withheld(now: number, owners: readonly (ClientState | undefined)[], load: KeyLoader): WithheldBucket[] {
+    this.index(load);
     const out: WithheldBucket[] = [];
-    for (const [bucket, holder] of this.holders(now, load)) {
+    for (let bucket = 0; bucket < this.buckets; bucket++) {
+      const holder = this.holderOf(bucket, now);
       const owner = owners[bucket];
-      if (holder === owner) continue;
+      if (holder === undefined || holder === owner) continue;
       out.push({ bucket, owner, holder: holder === UNKNOWN_HOLDER ? undefined : (holder as ClientState) });
     }
-    return out.sort((a, b) => a.bucket - b.bucket);
+    return out;
   }
 
   override take(): Delivery[] {
@@ -263,6 +495,13 @@ export class KeySharedProgress extends TopicProgress {
     delivery.attempt = attempt;
     delivery.invisibleUntil = invisibleUntil;
     this.open.add(delivery);
+    // An offset already in the bucket queues joins its bucket's open set now; others when indexed.
+    const hash = offset < this.indexed ? this.hashes.get(offset) : undefined;
+    if (hash !== undefined) {
+      const queue = this.queues[bucketOf(hash, this.buckets)] as BucketQueue;
+      queue.open.add(delivery);
+      queue.deadEnd = undefined;
+    }
     if (acked) this.settle(offset);
   }
 
@@ -271,9 +510,140 @@ export class KeySharedProgress extends TopicProgress {
     this.open.add(delivery);
   }
 
+  override dropAll(): void {
+    super.dropAll();
+    // Forgotten offsets in [committed, next) read as never handed out: no dead end holds any more.
+    for (const queue of this.queues) queue.deadEnd = undefined;
+  }
+
   protected override forget(offset: number): void {
     super.forget(offset);
     this.hashes.delete(offset);
+  }
+}
+
+/** Blocks key `hash` for the rest of `cursor`'s scan, because of hidden delivery `by`. */
+function block(cursor: Cursor, hash: number, by: Delivery): void {
+  if (cursor.blocked === undefined) cursor.blocked = new Set();
+  cursor.blocked.add(hash);
+  cursor.blockers.push(by);
+}
+
+/** Buckets of one POP not scanned yet, smallest first offset first (a binary heap of numbers). */
+class PendingHeap {
+  private readonly offsets: number[] = [];
+  private readonly buckets: number[] = [];
+
+  /** Adds without ordering; `heapify` orders what was added. */
+  add(offset: number, bucket: number): void {
+    this.offsets.push(offset);
+    this.buckets.push(bucket);
+  }
+
+  heapify(): void {
+    for (let i = (this.offsets.length >> 1) - 1; i >= 0; i--) this.down(i);
+  }
+
+  /** The smallest offset, or -1 when empty. */
+  peekOffset(): number {
+    return this.offsets.length === 0 ? -1 : (this.offsets[0] as number);
+  }
+
+  push(offset: number, bucket: number): void {
+    const { offsets, buckets } = this;
+    let i = offsets.length;
+    offsets.push(offset);
+    buckets.push(bucket);
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      if ((offsets[parent] as number) <= offset) break;
+      offsets[i] = offsets[parent] as number;
+      buckets[i] = buckets[parent] as number;
+      i = parent;
+    }
+    offsets[i] = offset;
+    buckets[i] = bucket;
+  }
+
+  /** Removes the smallest and returns its bucket. */
+  pop(): number {
+    const { offsets, buckets } = this;
+    const bucket = buckets[0] as number;
+    const lastOffset = offsets.pop() as number;
+    const lastBucket = buckets.pop() as number;
+    if (offsets.length > 0) {
+      offsets[0] = lastOffset;
+      buckets[0] = lastBucket;
+      this.down(0);
+    }
+    return bucket;
+  }
+
+  private down(i: number): void {
+    const { offsets, buckets } = this;
+    const n = offsets.length;
+    const offset = offsets[i] as number;
+    const bucket = buckets[i] as number;
+    for (;;) {
+      let child = 2 * i + 1;
+      if (child >= n) break;
+      if (child + 1 < n && (offsets[child + 1] as number) < (offsets[child] as number)) child++;
+      if (offset <= (offsets[child] as number)) break;
+      offsets[i] = offsets[child] as number;
+      buckets[i] = buckets[child] as number;
+      i = child;
+    }
+    offsets[i] = offset;
+    buckets[i] = bucket;
+  }
+}
+
+/** The cursors of one POP, smallest candidate offset first (a binary heap). */
+class CursorHeap {
+  private readonly items: Cursor[] = [];
+
+  get size(): number {
+    return this.items.length;
+  }
+
+  peek(): Cursor | undefined {
+    return this.items[0];
+  }
+
+  push(cursor: Cursor): void {
+    const items = this.items;
+    let i = items.push(cursor) - 1;
+    while (i > 0) {
+      const parent = (i - 1) >> 1;
+      const above = items[parent] as Cursor;
+      if (above.offset <= cursor.offset) break;
+      items[i] = above;
+      i = parent;
+    }
+    items[i] = cursor;
+  }
+
+  pop(): void {
+    const last = this.items.pop() as Cursor;
+    if (this.items.length > 0) this.replaceTop(last);
+  }
+
+  /** Puts `cursor` (the top one, moved on, or the last one) in place of the top and sifts it down. */
+  replaceTop(cursor: Cursor): void {
+    const items = this.items;
+    const n = items.length;
+    let i = 0;
+    for (;;) {
+      let child = 2 * i + 1;
+      if (child >= n) break;
+      const right = child + 1;
+      if (right < n && (items[right] as Cursor).offset < (items[child] as Cursor).offset) child = right;
+      const below = items[child] as Cursor;
+      if (cursor.offset <= below.offset) break;
+      items[i] = below;
+      i = child;
+    }
+    items[i] = cursor;
   }
 }
 
@@ -290,13 +660,31 @@ export function keyLoader(store: MessageStore, lmq: string): KeyLoader {
   return (from, max) => store.read(lmq, from, max);
 }
 
-/** The owner of each bucket of `liteTopic` among the group's live clients of it. */
+/** The owner of each bucket of `liteTopic` among the group's live clients of it, and those clients. */
 export function bucketOwners(
   progress: KeySharedProgress,
   group: GroupState,
   liteTopic: string,
 ): { owners: (ClientState | undefined)[]; members: ClientState[] } {
-  const members = keySharedMembers(group, liteTopic);
-  const owners = progress.owners(members, (ids) => assignBuckets(ids, liteTopic, progress.buckets));
-  return { owners, members };
+  return progress.owners(group, liteTopic);
+}
+
+/** Calls `visit` for each live client of `group` for `liteTopic`, in the group's own order. */
+function forEachLiveClient(group: GroupState, liteTopic: string, visit: (client: ClientState) => void): void {
+  for (const client of group.subscribers.get(liteTopic) ?? []) if (!client.closed && !client.stalled) visit(client);
+  for (const client of group.legacy) if (!client.closed && !client.stalled) visit(client);
+}
+
+/** Whether the live clients of `group` for `liteTopic` are exactly `found`, in that order. */
+function sameLiveClients(group: GroupState, liteTopic: string, found: readonly ClientState[]): boolean {
+  let i = 0;
+  for (const client of group.subscribers.get(liteTopic) ?? []) {
+    if (client.closed || client.stalled) continue;
+    if (found[i++] !== client) return false;
+  }
+  for (const client of group.legacy) {
+    if (client.closed || client.stalled) continue;
+    if (found[i++] !== client) return false;
+  }
+  return i === found.length;
 }
