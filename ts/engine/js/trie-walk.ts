@@ -3,11 +3,10 @@
  * literal token is one edge lookup, the one-segment wildcard takes each child, and the trailing
  * wildcard takes a whole subtree without matching any name (counted in O(1) from the per-node name
  * counts). The order of levels and children is Rust's, so both engines return names in the same
- * order. (Rust also lays its nodes out again in walk order now and then, compact.rs; the js engine
- * keeps creation order, which changes its speed, not its answers.)
+ * order. As in Rust, a walk first lays the nodes out again in walk order when many were placed since
+ * the last time (trie-compact.ts), which changes its speed, not its answers.
  */
 import { validatePattern } from './dialect.js';
-import { tokenize } from './pattern.js';
 import type { JsTopicTrie } from './trie.js';
 
 /** No node: a missing child or the root's parent. */
@@ -60,28 +59,34 @@ interface Reached {
 }
 
 /**
- * Follows the tokens of a valid pattern down from the root level by level, as Rust does: a literal
- * replaces each node by its child along that segment, the one-segment wildcard by its children last
- * to first (so they come out last child first). Stops before a trailing wildcard.
+ * Follows the segments of a valid pattern down from the root level by level, as Rust does: a
+ * literal replaces each node by its child along that segment, the one-segment wildcard by its
+ * children last to first (so they come out last child first). Stops before a trailing wildcard.
+ * Compacts the trie first if many nodes were placed since it last was. The segments are compared
+ * with the dialect's wildcards as they come (what `tokenize` would make of them) rather than turned
+ * into token objects: a walk over a small trie costs about as much as that allocation.
  */
 function reach(trie: JsTopicTrie, pattern: string): Reached {
-  const tokens = tokenize(pattern, trie.dialect);
+  trie.compactIfScattered();
+  const { separator, one, rest } = trie.dialect;
+  const segments = pattern.split(separator);
   let frontier: number[] = trie.size > 0 ? [ROOT] : [];
-  for (const token of tokens) {
-    if (token.kind === 'rest') return { frontier, rest: true };
+  for (let i = 0; i < segments.length && frontier.length > 0; i++) {
+    const text = segments[i] as string;
     const next: number[] = [];
-    if (token.kind === 'literal') {
-      const segment = trie.segments.get(token.text);
+    if (text === one) {
+      for (let f = 0; f < frontier.length; f++) pushChildrenReversed(trie, frontier[f] as number, next);
+    } else if (text === rest) {
+      return { frontier, rest: true };
+    } else {
+      const segment = trie.segments.get(text);
       if (segment === undefined) return { frontier: next, rest: false };
-      for (const node of frontier) {
-        const child = childBySegment(trie, node, segment);
+      for (let f = 0; f < frontier.length; f++) {
+        const child = childBySegment(trie, frontier[f] as number, segment);
         if (child !== NONE) next.push(child);
       }
-    } else {
-      for (const node of frontier) pushChildrenReversed(trie, node, next);
     }
     frontier = next;
-    if (frontier.length === 0) break;
   }
   return { frontier, rest: false };
 }
@@ -89,21 +94,67 @@ function reach(trie: JsTopicTrie, pattern: string): Reached {
 /**
  * Appends the id of every name in the subtree of `top`, `top` included, depth first, children in
  * order. Follows the parent and sibling links instead of keeping a stack, as Rust does (an MQTT
- * name can be tens of thousands of levels deep, too deep to recurse).
+ * name can be tens of thousands of levels deep, too deep to recurse); a subtree unchanged since the
+ * last compaction is read straight through its positions, which hold it in that same order.
  */
 function collectSubtree(trie: JsTopicTrie, top: number, out: number[]): void {
-  const { nodeName, firstChild, nextSibling, parent } = trie;
+  const { nodeName, firstChild, nextSibling, parent, changed, subtreeEnd } = trie;
   let node = top;
   for (;;) {
-    const id = nodeName[node] as number;
-    if (id !== NONE) out.push(id);
-    const first = firstChild[node] as number;
-    if (first !== NONE) {
-      node = first;
-      continue;
+    if (changed[node] === 0) {
+      const end = subtreeEnd[node] as number;
+      for (let at = node; at < end; at++) {
+        const id = nodeName[at] as number;
+        if (id !== NONE) out.push(id);
+      }
+    } else {
+      const id = nodeName[node] as number;
+      if (id !== NONE) out.push(id);
+      const first = firstChild[node] as number;
+      if (first !== NONE) {
+        node = first;
+        continue;
+      }
     }
     for (;;) {
       if (node === top) return;
+      const next = nextSibling[node] as number;
+      if (next !== NONE) {
+        node = next;
+        break;
+      }
+      node = parent[node] as number;
+    }
+  }
+}
+
+/**
+ * Writes the names in the subtree of `top` into `out` from position `at`, in the order
+ * `collectSubtree` finds their ids: the texts kept at the nodes, which a compacted subtree holds in
+ * consecutive positions. Returns the position after the last.
+ */
+function collectSubtreeTexts(trie: JsTopicTrie, top: number, out: string[], start: number): number {
+  const { nodeText, firstChild, nextSibling, parent, changed, subtreeEnd } = trie;
+  let at = start;
+  let node = top;
+  for (;;) {
+    if (changed[node] === 0) {
+      const end = subtreeEnd[node] as number;
+      for (let position = node; position < end; position++) {
+        const text = nodeText[position];
+        if (text !== undefined) out[at++] = text;
+      }
+    } else {
+      const text = nodeText[node];
+      if (text !== undefined) out[at++] = text;
+      const first = firstChild[node] as number;
+      if (first !== NONE) {
+        node = first;
+        continue;
+      }
+    }
+    for (;;) {
+      if (node === top) return at;
       const next = nextSibling[node] as number;
       if (next !== NONE) {
         node = next;
@@ -137,15 +188,34 @@ export function expandIds(trie: JsTopicTrie, pattern: string): number[] | null {
 }
 
 /**
- * The names `expandIds` would return the ids of, in the same order, or null for an invalid
- * pattern: each id's text, kept since `add`, so a name costs an array read.
+ * The names of the ids `expandIds` returns, in the same order, or null for an invalid pattern: the
+ * same walk, reading the texts kept at the nodes since `add`. The answer's size is known before the
+ * walk (the per-node name counts), so its array is allocated once at that size: growing it by `push`
+ * copies it several times, and an array over 128 KiB (16,384 names) is a fresh large object each
+ * time, whose pages the kernel must fault in and zero.
  */
 export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null {
-  const ids = expandIds(trie, pattern);
-  if (ids === null) return null;
-  const { nameText } = trie;
-  const out = new Array<string>(ids.length);
-  for (let i = 0; i < ids.length; i++) out[i] = nameText[ids[i] as number] as string;
+  if (validatePattern(trie.dialect, pattern) !== null) return null;
+  const { frontier, rest } = reach(trie, pattern);
+  const { nodeText, firstChild, nextSibling } = trie;
+  let count = 0;
+  for (const node of frontier) count += rest ? restCount(trie, node) : trie.isName(node) ? 1 : 0;
+  const out = new Array<string>(count);
+  let at = 0;
+  for (const node of frontier) {
+    if (!rest) {
+      const text = nodeText[node];
+      if (text !== undefined) out[at++] = text;
+    } else if (trie.dialect.name === 'mqtt' && node !== ROOT) {
+      // MQTT's `#` also matches the parent level: the node itself.
+      at = collectSubtreeTexts(trie, node, out, at);
+    } else {
+      for (let child = firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
+        if (!skipsDollar(trie, node, child)) at = collectSubtreeTexts(trie, child, out, at);
+      }
+    }
+  }
+  if (at !== count) throw new Error(`trie: the walk found ${at} names where the counts say ${count}`);
   return out;
 }
 
