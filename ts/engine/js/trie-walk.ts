@@ -40,21 +40,46 @@ function childBySegment(trie: JsTopicTrie, node: number, segment: number): numbe
   return child === NONE ? NONE : (trie.children[node]?.get(segment) ?? NONE);
 }
 
-/** Appends the children of `node` to `out` last to first, but for those MQTT's `$` rule skips. */
-function pushChildrenReversed(trie: JsTopicTrie, node: number, out: number[]): void {
+/**
+ * Scratch for `reach`, shared by every trie (walks run to completion and never nest): the nodes
+ * reached so far and the next level's, grown as needed and never shrunk, so a walk allocates no
+ * arrays level by level (a walk over a small trie costs about as much as those allocations).
+ */
+let reachedNodes: Int32Array = new Int32Array(256);
+let nextNodes: Int32Array = new Int32Array(256);
+
+function doubled(nodes: Int32Array): Int32Array {
+  const grown = new Int32Array(nodes.length * 2);
+  grown.set(nodes);
+  return grown;
+}
+
+/**
+ * Writes the children of `node` into `nextNodes` from `at`, last to first, but for those MQTT's `$`
+ * rule skips; returns the position after them.
+ */
+function pushChildrenReversed(trie: JsTopicTrie, node: number, start: number): number {
   const first = trie.firstChild[node] as number;
-  if (first === NONE) return;
+  if (first === NONE) return start;
   const { prevSibling } = trie;
+  let at = start;
   // The first child's previous link is the last child.
   for (let child = prevSibling[first] as number; ; child = prevSibling[child] as number) {
-    if (!skipsDollar(trie, node, child)) out.push(child);
-    if (child === first) return;
+    if (!skipsDollar(trie, node, child)) {
+      if (at === nextNodes.length) nextNodes = doubled(nextNodes);
+      nextNodes[at++] = child;
+    }
+    if (child === first) return at;
   }
 }
 
-/** What the tokens before a trailing wildcard reach, in walk order, and whether one follows. */
+/**
+ * What the segments before a trailing wildcard reach, in walk order: `nodes[0..length]`, valid until
+ * the next walk; and whether a trailing wildcard follows.
+ */
 interface Reached {
-  frontier: number[];
+  nodes: Int32Array;
+  length: number;
   rest: boolean;
 }
 
@@ -64,31 +89,37 @@ interface Reached {
  * children last to first (so they come out last child first). Stops before a trailing wildcard.
  * Compacts the trie first if many nodes were placed since it last was. The segments are compared
  * with the dialect's wildcards as they come (what `tokenize` would make of them) rather than turned
- * into token objects: a walk over a small trie costs about as much as that allocation.
+ * into token objects.
  */
 function reach(trie: JsTopicTrie, pattern: string): Reached {
   trie.compactIfScattered();
   const { separator, one, rest } = trie.dialect;
   const segments = pattern.split(separator);
-  let frontier: number[] = trie.size > 0 ? [ROOT] : [];
-  for (let i = 0; i < segments.length && frontier.length > 0; i++) {
+  let length = 0;
+  if (trie.size > 0) reachedNodes[length++] = ROOT;
+  for (let i = 0; i < segments.length && length > 0; i++) {
     const text = segments[i] as string;
-    const next: number[] = [];
+    let next = 0;
     if (text === one) {
-      for (let f = 0; f < frontier.length; f++) pushChildrenReversed(trie, frontier[f] as number, next);
+      for (let f = 0; f < length; f++) next = pushChildrenReversed(trie, reachedNodes[f] as number, next);
     } else if (text === rest) {
-      return { frontier, rest: true };
+      return { nodes: reachedNodes, length, rest: true };
     } else {
       const segment = trie.segments.get(text);
-      if (segment === undefined) return { frontier: next, rest: false };
-      for (let f = 0; f < frontier.length; f++) {
-        const child = childBySegment(trie, frontier[f] as number, segment);
-        if (child !== NONE) next.push(child);
+      if (segment === undefined) return { nodes: reachedNodes, length: 0, rest: false };
+      // A literal keeps at most one node per node: no growth needed.
+      if (nextNodes.length < length) nextNodes = new Int32Array(reachedNodes.length);
+      for (let f = 0; f < length; f++) {
+        const child = childBySegment(trie, reachedNodes[f] as number, segment);
+        if (child !== NONE) nextNodes[next++] = child;
       }
     }
-    frontier = next;
+    const swap = reachedNodes;
+    reachedNodes = nextNodes;
+    nextNodes = swap;
+    length = next;
   }
-  return { frontier, rest: false };
+  return { nodes: reachedNodes, length, rest: false };
 }
 
 /**
@@ -168,10 +199,11 @@ function collectSubtreeTexts(trie: JsTopicTrie, top: number, out: string[], star
 /** The ids of every stored name `pattern` matches, or null for an invalid pattern. */
 export function expandIds(trie: JsTopicTrie, pattern: string): number[] | null {
   if (validatePattern(trie.dialect, pattern) !== null) return null;
-  const { frontier, rest } = reach(trie, pattern);
+  const { nodes, length, rest } = reach(trie, pattern);
   const out: number[] = [];
   const { nodeName, firstChild, nextSibling } = trie;
-  for (const node of frontier) {
+  for (let f = 0; f < length; f++) {
+    const node = nodes[f] as number;
     if (!rest) {
       const id = nodeName[node] as number;
       if (id !== NONE) out.push(id);
@@ -196,13 +228,15 @@ export function expandIds(trie: JsTopicTrie, pattern: string): number[] | null {
  */
 export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null {
   if (validatePattern(trie.dialect, pattern) !== null) return null;
-  const { frontier, rest } = reach(trie, pattern);
+  const { nodes, length, rest } = reach(trie, pattern);
   const { nodeText, firstChild, nextSibling } = trie;
   let count = 0;
-  for (const node of frontier) count += rest ? restCount(trie, node) : trie.isName(node) ? 1 : 0;
+  for (let f = 0; f < length; f++)
+    count += rest ? restCount(trie, nodes[f] as number) : trie.isName(nodes[f] as number) ? 1 : 0;
   const out = new Array<string>(count);
   let at = 0;
-  for (const node of frontier) {
+  for (let f = 0; f < length; f++) {
+    const node = nodes[f] as number;
     if (!rest) {
       const text = nodeText[node];
       if (text !== undefined) out[at++] = text;
@@ -222,9 +256,10 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
 /** How many stored names `pattern` matches, or -1 for an invalid pattern. */
 export function countMatches(trie: JsTopicTrie, pattern: string): number {
   if (validatePattern(trie.dialect, pattern) !== null) return -1;
-  const { frontier, rest } = reach(trie, pattern);
+  const { nodes, length, rest } = reach(trie, pattern);
   let total = 0;
-  for (const node of frontier) total += rest ? restCount(trie, node) : trie.isName(node) ? 1 : 0;
+  for (let f = 0; f < length; f++)
+    total += rest ? restCount(trie, nodes[f] as number) : trie.isName(nodes[f] as number) ? 1 : 0;
   return total;
 }
 
