@@ -11,10 +11,12 @@
  * after that many placements, so it is amortized O(1) a placement. Name ids, child order and
  * therefore every answer stay the same; nothing outside the trie sees node positions.
  *
- * A compaction also records where each node's subtree ends. Until a node is placed or freed inside
- * it (`changed`, kept by trie.ts), a subtree is exactly the positions from its node to that end, and
- * a walk taking a whole subtree reads them straight through instead of following links (a branch
- * and a dependent load per node). Subtrees changed since are walked by their links, as before.
+ * A compaction also records where each node's subtree ends and lists the names in that order
+ * (`preorderTexts`, each node's first at `firstName`). Until a node is placed or freed, or a name
+ * added or removed, inside it (`changed`, kept by trie.ts), a subtree is exactly the positions from
+ * its node to that end and its names the run of `preorderTexts` from its first: a walk taking a
+ * whole subtree copies that run instead of following links (a branch and a dependent load per node).
+ * Subtrees changed since are walked by their links, as before.
  */
 import type { JsTopicTrie } from './trie.js';
 import { NONE, ROOT } from './trie-walk.js';
@@ -85,6 +87,8 @@ export function compact(trie: JsTopicTrie): void {
   const prevSibling = new Int32Array(capacity);
   const changed = new Uint8Array(capacity);
   const subtreeEnd = new Int32Array(capacity);
+  const firstName = new Int32Array(capacity);
+  const preorderTexts: string[] = [];
   const children: (Map<number, number> | undefined)[] = [];
   const nodeText: (string | undefined)[] = [];
   for (let at = 0; at < live; at++) {
@@ -99,8 +103,11 @@ export function compact(trie: JsTopicTrie): void {
     const map = old.children[from];
     if (map !== undefined) for (const [key, child] of map) map.set(key, moved[child] as number);
     children.push(map);
-    nodeText.push(old.nodeText[from]);
+    const text = old.nodeText[from];
+    nodeText.push(text);
     subtreeEnd[at] = at + 1;
+    firstName[at] = preorderTexts.length;
+    if (text !== undefined) preorderTexts.push(text);
   }
   // Pre-order: a subtree ends where its last descendant's does; children come after their parent.
   for (let at = live - 1; at > ROOT; at--) {
@@ -108,7 +115,21 @@ export function compact(trie: JsTopicTrie): void {
     if ((subtreeEnd[at] as number) > (subtreeEnd[up] as number)) subtreeEnd[up] = subtreeEnd[at] as number;
   }
   trie.relaidOut(
-    { parent, segment, names, nodeName, firstChild, nextSibling, prevSibling, changed, subtreeEnd, children, nodeText },
+    {
+      parent,
+      segment,
+      names,
+      nodeName,
+      firstChild,
+      nextSibling,
+      prevSibling,
+      changed,
+      subtreeEnd,
+      firstName,
+      preorderTexts,
+      children,
+      nodeText,
+    },
     moved,
   );
 }

@@ -165,16 +165,14 @@ function collectSubtree(trie: JsTopicTrie, top: number, out: number[]): void {
  * consecutive positions. Returns the position after the last.
  */
 function collectSubtreeTexts(trie: JsTopicTrie, top: number, out: string[], start: number): number {
-  const { nodeText, firstChild, nextSibling, parent, changed, subtreeEnd } = trie;
+  const { nodeText, firstChild, nextSibling, parent, changed, names, firstName, preorderTexts } = trie;
   let at = start;
   let node = top;
   for (;;) {
     if (changed[node] === 0) {
-      const end = subtreeEnd[node] as number;
-      for (let position = node; position < end; position++) {
-        const text = nodeText[position];
-        if (text !== undefined) out[at++] = text;
-      }
+      const from = firstName[node] as number;
+      const end = from + (names[node] as number);
+      for (let k = from; k < end; k++) out[at++] = preorderTexts[k] as string;
     } else {
       const text = nodeText[node];
       if (text !== undefined) out[at++] = text;
@@ -230,6 +228,10 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
   if (validatePattern(trie.dialect, pattern) !== null) return null;
   const { nodes, length, rest } = reach(trie, pattern);
   const { nodeText, firstChild, nextSibling } = trie;
+  if (rest && length === 1) {
+    const whole = wholeSubtree(trie, nodes[0] as number);
+    if (whole !== null) return whole;
+  }
   let count = 0;
   for (let f = 0; f < length; f++)
     count += rest ? restCount(trie, nodes[f] as number) : trie.isName(nodes[f] as number) ? 1 : 0;
@@ -251,6 +253,20 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
   }
   if (at !== count) throw new Error(`trie: the walk found ${at} names where the counts say ${count}`);
   return out;
+}
+
+/**
+ * The names a trailing wildcard takes at `node` when its subtree is unchanged since the last
+ * compaction: one copy of their run of `preorderTexts` (the node's own name, first in that run, only
+ * for MQTT's `#`). Null when the subtree changed, or for the root under MQTT's `$` rule.
+ */
+function wholeSubtree(trie: JsTopicTrie, node: number): string[] | null {
+  if (trie.changed[node] !== 0) return null;
+  const mqtt = trie.dialect.name === 'mqtt';
+  if (mqtt && node === ROOT) return null;
+  const from = (trie.firstName[node] as number) + (!mqtt && trie.isName(node) ? 1 : 0);
+  const end = (trie.firstName[node] as number) + (trie.names[node] as number);
+  return trie.preorderTexts.slice(from, end);
 }
 
 /** How many stored names `pattern` matches, or -1 for an invalid pattern. */

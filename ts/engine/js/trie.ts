@@ -35,13 +35,18 @@ export class JsTopicTrie implements TopicTrieCore {
   /** For a first child: the last child of its parent (appends are O(1), as in Rust). */
   prevSibling = new Int32Array(INITIAL_NODES);
   /**
-   * 1 for a node whose subtree had a node placed or freed since the last compaction (and for every
-   * ancestor of such a node); 0 for one whose subtree is still the run of positions from it to its
-   * `subtreeEnd`, which a walk then reads straight through (trie-compact.ts).
+   * 1 for a node whose subtree had a node placed or freed, or a name added or removed, since the
+   * last compaction (and for every ancestor of such a node); 0 for one whose subtree is still the run
+   * of positions from it to its `subtreeEnd` and whose names are still the run of `preorderTexts`
+   * from its `firstName`, which a walk then reads straight through (trie-compact.ts).
    */
   changed = new Uint8Array(INITIAL_NODES);
   /** The position after a node's subtree as the last compaction laid it out: valid while unchanged. */
   subtreeEnd = new Int32Array(INITIAL_NODES);
+  /** Where a node's subtree's names start in `preorderTexts`: valid while unchanged. */
+  firstName = new Int32Array(INITIAL_NODES);
+  /** The names in depth-first order as the last compaction found them. */
+  preorderTexts: string[] = [];
   /** Per node with children: segment id → child. */
   children: (Map<number, number> | undefined)[] = [];
   /** Per node: the text of the name ending there, `undefined` for a prefix that is not a name. */
@@ -79,6 +84,8 @@ export class JsTopicTrie implements TopicTrieCore {
     this.prevSibling = new Int32Array(INITIAL_NODES);
     this.changed = new Uint8Array(INITIAL_NODES);
     this.subtreeEnd = new Int32Array(INITIAL_NODES);
+    this.firstName = new Int32Array(INITIAL_NODES);
+    this.preorderTexts = [];
     this.children = [];
     this.nodeText = [undefined];
     this.nameNodes = [];
@@ -132,6 +139,8 @@ export class JsTopicTrie implements TopicTrieCore {
       | 'prevSibling'
       | 'changed'
       | 'subtreeEnd'
+      | 'firstName'
+      | 'preorderTexts'
       | 'children'
       | 'nodeText'
     >,
@@ -148,6 +157,8 @@ export class JsTopicTrie implements TopicTrieCore {
       prevSibling: this.prevSibling,
       changed: this.changed,
       subtreeEnd: this.subtreeEnd,
+      firstName: this.firstName,
+      preorderTexts: this.preorderTexts,
       children: this.children,
       nodeText: this.nodeText,
     } = nodes);
@@ -181,6 +192,7 @@ export class JsTopicTrie implements TopicTrieCore {
     const id = this.allocateName(node, name, timestamp);
     this.idle.insert(timestamp, id, name);
     this.adjustCounts(node, 1);
+    this.markChanged(node);
     this.nameCount++;
     if (this.isDollar(name)) this.dollarNames++;
     return id;
@@ -206,6 +218,7 @@ export class JsTopicTrie implements TopicTrieCore {
     this.nameNodes[id] = NONE;
     this.freeNames.push(id);
     this.adjustCounts(node, -1);
+    this.markChanged(node);
     this.nameCount--;
     if (this.isDollar(name)) this.dollarNames--;
     this.prune(node);
@@ -362,6 +375,7 @@ export class JsTopicTrie implements TopicTrieCore {
     changed.set(this.changed);
     this.changed = changed;
     this.subtreeEnd = grown(this.subtreeEnd, (n) => new Int32Array(n));
+    this.firstName = grown(this.firstName, (n) => new Int32Array(n));
   }
 
   /** Frees `node` and its ancestors while they are neither names nor prefixes of names. */
