@@ -27,10 +27,10 @@ function skipsDollar(trie: JsTopicTrie, node: number, child: number): boolean {
  * Children of a node scanned for a literal segment before its Map is asked, as in Rust: most nodes
  * have a few children, and reading them from the typed arrays costs less than a Map lookup.
  */
-const SCANNED_CHILDREN = 8;
+export const SCANNED_CHILDREN = 8;
 
 /** The child of `node` along segment id `segment`, or `NONE`. */
-function childBySegment(trie: JsTopicTrie, node: number, segment: number): number {
+export function childBySegment(trie: JsTopicTrie, node: number, segment: number): number {
   const { segment: segments, nextSibling } = trie;
   let child = trie.firstChild[node] as number;
   for (let scanned = 0; scanned < SCANNED_CHILDREN; scanned++) {

@@ -17,7 +17,7 @@ import { compactIfScattered } from './trie-compact.js';
 import { IdleSet } from './trie-idle.js';
 import { listNames } from './trie-list.js';
 import { linkLast, unlink } from './trie-nodes.js';
-import { countMatches, expandIds, expandNames, NONE, ROOT } from './trie-walk.js';
+import { childBySegment, countMatches, expandIds, expandNames, NONE, ROOT, SCANNED_CHILDREN } from './trie-walk.js';
 
 /** Nodes a new trie has room for before its arrays grow. */
 const INITIAL_NODES = 64;
@@ -47,7 +47,10 @@ export class JsTopicTrie implements TopicTrieCore {
   firstName = new Int32Array(INITIAL_NODES);
   /** The names in depth-first order as the last compaction found them. */
   preorderTexts: string[] = [];
-  /** Per node with children: segment id → child. */
+  /**
+   * Per node with more than `SCANNED_CHILDREN` children: segment id → child. A node with fewer is
+   * searched along its child list, as every lookup reads the first children first anyway.
+   */
   children: (Map<number, number> | undefined)[] = [];
   /** Per node: the text of the name ending there, `undefined` for a prefix that is not a name. */
   nodeText: (string | undefined)[] = [undefined];
@@ -230,8 +233,8 @@ export class JsTopicTrie implements TopicTrieCore {
     let node = ROOT;
     for (const segment of name.split(this.dialect.separator)) {
       const id = this.segments.get(segment);
-      const child = id === undefined ? undefined : this.children[node]?.get(id);
-      if (child === undefined) return NONE;
+      const child = id === undefined ? NONE : childBySegment(this, node, id);
+      if (child === NONE) return NONE;
       node = child;
     }
     return this.nodeName[node] as number;
@@ -321,8 +324,8 @@ export class JsTopicTrie implements TopicTrieCore {
   private childOrInsert(parent: number, text: string): number {
     const known = this.segments.get(text);
     if (known !== undefined) {
-      const child = this.children[parent]?.get(known);
-      if (child !== undefined) return child;
+      const child = childBySegment(this, parent, known);
+      if (child !== NONE) return child;
     }
     const segment = this.segments.acquire(text);
     const child = this.freeNodes.pop() ?? this.nodeCount++;
@@ -338,14 +341,29 @@ export class JsTopicTrie implements TopicTrieCore {
     this.children[child] = undefined;
     this.changed[child] = 1;
     this.markChanged(parent);
-    let map = this.children[parent];
-    if (map === undefined) {
-      map = new Map();
-      this.children[parent] = map;
-    }
-    map.set(segment, child);
     linkLast(this, parent, child);
+    this.indexChild(parent, child, segment);
     return child;
+  }
+
+  /** Records a new child in its parent's Map, making the Map when the parent passes `SCANNED_CHILDREN`. */
+  private indexChild(parent: number, child: number, segment: number): void {
+    const map = this.children[parent];
+    if (map !== undefined) {
+      map.set(segment, child);
+      return;
+    }
+    let count = 0;
+    const { firstChild, nextSibling } = this;
+    for (let c = firstChild[parent] as number; c !== NONE && count <= SCANNED_CHILDREN; c = nextSibling[c] as number) {
+      count++;
+    }
+    if (count <= SCANNED_CHILDREN) return;
+    const made = new Map<number, number>();
+    for (let c = firstChild[parent] as number; c !== NONE; c = nextSibling[c] as number) {
+      made.set(this.segment[c] as number, c);
+    }
+    this.children[parent] = made;
   }
 
   /**
@@ -383,9 +401,11 @@ export class JsTopicTrie implements TopicTrieCore {
     let node = start;
     while (node !== ROOT && this.names[node] === 0) {
       const parent = this.parent[node] as number;
-      const map = this.children[parent] as Map<number, number>;
-      map.delete(this.segment[node] as number);
-      if (map.size === 0) this.children[parent] = undefined;
+      const map = this.children[parent];
+      if (map !== undefined) {
+        map.delete(this.segment[node] as number);
+        if (map.size <= SCANNED_CHILDREN) this.children[parent] = undefined;
+      }
       unlink(this, node);
       this.segments.release(this.segment[node] as number);
       this.children[node] = undefined;
