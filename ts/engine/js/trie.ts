@@ -2,9 +2,9 @@
  * The topic-name trie, mirroring `native/core/src/trie/`: one node per name prefix over interned
  * segment ids; a name's terminal node holds its name id (`idOf` walks down). Nodes are parallel typed
  * arrays (parent, segment, names in the subtree, name id, and the child list as first child, next and
- * previous sibling links, in order of creation as in Rust); a Map per node with children finds the
- * child along a segment. Name ids are allocated and freed exactly as in Rust, so both engines hand out
- * the same ids for the same history. Unlike Rust, the js engine keeps each name's text at its
+ * previous sibling links, in order of creation as in Rust); a node with more than eight children
+ * also has a Map from segment to child. Name ids are allocated and freed exactly as in Rust, so both
+ * engines hand out the same ids for the same history. Unlike Rust, the js engine keeps each name's text at its
  * terminal node (the string `add` was given) and in the idle set: `expand` and `idleSince` read the
  * texts where the walk already is instead of looking each up by id, at the cost of holding the
  * strings. As in Rust, walks first lay the nodes out again in depth-first order when many were placed
