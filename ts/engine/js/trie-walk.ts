@@ -123,24 +123,26 @@ function reach(trie: JsTopicTrie, pattern: string): Reached {
 }
 
 /**
- * Appends the id of every name in the subtree of `top`, `top` included, depth first, children in
- * order. Follows the parent and sibling links instead of keeping a stack, as Rust does (an MQTT
- * name can be tens of thousands of levels deep, too deep to recurse); a subtree unchanged since the
- * last compaction is read straight through its positions, which hold it in that same order.
+ * Writes the id of every name in the subtree of `top`, `top` included, into `out` from position
+ * `start`, depth first, children in order; returns the position after the last. Follows the parent
+ * and sibling links instead of keeping a stack, as Rust does (an MQTT name can be tens of thousands
+ * of levels deep, too deep to recurse); a subtree unchanged since the last compaction is read
+ * straight through its positions, which hold it in that same order.
  */
-function collectSubtree(trie: JsTopicTrie, top: number, out: number[]): void {
+function collectSubtree(trie: JsTopicTrie, top: number, out: Uint32Array, start: number): number {
   const { nodeName, firstChild, nextSibling, parent, changed, subtreeEnd } = trie;
+  let at = start;
   let node = top;
   for (;;) {
     if (changed[node] === 0) {
       const end = subtreeEnd[node] as number;
-      for (let at = node; at < end; at++) {
-        const id = nodeName[at] as number;
-        if (id !== NONE) out.push(id);
+      for (let position = node; position < end; position++) {
+        const id = nodeName[position] as number;
+        if (id !== NONE) out[at++] = id;
       }
     } else {
       const id = nodeName[node] as number;
-      if (id !== NONE) out.push(id);
+      if (id !== NONE) out[at++] = id;
       const first = firstChild[node] as number;
       if (first !== NONE) {
         node = first;
@@ -148,7 +150,7 @@ function collectSubtree(trie: JsTopicTrie, top: number, out: number[]): void {
       }
     }
     for (;;) {
-      if (node === top) return;
+      if (node === top) return at;
       const next = nextSibling[node] as number;
       if (next !== NONE) {
         node = next;
@@ -194,31 +196,43 @@ function collectSubtreeTexts(trie: JsTopicTrie, top: number, out: string[], star
   }
 }
 
-/** The ids of every stored name `pattern` matches, or null for an invalid pattern. */
-export function expandIds(trie: JsTopicTrie, pattern: string): number[] | null {
-  if (validatePattern(trie.dialect, pattern) !== null) return null;
+/**
+ * Writes the ids of the names `pattern` matches into `out` as far as it has room and returns how many
+ * there are in all, or -1 for an invalid pattern. The count is known before the walk (the per-node
+ * name counts), so when `out` has room the walk writes straight into it; otherwise it writes into an
+ * array of that size and copies what fits.
+ */
+export function expandIdsInto(trie: JsTopicTrie, pattern: string, out: Uint32Array): number {
+  if (validatePattern(trie.dialect, pattern) !== null) return -1;
   const { nodes, length, rest } = reach(trie, pattern);
-  const out: number[] = [];
+  let count = 0;
+  for (let f = 0; f < length; f++) {
+    count += rest ? restCount(trie, nodes[f] as number) : trie.isName(nodes[f] as number) ? 1 : 0;
+  }
+  const target = count <= out.length ? out : new Uint32Array(count);
   const { nodeName, firstChild, nextSibling } = trie;
+  let at = 0;
   for (let f = 0; f < length; f++) {
     const node = nodes[f] as number;
     if (!rest) {
       const id = nodeName[node] as number;
-      if (id !== NONE) out.push(id);
+      if (id !== NONE) target[at++] = id;
     } else if (trie.dialect.name === 'mqtt' && node !== ROOT) {
       // MQTT's `#` also matches the parent level: the node itself.
-      collectSubtree(trie, node, out);
+      at = collectSubtree(trie, node, target, at);
     } else {
       for (let child = firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
-        if (!skipsDollar(trie, node, child)) collectSubtree(trie, child, out);
+        if (!skipsDollar(trie, node, child)) at = collectSubtree(trie, child, target, at);
       }
     }
   }
-  return out;
+  if (at !== count) throw new Error(`trie: the walk found ${at} names where the counts say ${count}`);
+  if (target !== out) out.set(target.subarray(0, out.length));
+  return count;
 }
 
 /**
- * The names of the ids `expandIds` returns, in the same order, or null for an invalid pattern: the
+ * The names of the ids `expandIdsInto` writes, in the same order, or null for an invalid pattern: the
  * same walk, reading the texts kept at the nodes since `add`. The answer's size is known before the
  * walk (the per-node name counts), so its array is allocated once at that size: growing it by `push`
  * copies it several times, and an array over 128 KiB (16,384 names) is a fresh large object each

@@ -17,7 +17,7 @@ import { compactIfScattered } from './trie-compact.js';
 import { IdleSet } from './trie-idle.js';
 import { listNames } from './trie-list.js';
 import { linkLast, unlink } from './trie-nodes.js';
-import { childBySegment, countMatches, expandIds, expandNames, NONE, ROOT, SCANNED_CHILDREN } from './trie-walk.js';
+import { childBySegment, countMatches, expandIdsInto, expandNames, NONE, ROOT, SCANNED_CHILDREN } from './trie-walk.js';
 
 /** Nodes a new trie has room for before its arrays grow. */
 const INITIAL_NODES = 64;
@@ -250,11 +250,7 @@ export class JsTopicTrie implements TopicTrieCore {
   }
 
   expandInto(pattern: string, out: Uint32Array): number {
-    const ids = expandIds(this, pattern);
-    if (ids === null) return -1;
-    const fit = Math.min(ids.length, out.length);
-    for (let i = 0; i < fit; i++) out[i] = ids[i] as number;
-    return ids.length;
+    return expandIdsInto(this, pattern, out);
   }
 
   count(pattern: string): number {
