@@ -190,7 +190,7 @@ export declare function topicTrieCount(handle: ExternalObject<'TopicTrie'>, patt
  * holds at most `EXPAND_CHUNK_BYTES` of names: V8 places a larger string in its large-object
  * space, which cost several times the copy (about 0.6 ms for 700 KB against 0.1 ms in 64 KB
  * pieces). An ASCII string (every lite answer) crosses as Latin-1, which V8 copies without
- * decoding.
+ * decoding, straight from the answer's buffer.
  */
 export declare function topicTrieExpandFirst(handle: ExternalObject<'TopicTrie'>, pattern: string, ends: Uint32Array): string | null
 

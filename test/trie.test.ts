@@ -312,3 +312,69 @@ describe.runIf(ENGINES.length > 1)('engines agree', () => {
     }
   });
 });
+
+describe.each(ENGINES)('%s engine: changes after a walk', (engine) => {
+  it('sees a name removed or added again at a node that stays as a prefix', () => {
+    const trie = new TopicTrie({ engine });
+    for (const name of ['a__b', 'a__b__c', 'a__b__c__d', 'a__e', 'x__y']) trie.add(name);
+    let filler = 0;
+    // Places enough new nodes elsewhere that the next walk lays the whole trie out again, so the
+    // change that follows lands in a subtree laid out before it.
+    const relayout = () => {
+      for (let i = 0; i < 20; i++) trie.add(`z${filler++}__q`);
+      expect(trie.count('*__q')).toBe(filler);
+    };
+    expect(trie.expand('a__**')).toEqual(['a__b', 'a__b__c', 'a__b__c__d', 'a__e']);
+    trie.remove('a__b__c');
+    expect(trie.expand('a__**')).toEqual(['a__b', 'a__b__c__d', 'a__e']);
+    relayout();
+    trie.remove('a__b');
+    expect(trie.expand('a__**')).toEqual(['a__b__c__d', 'a__e']);
+    relayout();
+    trie.add('a__b__c');
+    expect(trie.expand('a__b__**')).toEqual(['a__b__c', 'a__b__c__d']);
+    relayout();
+    trie.add('a__b');
+    expect(trie.expand('a__**')).toEqual(['a__b', 'a__b__c', 'a__b__c__d', 'a__e']);
+  });
+});
+
+describe.runIf(ENGINES.length > 1)('engines agree across compactions', () => {
+  it('when names come and go under subtrees laid out by an earlier walk', () => {
+    // A walk compacts (both engines); the changes after it land inside and beside subtrees that a
+    // later walk may read straight through their positions (js), so answers and order must hold.
+    const tries = ENGINES.map((engine) => new TopicTrie({ engine }));
+    const names = Array.from({ length: 600 }, (_, i) => `t${i % 5}__a${i % 11}__s${i % 23}${i % 3 ? '__x' : ''}`);
+    const patterns = ['**', 't1__**', 't1__a4__**', '*__a3__*', '*__*__*__x', 't2__*__s5__*'];
+    const check = () => {
+      const candidates = [...names, 't1__a4__s4__y', 't1__a4__new', 't9__a0__s0'];
+      const live = [...new Set(candidates)].filter((n) => (tries[0] as TopicTrie).has(n));
+      const [first, ...others] = tries as [TopicTrie, ...TopicTrie[]];
+      for (const pattern of patterns) {
+        expect(sorted(first.expand(pattern))).toEqual(sorted(live.filter((n) => modelMatches('lite', pattern, n))));
+        expect(first.expand(pattern)).toEqual([...first.expandIds(pattern)].map((id) => first.nameOf(id)));
+        for (const other of others) expect(other.expand(pattern)).toEqual(first.expand(pattern));
+      }
+    };
+    for (const trie of tries) for (const name of names) trie.add(name);
+    check();
+    for (const [step, edit] of [
+      (t: TopicTrie) => t.remove('t1__a4__s4__x'),
+      (t: TopicTrie) => t.add('t1__a4__s4__y'),
+      (t: TopicTrie) => t.add('t1__a4__new'),
+      (t: TopicTrie) => t.remove('t1__a4__s15'),
+      (t: TopicTrie) => t.add('t9__a0__s0'),
+      (t: TopicTrie) => {
+        for (const n of names.slice(0, 200)) t.remove(n);
+      },
+      (t: TopicTrie) => {
+        for (const n of names.slice(0, 100)) t.add(n);
+      },
+    ].entries()) {
+      for (const trie of tries) edit(trie);
+      // Every other step walks in between, so some changes meet a freshly compacted trie.
+      if (step % 2 === 1) check();
+    }
+    check();
+  });
+});

@@ -6,8 +6,8 @@
 
 use crate::dialect;
 use litetopic_core::{ErrorCode, TopicTrie};
-use napi::bindgen_prelude::{Either, External, Latin1String, Uint32Array};
-use napi::Result;
+use napi::bindgen_prelude::{External, Uint32Array};
+use napi::{Env, JsString, Result};
 use napi_derive::napi;
 use std::cell::RefCell;
 
@@ -148,13 +148,14 @@ pub fn topic_trie_clear(
 /// holds at most `EXPAND_CHUNK_BYTES` of names: V8 places a larger string in its large-object
 /// space, which cost several times the copy (about 0.6 ms for 700 KB against 0.1 ms in 64 KB
 /// pieces). An ASCII string (every lite answer) crosses as Latin-1, which V8 copies without
-/// decoding.
-#[napi(catch_unwind)]
-pub fn topic_trie_expand_first(
+/// decoding, straight from the answer's buffer.
+#[napi(catch_unwind, ts_return_type = "string | null")]
+pub fn topic_trie_expand_first<'env>(
+    env: &'env Env,
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     pattern: String,
     mut ends: Uint32Array,
-) -> Option<Either<Latin1String, String>> {
+) -> Result<Option<JsString<'env>>> {
     let ends = crate::out_slice(&mut ends);
     let mut expansion = handle.expansion.borrow_mut();
     let Expansion {
@@ -167,11 +168,9 @@ pub fn topic_trie_expand_first(
     found.clear();
     chunks.clear();
     *next = 1;
-    let count = handle
-        .trie
-        .borrow_mut()
-        .expand_joined(&pattern, text, found)
-        .ok()?;
+    let Ok(count) = handle.trie.borrow_mut().expand_joined(&pattern, text, found) else {
+        return Ok(None);
+    };
     if let Some(first) = ends.first_mut() {
         *first = count as u32;
     }
@@ -208,29 +207,34 @@ pub fn topic_trie_expand_first(
         from = to;
         start = end + 1;
     }
-    Some(chunk_string(
-        text,
-        chunks.first().copied().unwrap_or((0, 0, true)),
-    ))
+    chunk_string(env, text, chunks.first().copied().unwrap_or((0, 0, true))).map(Some)
 }
 
 /// The next string of names of the last `topic_trie_expand_first`, or `null` after the last.
-#[napi(catch_unwind)]
-pub fn topic_trie_expand_next(
+#[napi(catch_unwind, ts_return_type = "string | null")]
+pub fn topic_trie_expand_next<'env>(
+    env: &'env Env,
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
-) -> Option<Either<Latin1String, String>> {
+) -> Result<Option<JsString<'env>>> {
     let mut expansion = handle.expansion.borrow_mut();
-    let chunk = *expansion.chunks.get(expansion.next)?;
+    let Some(&chunk) = expansion.chunks.get(expansion.next) else {
+        return Ok(None);
+    };
     expansion.next += 1;
-    Some(chunk_string(&expansion.text, chunk))
+    chunk_string(env, &expansion.text, chunk).map(Some)
 }
 
-fn chunk_string(text: &str, (start, end, ascii): (usize, usize, bool)) -> Either<Latin1String, String> {
-    let piece = text[start..end].to_owned();
+/// One chunk of the answer as a string, created from the answer's buffer (V8 copies it once).
+fn chunk_string<'env>(
+    env: &'env Env,
+    text: &str,
+    (start, end, ascii): (usize, usize, bool),
+) -> Result<JsString<'env>> {
+    let piece = &text[start..end];
     if ascii {
-        Either::A(Latin1String::from(piece))
+        env.create_string_latin1(piece.as_bytes())
     } else {
-        Either::B(piece)
+        env.create_string(piece)
     }
 }
 

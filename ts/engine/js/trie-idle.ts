@@ -4,13 +4,18 @@
  * the answer; an insert or removal finds its block by binary search and moves at most one block's
  * worth of keys, whatever order the timestamps arrive in. Appends (non-decreasing timestamps, the
  * usual case) fill blocks completely.
+ *
+ * Unlike Rust, each key also carries its name's text: the idle names are spread over the whole id
+ * range (one in a hundred, say), so looking each text up by id costs a cache and TLB miss per name,
+ * a cost that grows with the active names around them; reading the texts next to the keys does not.
  */
 import { TRIE_IDLE_BLOCK_ENTRIES } from './limits.js';
 
-/** One block: keys as two parallel arrays, sorted by (timestamp, id). */
+/** One block: keys as parallel arrays, sorted by (timestamp, id), and each key's name. */
 interface Block {
   timestamps: number[];
   ids: number[];
+  texts: string[];
 }
 
 function lastBelow(block: Block, timestamp: number, id: number): boolean {
@@ -48,7 +53,7 @@ export class IdleSet {
     return low;
   }
 
-  insert(timestamp: number, id: number): void {
+  insert(timestamp: number, id: number, text: string): void {
     const at = this.blockFor(timestamp, id);
     if (at === this.blocks.length) {
       // Past every key: append, opening a new block when the last is full.
@@ -56,8 +61,9 @@ export class IdleSet {
       if (last !== undefined && last.ids.length < TRIE_IDLE_BLOCK_ENTRIES) {
         last.timestamps.push(timestamp);
         last.ids.push(id);
+        last.texts.push(text);
       } else {
-        this.blocks.push({ timestamps: [timestamp], ids: [id] });
+        this.blocks.push({ timestamps: [timestamp], ids: [id], texts: [text] });
       }
       return;
     }
@@ -65,9 +71,14 @@ export class IdleSet {
     const position = positionIn(block, timestamp, id);
     block.timestamps.splice(position, 0, timestamp);
     block.ids.splice(position, 0, id);
+    block.texts.splice(position, 0, text);
     if (block.ids.length > TRIE_IDLE_BLOCK_ENTRIES) {
       const half = block.ids.length >>> 1;
-      this.blocks.splice(at + 1, 0, { timestamps: block.timestamps.splice(half), ids: block.ids.splice(half) });
+      this.blocks.splice(at + 1, 0, {
+        timestamps: block.timestamps.splice(half),
+        ids: block.ids.splice(half),
+        texts: block.texts.splice(half),
+      });
     }
   }
 
@@ -82,25 +93,27 @@ export class IdleSet {
     }
     block.timestamps.splice(position, 1);
     block.ids.splice(position, 1);
+    block.texts.splice(position, 1);
     if (block.ids.length === 0) this.blocks.splice(at, 1);
   }
 
-  /** The ids whose timestamp is below `cutoffMs`, oldest first, at most `limit`. */
-  olderThan(cutoffMs: number, limit: number): number[] {
-    const out: number[] = [];
+  /** The names whose timestamp is below `cutoffMs`, oldest first, at most `limit`. */
+  olderThan(cutoffMs: number, limit: number): string[] {
+    const out: string[] = [];
     for (const block of this.blocks) {
-      for (let i = 0; i < block.ids.length; i++) {
-        if ((block.timestamps[i] as number) >= cutoffMs || out.length >= limit) return out;
-        out.push(block.ids[i] as number);
+      const { timestamps, texts } = block;
+      for (let i = 0; i < texts.length; i++) {
+        if ((timestamps[i] as number) >= cutoffMs || out.length >= limit) return out;
+        out.push(texts[i] as string);
       }
     }
     return out;
   }
 
-  /** A rough figure: two 8-byte slots per key plus the block headers. */
+  /** A rough figure: three 8-byte slots per key plus the block headers. */
   approximateBytes(): number {
     let keys = 0;
     for (const block of this.blocks) keys += block.ids.length;
-    return keys * 16 + this.blocks.length * 64;
+    return keys * 24 + this.blocks.length * 96;
   }
 }

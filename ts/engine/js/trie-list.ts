@@ -5,7 +5,7 @@
  * are sorted when the page reaches them.
  */
 import type { JsTopicTrie } from './trie.js';
-import { NONE, ROOT } from './trie-walk.js';
+import { childBySegment, NONE, ROOT } from './trie-walk.js';
 
 function compareSegments(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
@@ -22,14 +22,15 @@ function segmentText(trie: JsTopicTrie, node: number): string {
 }
 
 function sortedChildren(trie: JsTopicTrie, node: number): number[] {
-  const map = trie.children[node];
-  if (map === undefined) return [];
-  return [...map.values()].sort((a, b) => compareSegments(segmentText(trie, a), segmentText(trie, b)));
+  const children: number[] = [];
+  const { firstChild, nextSibling } = trie;
+  for (let c = firstChild[node] as number; c !== NONE; c = nextSibling[c] as number) children.push(c);
+  return children.sort((a, b) => compareSegments(segmentText(trie, a), segmentText(trie, b)));
 }
 
 function child(trie: JsTopicTrie, node: number, text: string): number {
   const segment = trie.segments.get(text);
-  return (segment === undefined ? undefined : trie.children[node]?.get(segment)) ?? NONE;
+  return segment === undefined ? NONE : childBySegment(trie, node, segment);
 }
 
 /**
@@ -107,7 +108,7 @@ export function listNames(
     if (ids.length === limit) return { ids, more: true };
     frame.taken++;
     if (trie.isName(next)) ids.push(trie.nodeName[next] as number);
-    if (trie.children[next] !== undefined) frames.push({ children: sortedChildren(trie, next), taken: 0 });
+    if (trie.firstChild[next] !== NONE) frames.push({ children: sortedChildren(trie, next), taken: 0 });
   }
   return { ids, more: false };
 }

@@ -3,11 +3,10 @@
  * literal token is one edge lookup, the one-segment wildcard takes each child, and the trailing
  * wildcard takes a whole subtree without matching any name (counted in O(1) from the per-node name
  * counts). The order of levels and children is Rust's, so both engines return names in the same
- * order. (Rust also lays its nodes out again in walk order now and then, compact.rs; the js engine
- * keeps creation order, which changes its speed, not its answers.)
+ * order. As in Rust, a walk first lays the nodes out again in walk order when many were placed since
+ * the last time (trie-compact.ts), which changes its speed, not its answers.
  */
 import { validatePattern } from './dialect.js';
-import { tokenize } from './pattern.js';
 import type { JsTopicTrie } from './trie.js';
 
 /** No node: a missing child or the root's parent. */
@@ -28,10 +27,10 @@ function skipsDollar(trie: JsTopicTrie, node: number, child: number): boolean {
  * Children of a node scanned for a literal segment before its Map is asked, as in Rust: most nodes
  * have a few children, and reading them from the typed arrays costs less than a Map lookup.
  */
-const SCANNED_CHILDREN = 8;
+export const SCANNED_CHILDREN = 8;
 
 /** The child of `node` along segment id `segment`, or `NONE`. */
-function childBySegment(trie: JsTopicTrie, node: number, segment: number): number {
+export function childBySegment(trie: JsTopicTrie, node: number, segment: number): number {
   const { segment: segments, nextSibling } = trie;
   let child = trie.firstChild[node] as number;
   for (let scanned = 0; scanned < SCANNED_CHILDREN; scanned++) {
@@ -41,69 +40,117 @@ function childBySegment(trie: JsTopicTrie, node: number, segment: number): numbe
   return child === NONE ? NONE : (trie.children[node]?.get(segment) ?? NONE);
 }
 
-/** Appends the children of `node` to `out` last to first, but for those MQTT's `$` rule skips. */
-function pushChildrenReversed(trie: JsTopicTrie, node: number, out: number[]): void {
+/**
+ * Scratch for `reach`, shared by every trie (walks run to completion and never nest): the nodes
+ * reached so far and the next level's, grown as needed and never shrunk, so a walk allocates no
+ * arrays level by level (a walk over a small trie costs about as much as those allocations).
+ */
+let reachedNodes: Int32Array = new Int32Array(256);
+let nextNodes: Int32Array = new Int32Array(256);
+
+function doubled(nodes: Int32Array): Int32Array {
+  const grown = new Int32Array(nodes.length * 2);
+  grown.set(nodes);
+  return grown;
+}
+
+/**
+ * Writes the children of `node` into `nextNodes` from `at`, last to first, but for those MQTT's `$`
+ * rule skips; returns the position after them.
+ */
+function pushChildrenReversed(trie: JsTopicTrie, node: number, start: number): number {
   const first = trie.firstChild[node] as number;
-  if (first === NONE) return;
+  if (first === NONE) return start;
   const { prevSibling } = trie;
+  let at = start;
   // The first child's previous link is the last child.
   for (let child = prevSibling[first] as number; ; child = prevSibling[child] as number) {
-    if (!skipsDollar(trie, node, child)) out.push(child);
-    if (child === first) return;
+    if (!skipsDollar(trie, node, child)) {
+      if (at === nextNodes.length) nextNodes = doubled(nextNodes);
+      nextNodes[at++] = child;
+    }
+    if (child === first) return at;
   }
 }
 
-/** What the tokens before a trailing wildcard reach, in walk order, and whether one follows. */
+/**
+ * What the segments before a trailing wildcard reach, in walk order: `nodes[0..length]`, valid until
+ * the next walk; and whether a trailing wildcard follows.
+ */
 interface Reached {
-  frontier: number[];
+  nodes: Int32Array;
+  length: number;
   rest: boolean;
 }
 
 /**
- * Follows the tokens of a valid pattern down from the root level by level, as Rust does: a literal
- * replaces each node by its child along that segment, the one-segment wildcard by its children last
- * to first (so they come out last child first). Stops before a trailing wildcard.
+ * Follows the segments of a valid pattern down from the root level by level, as Rust does: a
+ * literal replaces each node by its child along that segment, the one-segment wildcard by its
+ * children last to first (so they come out last child first). Stops before a trailing wildcard.
+ * Compacts the trie first if many nodes were placed since it last was. The segments are compared
+ * with the dialect's wildcards as they come (what `tokenize` would make of them) rather than turned
+ * into token objects.
  */
 function reach(trie: JsTopicTrie, pattern: string): Reached {
-  const tokens = tokenize(pattern, trie.dialect);
-  let frontier: number[] = trie.size > 0 ? [ROOT] : [];
-  for (const token of tokens) {
-    if (token.kind === 'rest') return { frontier, rest: true };
-    const next: number[] = [];
-    if (token.kind === 'literal') {
-      const segment = trie.segments.get(token.text);
-      if (segment === undefined) return { frontier: next, rest: false };
-      for (const node of frontier) {
-        const child = childBySegment(trie, node, segment);
-        if (child !== NONE) next.push(child);
-      }
+  trie.compactIfScattered();
+  const { separator, one, rest } = trie.dialect;
+  const segments = pattern.split(separator);
+  let length = 0;
+  if (trie.size > 0) reachedNodes[length++] = ROOT;
+  for (let i = 0; i < segments.length && length > 0; i++) {
+    const text = segments[i] as string;
+    let next = 0;
+    if (text === one) {
+      for (let f = 0; f < length; f++) next = pushChildrenReversed(trie, reachedNodes[f] as number, next);
+    } else if (text === rest) {
+      return { nodes: reachedNodes, length, rest: true };
     } else {
-      for (const node of frontier) pushChildrenReversed(trie, node, next);
+      const segment = trie.segments.get(text);
+      if (segment === undefined) return { nodes: reachedNodes, length: 0, rest: false };
+      // A literal keeps at most one node per node: no growth needed.
+      if (nextNodes.length < length) nextNodes = new Int32Array(reachedNodes.length);
+      for (let f = 0; f < length; f++) {
+        const child = childBySegment(trie, reachedNodes[f] as number, segment);
+        if (child !== NONE) nextNodes[next++] = child;
+      }
     }
-    frontier = next;
-    if (frontier.length === 0) break;
+    const swap = reachedNodes;
+    reachedNodes = nextNodes;
+    nextNodes = swap;
+    length = next;
   }
-  return { frontier, rest: false };
+  return { nodes: reachedNodes, length, rest: false };
 }
 
 /**
- * Appends the id of every name in the subtree of `top`, `top` included, depth first, children in
- * order. Follows the parent and sibling links instead of keeping a stack, as Rust does (an MQTT
- * name can be tens of thousands of levels deep, too deep to recurse).
+ * Writes the id of every name in the subtree of `top`, `top` included, into `out` from position
+ * `start`, depth first, children in order; returns the position after the last. Follows the parent
+ * and sibling links instead of keeping a stack, as Rust does (an MQTT name can be tens of thousands
+ * of levels deep, too deep to recurse); a subtree unchanged since the last compaction is read
+ * straight through its positions, which hold it in that same order.
  */
-function collectSubtree(trie: JsTopicTrie, top: number, out: number[]): void {
-  const { nodeName, firstChild, nextSibling, parent } = trie;
+function collectSubtree(trie: JsTopicTrie, top: number, out: Uint32Array, start: number): number {
+  const { nodeName, firstChild, nextSibling, parent, changed, subtreeEnd } = trie;
+  let at = start;
   let node = top;
   for (;;) {
-    const id = nodeName[node] as number;
-    if (id !== NONE) out.push(id);
-    const first = firstChild[node] as number;
-    if (first !== NONE) {
-      node = first;
-      continue;
+    if (changed[node] === 0) {
+      const end = subtreeEnd[node] as number;
+      for (let position = node; position < end; position++) {
+        const id = nodeName[position] as number;
+        if (id !== NONE) out[at++] = id;
+      }
+    } else {
+      const id = nodeName[node] as number;
+      if (id !== NONE) out[at++] = id;
+      const first = firstChild[node] as number;
+      if (first !== NONE) {
+        node = first;
+        continue;
+      }
     }
     for (;;) {
-      if (node === top) return;
+      if (node === top) return at;
       const next = nextSibling[node] as number;
       if (next !== NONE) {
         node = next;
@@ -114,47 +161,135 @@ function collectSubtree(trie: JsTopicTrie, top: number, out: number[]): void {
   }
 }
 
-/** The ids of every stored name `pattern` matches, or null for an invalid pattern. */
-export function expandIds(trie: JsTopicTrie, pattern: string): number[] | null {
-  if (validatePattern(trie.dialect, pattern) !== null) return null;
-  const { frontier, rest } = reach(trie, pattern);
-  const out: number[] = [];
+/**
+ * Writes the names in the subtree of `top` into `out` from position `at`, in the order
+ * `collectSubtree` finds their ids: the texts kept at the nodes, which a compacted subtree holds in
+ * consecutive positions. Returns the position after the last.
+ */
+function collectSubtreeTexts(trie: JsTopicTrie, top: number, out: string[], start: number): number {
+  const { nodeText, firstChild, nextSibling, parent, changed, names, firstName, preorderTexts } = trie;
+  let at = start;
+  let node = top;
+  for (;;) {
+    if (changed[node] === 0) {
+      const from = firstName[node] as number;
+      const end = from + (names[node] as number);
+      for (let k = from; k < end; k++) out[at++] = preorderTexts[k] as string;
+    } else {
+      const text = nodeText[node];
+      if (text !== undefined) out[at++] = text;
+      const first = firstChild[node] as number;
+      if (first !== NONE) {
+        node = first;
+        continue;
+      }
+    }
+    for (;;) {
+      if (node === top) return at;
+      const next = nextSibling[node] as number;
+      if (next !== NONE) {
+        node = next;
+        break;
+      }
+      node = parent[node] as number;
+    }
+  }
+}
+
+/**
+ * Writes the ids of the names `pattern` matches into `out` as far as it has room and returns how many
+ * there are in all, or -1 for an invalid pattern. The count is known before the walk (the per-node
+ * name counts), so when `out` has room the walk writes straight into it; otherwise it writes into an
+ * array of that size and copies what fits.
+ */
+export function expandIdsInto(trie: JsTopicTrie, pattern: string, out: Uint32Array): number {
+  if (validatePattern(trie.dialect, pattern) !== null) return -1;
+  const { nodes, length, rest } = reach(trie, pattern);
+  let count = 0;
+  for (let f = 0; f < length; f++) {
+    count += rest ? restCount(trie, nodes[f] as number) : trie.isName(nodes[f] as number) ? 1 : 0;
+  }
+  const target = count <= out.length ? out : new Uint32Array(count);
   const { nodeName, firstChild, nextSibling } = trie;
-  for (const node of frontier) {
+  let at = 0;
+  for (let f = 0; f < length; f++) {
+    const node = nodes[f] as number;
     if (!rest) {
       const id = nodeName[node] as number;
-      if (id !== NONE) out.push(id);
+      if (id !== NONE) target[at++] = id;
     } else if (trie.dialect.name === 'mqtt' && node !== ROOT) {
       // MQTT's `#` also matches the parent level: the node itself.
-      collectSubtree(trie, node, out);
+      at = collectSubtree(trie, node, target, at);
     } else {
       for (let child = firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
-        if (!skipsDollar(trie, node, child)) collectSubtree(trie, child, out);
+        if (!skipsDollar(trie, node, child)) at = collectSubtree(trie, child, target, at);
       }
     }
   }
+  if (at !== count) throw new Error(`trie: the walk found ${at} names where the counts say ${count}`);
+  if (target !== out) out.set(target.subarray(0, out.length));
+  return count;
+}
+
+/**
+ * The names of the ids `expandIdsInto` writes, in the same order, or null for an invalid pattern: the
+ * same walk, reading the texts kept at the nodes since `add`. The answer's size is known before the
+ * walk (the per-node name counts), so its array is allocated once at that size: growing it by `push`
+ * copies it several times, and an array over 128 KiB (16,384 names) is a fresh large object each
+ * time, whose pages the kernel must fault in and zero.
+ */
+export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null {
+  if (validatePattern(trie.dialect, pattern) !== null) return null;
+  const { nodes, length, rest } = reach(trie, pattern);
+  const { nodeText, firstChild, nextSibling } = trie;
+  if (rest && length === 1) {
+    const whole = wholeSubtree(trie, nodes[0] as number);
+    if (whole !== null) return whole;
+  }
+  let count = 0;
+  for (let f = 0; f < length; f++)
+    count += rest ? restCount(trie, nodes[f] as number) : trie.isName(nodes[f] as number) ? 1 : 0;
+  const out = new Array<string>(count);
+  let at = 0;
+  for (let f = 0; f < length; f++) {
+    const node = nodes[f] as number;
+    if (!rest) {
+      const text = nodeText[node];
+      if (text !== undefined) out[at++] = text;
+    } else if (trie.dialect.name === 'mqtt' && node !== ROOT) {
+      // MQTT's `#` also matches the parent level: the node itself.
+      at = collectSubtreeTexts(trie, node, out, at);
+    } else {
+      for (let child = firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
+        if (!skipsDollar(trie, node, child)) at = collectSubtreeTexts(trie, child, out, at);
+      }
+    }
+  }
+  if (at !== count) throw new Error(`trie: the walk found ${at} names where the counts say ${count}`);
   return out;
 }
 
 /**
- * The names `expandIds` would return the ids of, in the same order, or null for an invalid
- * pattern: each id's text, kept since `add`, so a name costs an array read.
+ * The names a trailing wildcard takes at `node` when its subtree is unchanged since the last
+ * compaction: one copy of their run of `preorderTexts` (the node's own name, first in that run, only
+ * for MQTT's `#`). Null when the subtree changed, or for the root under MQTT's `$` rule.
  */
-export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null {
-  const ids = expandIds(trie, pattern);
-  if (ids === null) return null;
-  const { nameText } = trie;
-  const out = new Array<string>(ids.length);
-  for (let i = 0; i < ids.length; i++) out[i] = nameText[ids[i] as number] as string;
-  return out;
+function wholeSubtree(trie: JsTopicTrie, node: number): string[] | null {
+  if (trie.changed[node] !== 0) return null;
+  const mqtt = trie.dialect.name === 'mqtt';
+  if (mqtt && node === ROOT) return null;
+  const from = (trie.firstName[node] as number) + (!mqtt && trie.isName(node) ? 1 : 0);
+  const end = (trie.firstName[node] as number) + (trie.names[node] as number);
+  return trie.preorderTexts.slice(from, end);
 }
 
 /** How many stored names `pattern` matches, or -1 for an invalid pattern. */
 export function countMatches(trie: JsTopicTrie, pattern: string): number {
   if (validatePattern(trie.dialect, pattern) !== null) return -1;
-  const { frontier, rest } = reach(trie, pattern);
+  const { nodes, length, rest } = reach(trie, pattern);
   let total = 0;
-  for (const node of frontier) total += rest ? restCount(trie, node) : trie.isName(node) ? 1 : 0;
+  for (let f = 0; f < length; f++)
+    total += rest ? restCount(trie, nodes[f] as number) : trie.isName(nodes[f] as number) ? 1 : 0;
   return total;
 }
 

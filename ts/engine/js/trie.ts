@@ -2,19 +2,22 @@
  * The topic-name trie, mirroring `native/core/src/trie/`: one node per name prefix over interned
  * segment ids; a name's terminal node holds its name id (`idOf` walks down). Nodes are parallel typed
  * arrays (parent, segment, names in the subtree, name id, and the child list as first child, next and
- * previous sibling links, in order of creation as in Rust); a Map per node with children finds the
- * child along a segment. Name ids are allocated and freed exactly as in Rust, so both engines hand out
- * the same ids for the same history. Unlike Rust, the js engine keeps each name's text by id (the
- * string `add` was given): `nameOf` is an array read and `expand` the ids' texts, at the cost of
- * holding the strings. Walks live in trie-walk.ts and trie-list.ts.
+ * previous sibling links, in order of creation as in Rust); a node with more than eight children
+ * also has a Map from segment to child. Name ids are allocated and freed exactly as in Rust, so both
+ * engines hand out the same ids for the same history. Unlike Rust, the js engine keeps each name's text at its
+ * terminal node (the string `add` was given) and in the idle set: `expand` and `idleSince` read the
+ * texts where the walk already is instead of looking each up by id, at the cost of holding the
+ * strings. As in Rust, walks first lay the nodes out again in depth-first order when many were placed
+ * since the last time (trie-compact.ts). Walks live in trie-walk.ts and trie-list.ts.
  */
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
 import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from './dialect.js';
 import { Interner } from './interner.js';
+import { compactIfScattered } from './trie-compact.js';
 import { IdleSet } from './trie-idle.js';
 import { listNames } from './trie-list.js';
 import { linkLast, unlink } from './trie-nodes.js';
-import { countMatches, expandIds, expandNames, NONE, ROOT } from './trie-walk.js';
+import { childBySegment, countMatches, expandIdsInto, expandNames, NONE, ROOT, SCANNED_CHILDREN } from './trie-walk.js';
 
 /** Nodes a new trie has room for before its arrays grow. */
 const INITIAL_NODES = 64;
@@ -31,10 +34,27 @@ export class JsTopicTrie implements TopicTrieCore {
   nextSibling = new Int32Array(INITIAL_NODES);
   /** For a first child: the last child of its parent (appends are O(1), as in Rust). */
   prevSibling = new Int32Array(INITIAL_NODES);
-  /** Per node with children: segment id → child. */
+  /**
+   * 1 for a node whose subtree had a node placed or freed, or a name added or removed, since the
+   * last compaction (and for every ancestor of such a node); 0 for one whose subtree is still the run
+   * of positions from it to its `subtreeEnd` and whose names are still the run of `preorderTexts`
+   * from its `firstName`, which a walk then reads straight through (trie-compact.ts).
+   */
+  changed = new Uint8Array(INITIAL_NODES);
+  /** The position after a node's subtree as the last compaction laid it out: valid while unchanged. */
+  subtreeEnd = new Int32Array(INITIAL_NODES);
+  /** Where a node's subtree's names start in `preorderTexts`: valid while unchanged. */
+  firstName = new Int32Array(INITIAL_NODES);
+  /** The names in depth-first order as the last compaction found them. */
+  preorderTexts: string[] = [];
+  /**
+   * Per node with more than `SCANNED_CHILDREN` children: segment id → child. A node with fewer is
+   * searched along its child list, as every lookup reads the first children first anyway.
+   */
   children: (Map<number, number> | undefined)[] = [];
-  /** Per name id: its text (`undefined` for a free id), terminal node and last activity. */
-  nameText: (string | undefined)[] = [];
+  /** Per node: the text of the name ending there, `undefined` for a prefix that is not a name. */
+  nodeText: (string | undefined)[] = [undefined];
+  /** Per name id: its terminal node (`NONE` for a free id) and last activity. */
   private nameNodes: number[] = [];
   private lastActive: number[] = [];
   private freeNames: number[] = [];
@@ -45,6 +65,8 @@ export class JsTopicTrie implements TopicTrieCore {
   readonly dialect: DialectRules;
   private nodeCount = 1;
   private freeNodes: number[] = [];
+  /** Nodes placed (new or in a freed position) since the last compaction: out of walk order. */
+  placedSinceCompaction = 0;
   private idle = new IdleSet();
 
   constructor(
@@ -63,8 +85,12 @@ export class JsTopicTrie implements TopicTrieCore {
     this.firstChild = new Int32Array(INITIAL_NODES);
     this.nextSibling = new Int32Array(INITIAL_NODES);
     this.prevSibling = new Int32Array(INITIAL_NODES);
+    this.changed = new Uint8Array(INITIAL_NODES);
+    this.subtreeEnd = new Int32Array(INITIAL_NODES);
+    this.firstName = new Int32Array(INITIAL_NODES);
+    this.preorderTexts = [];
     this.children = [];
-    this.nameText = [];
+    this.nodeText = [undefined];
     this.nameNodes = [];
     this.lastActive = [];
     this.freeNames = [];
@@ -73,11 +99,13 @@ export class JsTopicTrie implements TopicTrieCore {
     this.dollarNames = 0;
     this.nodeCount = 1;
     this.freeNodes = [];
+    this.placedSinceCompaction = 0;
     this.idle = new IdleSet();
     this.parent[ROOT] = NONE;
     this.segment[ROOT] = NONE;
     this.nodeName[ROOT] = NONE;
     this.firstChild[ROOT] = NONE;
+    this.subtreeEnd[ROOT] = ROOT + 1;
   }
 
   get size(): number {
@@ -86,6 +114,65 @@ export class JsTopicTrie implements TopicTrieCore {
 
   isName(node: number): boolean {
     return (this.nodeName[node] as number) !== NONE;
+  }
+
+  /** Nodes in use, the root included. */
+  liveNodes(): number {
+    return this.nodeCount - this.freeNodes.length;
+  }
+
+  /** Lays the nodes out in walk order when many were placed out of it (trie-compact.ts). */
+  compactIfScattered(): void {
+    compactIfScattered(this);
+  }
+
+  /**
+   * Takes the arrays of a compaction, which moved every live node (`moved`: old position → new) to
+   * the first `liveNodes()` positions in depth-first order.
+   */
+  relaidOut(
+    nodes: Pick<
+      JsTopicTrie,
+      | 'parent'
+      | 'segment'
+      | 'names'
+      | 'nodeName'
+      | 'firstChild'
+      | 'nextSibling'
+      | 'prevSibling'
+      | 'changed'
+      | 'subtreeEnd'
+      | 'firstName'
+      | 'preorderTexts'
+      | 'children'
+      | 'nodeText'
+    >,
+    moved: Int32Array,
+  ): void {
+    const live = this.liveNodes();
+    ({
+      parent: this.parent,
+      segment: this.segment,
+      names: this.names,
+      nodeName: this.nodeName,
+      firstChild: this.firstChild,
+      nextSibling: this.nextSibling,
+      prevSibling: this.prevSibling,
+      changed: this.changed,
+      subtreeEnd: this.subtreeEnd,
+      firstName: this.firstName,
+      preorderTexts: this.preorderTexts,
+      children: this.children,
+      nodeText: this.nodeText,
+    } = nodes);
+    const { nameNodes } = this;
+    for (let id = 0; id < nameNodes.length; id++) {
+      const node = nameNodes[id] as number;
+      if (node !== NONE) nameNodes[id] = moved[node] as number;
+    }
+    this.nodeCount = live;
+    this.freeNodes = [];
+    this.placedSinceCompaction = 0;
   }
 
   /** 0 when valid, else -1 (invalid lite name) or -2 (invalid MQTT or NATS topic). */
@@ -106,8 +193,9 @@ export class JsTopicTrie implements TopicTrieCore {
     }
     const timestamp = timestampMs ?? 0;
     const id = this.allocateName(node, name, timestamp);
-    this.idle.insert(timestamp, id);
+    this.idle.insert(timestamp, id, name);
     this.adjustCounts(node, 1);
+    this.markChanged(node);
     this.nameCount++;
     if (this.isDollar(name)) this.dollarNames++;
     return id;
@@ -117,9 +205,9 @@ export class JsTopicTrie implements TopicTrieCore {
   private allocateName(node: number, name: string, timestamp: number): number {
     const id = this.freeNames.pop() ?? this.nameNodes.length;
     this.nameNodes[id] = node;
-    this.nameText[id] = name;
     this.lastActive[id] = timestamp;
     this.nodeName[node] = id;
+    this.nodeText[node] = name;
     return id;
   }
 
@@ -129,10 +217,11 @@ export class JsTopicTrie implements TopicTrieCore {
     this.idle.remove(this.lastActive[id] as number, id);
     const node = this.nameNodes[id] as number;
     this.nodeName[node] = NONE;
+    this.nodeText[node] = undefined;
     this.nameNodes[id] = NONE;
-    this.nameText[id] = undefined;
     this.freeNames.push(id);
     this.adjustCounts(node, -1);
+    this.markChanged(node);
     this.nameCount--;
     if (this.isDollar(name)) this.dollarNames--;
     this.prune(node);
@@ -144,15 +233,16 @@ export class JsTopicTrie implements TopicTrieCore {
     let node = ROOT;
     for (const segment of name.split(this.dialect.separator)) {
       const id = this.segments.get(segment);
-      const child = id === undefined ? undefined : this.children[node]?.get(id);
-      if (child === undefined) return NONE;
+      const child = id === undefined ? NONE : childBySegment(this, node, id);
+      if (child === NONE) return NONE;
       node = child;
     }
     return this.nodeName[node] as number;
   }
 
   nameOf(id: number): string | undefined {
-    return this.nameText[id];
+    const node = this.nameNodes[id];
+    return node === undefined || node === NONE ? undefined : this.nodeText[node];
   }
 
   expand(pattern: string): string[] | null {
@@ -160,11 +250,7 @@ export class JsTopicTrie implements TopicTrieCore {
   }
 
   expandInto(pattern: string, out: Uint32Array): number {
-    const ids = expandIds(this, pattern);
-    if (ids === null) return -1;
-    const fit = Math.min(ids.length, out.length);
-    for (let i = 0; i < fit; i++) out[i] = ids[i] as number;
-    return ids.length;
+    return expandIdsInto(this, pattern, out);
   }
 
   count(pattern: string): number {
@@ -173,7 +259,7 @@ export class JsTopicTrie implements TopicTrieCore {
 
   list(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean } {
     const { ids, more } = listNames(this, prefix, limit, after);
-    return { names: ids.map((id) => this.nameText[id] as string), more };
+    return { names: ids.map((id) => this.nameOf(id) as string), more };
   }
 
   touch(name: string, timestampMs: number): boolean {
@@ -188,13 +274,13 @@ export class JsTopicTrie implements TopicTrieCore {
     const old = this.lastActive[id] as number;
     if (timestampMs > old) {
       this.idle.remove(old, id);
-      this.idle.insert(timestampMs, id);
+      this.idle.insert(timestampMs, id, this.nameOf(id) as string);
       this.lastActive[id] = timestampMs;
     }
   }
 
   idleSince(cutoffMs: number, limit: number): string[] {
-    return this.idle.olderThan(cutoffMs, limit).map((id) => this.nameText[id] as string);
+    return this.idle.olderThan(cutoffMs, limit);
   }
 
   clear(): void {
@@ -205,11 +291,12 @@ export class JsTopicTrie implements TopicTrieCore {
     let maps = 0;
     for (const map of this.children) if (map !== undefined) maps += 64 + map.size * 24;
     let texts = 0;
-    for (const text of this.nameText) if (text !== undefined) texts += 16 + text.length;
+    for (const text of this.nodeText) if (text !== undefined) texts += 16 + text.length;
     const approximateBytes =
       this.parent.length * 24 +
       maps +
-      this.nameNodes.length * 8 * 4 +
+      this.nameNodes.length * 8 * 3 +
+      this.nodeText.length * 8 +
       texts +
       this.freeNodes.length * 8 +
       this.segments.approximateBytes() +
@@ -233,12 +320,14 @@ export class JsTopicTrie implements TopicTrieCore {
   private childOrInsert(parent: number, text: string): number {
     const known = this.segments.get(text);
     if (known !== undefined) {
-      const child = this.children[parent]?.get(known);
-      if (child !== undefined) return child;
+      const child = childBySegment(this, parent, known);
+      if (child !== NONE) return child;
     }
     const segment = this.segments.acquire(text);
     const child = this.freeNodes.pop() ?? this.nodeCount++;
     if (child >= this.parent.length) this.grow();
+    this.placedSinceCompaction++;
+    this.nodeText[child] = undefined;
     this.parent[child] = parent;
     this.segment[child] = segment;
     this.names[child] = 0;
@@ -246,14 +335,40 @@ export class JsTopicTrie implements TopicTrieCore {
     this.firstChild[child] = NONE;
     this.nextSibling[child] = NONE;
     this.children[child] = undefined;
-    let map = this.children[parent];
-    if (map === undefined) {
-      map = new Map();
-      this.children[parent] = map;
-    }
-    map.set(segment, child);
+    this.changed[child] = 1;
+    this.markChanged(parent);
     linkLast(this, parent, child);
+    this.indexChild(parent, child, segment);
     return child;
+  }
+
+  /** Records a new child in its parent's Map, making the Map when the parent passes `SCANNED_CHILDREN`. */
+  private indexChild(parent: number, child: number, segment: number): void {
+    const map = this.children[parent];
+    if (map !== undefined) {
+      map.set(segment, child);
+      return;
+    }
+    let count = 0;
+    const { firstChild, nextSibling } = this;
+    for (let c = firstChild[parent] as number; c !== NONE && count <= SCANNED_CHILDREN; c = nextSibling[c] as number) {
+      count++;
+    }
+    if (count <= SCANNED_CHILDREN) return;
+    const made = new Map<number, number>();
+    for (let c = firstChild[parent] as number; c !== NONE; c = nextSibling[c] as number) {
+      made.set(this.segment[c] as number, c);
+    }
+    this.children[parent] = made;
+  }
+
+  /**
+   * Marks `node` and its ancestors as changed since the last compaction. Every ancestor of a changed
+   * node is changed, so the climb stops at the first one already marked.
+   */
+  private markChanged(node: number): void {
+    const { changed, parent } = this;
+    for (let n = node; n !== NONE && changed[n] === 0; n = parent[n] as number) changed[n] = 1;
   }
 
   private grow(): void {
@@ -270,6 +385,11 @@ export class JsTopicTrie implements TopicTrieCore {
     this.firstChild = grown(this.firstChild, (n) => new Int32Array(n));
     this.nextSibling = grown(this.nextSibling, (n) => new Int32Array(n));
     this.prevSibling = grown(this.prevSibling, (n) => new Int32Array(n));
+    const changed = new Uint8Array(capacity);
+    changed.set(this.changed);
+    this.changed = changed;
+    this.subtreeEnd = grown(this.subtreeEnd, (n) => new Int32Array(n));
+    this.firstName = grown(this.firstName, (n) => new Int32Array(n));
   }
 
   /** Frees `node` and its ancestors while they are neither names nor prefixes of names. */
@@ -277,14 +397,18 @@ export class JsTopicTrie implements TopicTrieCore {
     let node = start;
     while (node !== ROOT && this.names[node] === 0) {
       const parent = this.parent[node] as number;
-      const map = this.children[parent] as Map<number, number>;
-      map.delete(this.segment[node] as number);
-      if (map.size === 0) this.children[parent] = undefined;
+      const map = this.children[parent];
+      if (map !== undefined) {
+        map.delete(this.segment[node] as number);
+        if (map.size <= SCANNED_CHILDREN) this.children[parent] = undefined;
+      }
       unlink(this, node);
       this.segments.release(this.segment[node] as number);
       this.children[node] = undefined;
       this.parent[node] = NONE;
       this.freeNodes.push(node);
+      this.changed[node] = 1;
+      this.markChanged(parent);
       node = parent;
     }
     // Nothing left: start afresh, so an emptied trie is as small as a new one (as in Rust).

@@ -1,0 +1,135 @@
+/**
+ * Compaction of the js trie, mirroring `native/core/src/trie/compact.rs`: laying the nodes out
+ * again in depth-first order, so that a walk reads a subtree from consecutive positions of each
+ * typed array (and of `nodeText`) instead of one cache and TLB miss per node.
+ *
+ * Nodes are placed in order of creation, so the nodes of one tenant among a million names are spread
+ * over the whole arrays: expanding such a tenant cost about 600 ns a name, where a linear scan costs
+ * about 40 ns a name. After compaction a node's first child is the next position and a subtree is
+ * one run of positions. Walks compact first when more than one in `SCATTERED_SHARE_DIVISOR` live
+ * nodes were placed since the last compaction: a compaction costs the number of nodes and runs only
+ * after that many placements, so it is amortized O(1) a placement. Name ids, child order and
+ * therefore every answer stay the same; nothing outside the trie sees node positions.
+ *
+ * A compaction also records where each node's subtree ends and lists the names in that order
+ * (`preorderTexts`, each node's first at `firstName`). Until a node is placed or freed, or a name
+ * added or removed, inside it (`changed`, kept by trie.ts), a subtree is exactly the positions from
+ * its node to that end and its names the run of `preorderTexts` from its first: a walk taking a
+ * whole subtree copies that run instead of following links (a branch and a dependent load per node).
+ * Subtrees changed since are walked by their links, as before.
+ */
+import type { JsTopicTrie } from './trie.js';
+import { NONE, ROOT } from './trie-walk.js';
+
+/** Walks compact the trie first when more than one in this many live nodes were placed since. */
+const SCATTERED_SHARE_DIVISOR = 4;
+
+/** Compacts when enough nodes were placed out of walk order since the last compaction. */
+export function compactIfScattered(trie: JsTopicTrie): void {
+  if (trie.placedSinceCompaction * SCATTERED_SHARE_DIVISOR > trie.liveNodes()) compact(trie);
+}
+
+/** The positions of every live node in depth-first pre-order, the root first. */
+function preorder(trie: JsTopicTrie): Int32Array {
+  const { firstChild, nextSibling, parent } = trie;
+  const order = new Int32Array(trie.liveNodes());
+  let at = 0;
+  let node = ROOT;
+  for (;;) {
+    order[at++] = node;
+    const first = firstChild[node] as number;
+    if (first !== NONE) {
+      node = first;
+      continue;
+    }
+    // Up until a node with a next sibling; the walk ends back at the root.
+    for (;;) {
+      if (node === ROOT) return order;
+      const next = nextSibling[node] as number;
+      if (next !== NONE) {
+        node = next;
+        break;
+      }
+      node = parent[node] as number;
+    }
+  }
+}
+
+/**
+ * Lays the nodes out in depth-first order (children in their list order) and drops freed positions.
+ * The child Maps are kept and their values rewritten; `nameNodes` follows the moves.
+ */
+export function compact(trie: JsTopicTrie): void {
+  const order = preorder(trie);
+  const live = order.length;
+  // Old position → new position, for rewriting the links.
+  const moved = new Int32Array(trie.parent.length).fill(NONE);
+  for (let at = 0; at < live; at++) moved[order[at] as number] = at;
+  // Rewrites one child Map entry in place (`forEach`, unlike `for…of`, makes no entry arrays).
+  const remap = (child: number, segment: number, map: Map<number, number>): void => {
+    map.set(segment, moved[child] as number);
+  };
+  const capacity = trie.parent.length;
+  // One array at a time, read in order and written at each node's new position: one array of a
+  // million-name trie fits the caches and TLB where all of them together do not, and writes to
+  // scattered positions do not stall the way scattered reads do (gathering every field of a node at
+  // once from its old position took several seconds for a million names).
+  const gather = (source: Int32Array, links: boolean): Int32Array<ArrayBuffer> => {
+    const target = new Int32Array(capacity);
+    for (let from = 0; from < capacity; from++) {
+      const to = moved[from] as number;
+      if (to === NONE) continue;
+      const value = source[from] as number;
+      target[to] = links && value !== NONE ? (moved[value] as number) : value;
+    }
+    return target;
+  };
+  const parent = gather(trie.parent, true);
+  const segment = gather(trie.segment, false);
+  const names = gather(trie.names, false);
+  const nodeName = gather(trie.nodeName, false);
+  const firstChild = gather(trie.firstChild, true);
+  const nextSibling = gather(trie.nextSibling, true);
+  const prevSibling = gather(trie.prevSibling, true);
+  const changed = new Uint8Array(capacity);
+  const subtreeEnd = new Int32Array(capacity);
+  const firstName = new Int32Array(capacity);
+  const children: (Map<number, number> | undefined)[] = [];
+  for (let at = 0; at < live; at++) {
+    const map = trie.children[order[at] as number];
+    if (map !== undefined) map.forEach(remap);
+    children.push(map);
+  }
+  const preorderTexts: string[] = [];
+  const nodeText: (string | undefined)[] = [];
+  for (let at = 0; at < live; at++) {
+    const text = trie.nodeText[order[at] as number];
+    nodeText.push(text);
+    subtreeEnd[at] = at + 1;
+    firstName[at] = preorderTexts.length;
+    if (text !== undefined) preorderTexts.push(text);
+  }
+  // Pre-order: a subtree ends where its last descendant's does; children come after their parent.
+  for (let at = live - 1; at > ROOT; at--) {
+    const up = parent[at] as number;
+    if ((subtreeEnd[at] as number) > (subtreeEnd[up] as number)) subtreeEnd[up] = subtreeEnd[at] as number;
+  }
+  trie.relaidOut(
+    {
+      parent,
+      segment,
+      names,
+      nodeName,
+      firstChild,
+      nextSibling,
+      prevSibling,
+      changed,
+      subtreeEnd,
+      firstName,
+      preorderTexts,
+      children,
+      nodeText,
+    },
+    moved,
+  );
+}
