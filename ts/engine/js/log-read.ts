@@ -111,8 +111,11 @@ function verify(
     const info = checkRecord(bytes, at, at + size);
     let problem = typeof info === 'string' ? info : undefined;
     if (typeof info !== 'string') {
-      const index = info.lmqs.indexOf(lmq);
-      if (info.type !== RECORD_TYPE_MESSAGE || info.size !== size || info.offsets[index] !== first + k) {
+      // A record may name the LMQ more than once, each with its own offset: any of them will do.
+      let named = false;
+      for (let j = 0; j < info.lmqs.length && !named; j++)
+        named = info.lmqs[j] === lmq && info.offsets[j] === first + k;
+      if (info.type !== RECORD_TYPE_MESSAGE || info.size !== size || !named) {
         problem = `it is not offset ${first + k} of LMQ ${lmq}`;
       }
     }

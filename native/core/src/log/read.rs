@@ -122,10 +122,12 @@ impl Log {
             // The record must be the one the index says: a message of this LMQ at this offset
             // (an index entry pointing at another intact record is corruption too).
             let wanted = span.first_offset + count as u64;
+            // A record may name the LMQ more than once (the Rust API does not refuse it), each
+            // with its own offset: any of them will do.
             let here = layout.kind == TYPE_MESSAGE
                 && lmq_names(record, &layout)
-                    .position(|name| name == lmq)
-                    .is_some_and(|i| offset(record, i) == wanted);
+                    .enumerate()
+                    .any(|(i, name)| name == lmq && offset(record, i) == wanted);
             if !here {
                 return Err(corrupt("the record is not the LMQ offset its index entry names"));
             }
