@@ -52,13 +52,17 @@ export declare function logOpen(dir: string, segmentBytes: number, nowMs: number
 export declare function logPrepareSegment(handle: ExternalObject<'Log'>, nowMs: number): Promise<void>
 
 /**
- * Reads up to `max_count` records of `lmq` from `from_offset` into one new Buffer: the position of
- * each record as a native-endian f64, then the records as stored, back to back, checked. The Buffer
- * is allocated by the engine (`napi_create_buffer`) and filled in place: one allocation and one
- * copy of each record, and no finalizer for the garbage collector to run, as an external Buffer
- * over a Rust `Vec` would have. `meta` receives the record count and the first record's offset.
+ * Reads up to `max_count` records of `lmq` from `from_offset` into one new buffer: the position of
+ * each record as a native-endian f64, then the records as stored, back to back, checked. The
+ * buffer is allocated by the engine and filled in place: one allocation and one copy of each
+ * record, and no finalizer for the garbage collector to run, as an external buffer over a Rust
+ * `Vec` would have. Up to [`SMALL_READ_BYTES`] it is an ArrayBuffer (`napi_create_arraybuffer`),
+ * larger a Buffer (`napi_create_buffer`): creating a Buffer from C++ also sets its prototype,
+ * which cost more than the rest of a one-message read, while an ArrayBuffer comes zero-filled,
+ * which costs more than that once the read is large. `meta` receives the record count and the
+ * first record's offset.
  */
-export declare function logRead(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number, meta: Float64Array): Buffer
+export declare function logRead(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number, meta: Float64Array): ArrayBuffer | Buffer
 
 /**
  * Detaches old segments now (never the active one) and removes their files in the task.

@@ -38,12 +38,17 @@ function text(bytes: Buffer, start: number, end: number): string {
 
 /** Decodes every record of a read result. */
 export function decodeMessages(lmq: string, result: LogReadResult): StoredMessage[] {
-  const bytes = Buffer.isBuffer(result.bytes)
-    ? result.bytes
-    : Buffer.from(result.bytes.buffer, result.bytes.byteOffset, result.bytes.byteLength);
-  const messages: StoredMessage[] = new Array(result.count);
+  const count = result.count;
+  const messages: StoredMessage[] = new Array(count);
+  if (count === 0) return messages;
+  const source = result.bytes;
+  const arrayBuffer = source.buffer;
+  const base = source.byteOffset;
+  const bytes = Buffer.isBuffer(source) ? source : Buffer.from(arrayBuffer, base, source.byteLength);
+  const positions = result.positions;
+  const firstOffset = result.firstOffset;
   let at = 0;
-  for (let i = 0; i < result.count; i++) {
+  for (let i = 0; i < count; i++) {
     const size = readRecordSize(bytes, at);
     const flags = bytes[at + 13] as number;
     const lmqCount = readU16(bytes, at + 14);
@@ -73,14 +78,16 @@ export function decodeMessages(lmq: string, result: LogReadResult): StoredMessag
     const bodyLength = readU32(bytes, p);
     messages[i] = {
       lmq,
-      offset: result.firstOffset + i,
-      position: result.positions[i] as number,
+      offset: firstOffset + i,
+      position: positions[i] as number,
       storeTimestamp: readU64(bytes, at + 16),
       bornTimestamp: readU64(bytes, at + 24),
       key,
       tag,
       properties,
-      body: bytes.subarray(p + 4, p + 4 + bodyLength),
+      // A view made from the ArrayBuffer directly: `subarray` looks up a species constructor for
+      // every message, which costs about half again as much.
+      body: Buffer.from(arrayBuffer, base + p + 4, bodyLength),
     };
     at += size;
   }

@@ -19,6 +19,7 @@ mod interner;
 pub mod limits;
 pub mod log;
 pub mod pattern;
+mod prefetch;
 pub mod queue;
 pub mod trie;
 

@@ -8,9 +8,13 @@
 
 mod tasks;
 
+use litetopic_core::limits::MAX_LMQ_NAME_BYTES;
 use litetopic_core::log::{LogError, LogHandle};
-use napi::bindgen_prelude::{BufferSlice, External, Float64Array, FromNapiValue, Uint32Array, Uint8Array};
-use napi::{check_status, sys, Env, Error, Result, Status};
+use napi::bindgen_prelude::{
+    ArrayBuffer, BufferSlice, Either, External, Float64Array, Float64ArraySlice, FromNapiValue, Uint32Array,
+    Uint8Array,
+};
+use napi::{check_status, sys, Env, Error, JsString, JsValue, Result, Status};
 use napi_derive::napi;
 
 /// The handle behind `ExternalObject<'Log'>`.
@@ -111,26 +115,33 @@ pub fn log_append(
     Ok((from + written) as u32)
 }
 
-/// Reads up to `max_count` records of `lmq` from `from_offset` into one new Buffer: the position of
-/// each record as a native-endian f64, then the records as stored, back to back, checked. The Buffer
-/// is allocated by the engine (`napi_create_buffer`) and filled in place: one allocation and one
-/// copy of each record, and no finalizer for the garbage collector to run, as an external Buffer
-/// over a Rust `Vec` would have. `meta` receives the record count and the first record's offset.
-#[napi(catch_unwind, ts_return_type = "Buffer")]
+/// Reads up to `max_count` records of `lmq` from `from_offset` into one new buffer: the position of
+/// each record as a native-endian f64, then the records as stored, back to back, checked. The
+/// buffer is allocated by the engine and filled in place: one allocation and one copy of each
+/// record, and no finalizer for the garbage collector to run, as an external buffer over a Rust
+/// `Vec` would have. Up to [`SMALL_READ_BYTES`] it is an ArrayBuffer (`napi_create_arraybuffer`),
+/// larger a Buffer (`napi_create_buffer`): creating a Buffer from C++ also sets its prototype,
+/// which cost more than the rest of a one-message read, while an ArrayBuffer comes zero-filled,
+/// which costs more than that once the read is large. `meta` receives the record count and the
+/// first record's offset.
+#[napi(catch_unwind, ts_return_type = "ArrayBuffer | Buffer")]
 pub fn log_read<'env>(
     env: &'env Env,
     #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
-    lmq: String,
+    #[napi(ts_arg_type = "string")] lmq: JsString,
     from_offset: f64,
     max_count: u32,
-    mut meta: Float64Array,
-) -> Result<BufferSlice<'env>> {
-    let meta = crate::out_f64_slice(&mut meta);
+    mut meta: Float64ArraySlice,
+) -> Result<Either<ArrayBuffer<'env>, BufferSlice<'env>>> {
+    // SAFETY: as in `crate::out_f64_slice`; a slice argument also spares the reference a
+    // `Float64Array` argument creates and deletes on every call.
+    let meta = unsafe { meta.as_mut() };
     if meta.len() < 2 {
         return Err(invalid("meta must have 2 slots"));
     }
+    let mut name = [0u8; NAME_BUFFER_BYTES];
+    let lmq = name_bytes(env, &lmq, &mut name)?;
     let log = handle.lock();
-    let lmq = lmq.as_bytes();
     let span = log
         .read_span(lmq, from_offset as u64, max_count as usize)
         .map_err(js_error)?;
@@ -138,15 +149,30 @@ pub fn log_read<'env>(
     let total = positions_bytes + span.bytes;
     let mut data = std::ptr::null_mut();
     let mut value = std::ptr::null_mut();
-    // SAFETY: a valid env on the JavaScript thread; both out-pointers are written by the call.
-    check_status!(
-        unsafe { sys::napi_create_buffer(env.raw(), total, &mut data, &mut value) },
-        "allocating the read's Buffer"
-    )?;
-    // SAFETY: `value` is the Buffer just created; `from_napi_value` gives its bytes as a slice
-    // (empty when `total` is 0), which nothing else references yet.
-    let mut buffer = unsafe { BufferSlice::from_napi_value(env.raw(), value)? };
-    let (positions, records) = buffer.split_at_mut(positions_bytes);
+    let mut out = if total <= SMALL_READ_BYTES {
+        // SAFETY: a valid env on the JavaScript thread; both out-pointers are written by the call.
+        check_status!(
+            unsafe { sys::napi_create_arraybuffer(env.raw(), total, &mut data, &mut value) },
+            "allocating the read's ArrayBuffer"
+        )?;
+        // SAFETY: `value` is the ArrayBuffer just created.
+        Either::A(unsafe { ArrayBuffer::from_napi_value(env.raw(), value)? })
+    } else {
+        // SAFETY: as above, for a Buffer.
+        check_status!(
+            unsafe { sys::napi_create_buffer(env.raw(), total, &mut data, &mut value) },
+            "allocating the read's Buffer"
+        )?;
+        // SAFETY: `value` is the Buffer just created.
+        Either::B(unsafe { BufferSlice::from_napi_value(env.raw(), value)? })
+    };
+    // SAFETY: nothing else references the new buffer yet, and no JavaScript runs while this
+    // synchronous call fills it.
+    let bytes: &mut [u8] = match &mut out {
+        Either::A(buffer) => unsafe { buffer.as_mut() },
+        Either::B(buffer) => buffer,
+    };
+    let (positions, records) = bytes.split_at_mut(positions_bytes);
     log.read_into(lmq, &span, records, |i, position| {
         let at = i * POSITION_BYTES;
         positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
@@ -154,11 +180,40 @@ pub fn log_read<'env>(
     .map_err(js_error)?;
     meta[0] = span.count as f64;
     meta[1] = span.first_offset as f64;
-    Ok(buffer)
+    Ok(out)
 }
 
-/// Bytes of one record position at the start of `log_read`'s Buffer.
+/// The largest read `log_read` returns as an ArrayBuffer (see there).
+const SMALL_READ_BYTES: usize = 8 * 1024;
+
+/// Bytes of one record position at the start of `log_read`'s buffer.
 const POSITION_BYTES: usize = 8;
+
+/// Room for an LMQ name read onto the stack: more than the longest valid name.
+const NAME_BUFFER_BYTES: usize = MAX_LMQ_NAME_BYTES + 16;
+
+/// `name`'s UTF-8 bytes, copied into `buffer` in one call and without allocating (a `String`
+/// argument costs two calls and an allocation, a good part of a small read). A name too long for
+/// the buffer comes back cut short but still longer than any LMQ name, so it finds no LMQ, as the
+/// whole name would not.
+fn name_bytes<'b>(env: &Env, name: &JsString, buffer: &'b mut [u8; NAME_BUFFER_BYTES]) -> Result<&'b [u8]> {
+    let mut written = 0;
+    // SAFETY: a valid env on the JavaScript thread; the call writes at most `buffer.len()` bytes
+    // (a terminating NUL included) into `buffer` and the count before the NUL into `written`.
+    check_status!(
+        unsafe {
+            sys::napi_get_value_string_utf8(
+                env.raw(),
+                name.value().value,
+                buffer.as_mut_ptr().cast(),
+                buffer.len(),
+                &mut written,
+            )
+        },
+        "reading the LMQ name"
+    )?;
+    Ok(&buffer[..written.min(buffer.len())])
+}
 
 #[napi(catch_unwind)]
 pub fn log_max_offset(

@@ -37,37 +37,39 @@ export interface AppendRecord {
 }
 
 /**
- * Encoded non-ASCII LMQ names, kept because a workload names the same queues again and again.
- * Bounded: cleared when full, which costs one re-encoding per name. ASCII names (the usual case)
- * skip the cache: scanning them is cheaper than a lookup.
+ * Encoded, validated LMQ names, kept because a workload names the same queues again and again: a
+ * name seen before costs one map lookup instead of a scan of its characters. Bounded: cleared when
+ * full, which costs one re-encoding per name.
  */
 const NAME_CACHE_ENTRIES = 65_536;
-const nameCache = new Map<string, Buffer>();
+const nameCache = new Map<string, Uint8Array>();
 
-/** The length of a valid all-ASCII LMQ name (no NUL), or -1 when it needs the general path. */
-function asciiNameLength(name: unknown): number {
-  if (typeof name !== 'string') return -1;
-  const length = name.length;
-  if (length === 0 || length > MAX_LMQ_NAME_BYTES) return -1;
-  for (let i = 0; i < length; i++) {
+/** Whether `name` is all ASCII without NUL (its UTF-8 bytes are then its character codes). */
+function isPlainAscii(name: string): boolean {
+  for (let i = 0; i < name.length; i++) {
     const c = name.charCodeAt(i);
-    if (c === 0 || c > 0x7f) return -1;
+    if (c === 0 || c > 0x7f) return false;
   }
-  return length;
+  return true;
 }
 
-/** A validated LMQ name: the string itself when it is ASCII, else its UTF-8 bytes. */
-function encodedName(name: unknown): string | Buffer {
-  if (asciiNameLength(name) > 0) return name as string;
-  const cached = nameCache.get(name as string);
-  if (cached !== undefined) return cached;
+/** A validated LMQ name's UTF-8 bytes. */
+function encodedName(name: unknown): Uint8Array {
+  if (typeof name === 'string') {
+    const cached = nameCache.get(name);
+    if (cached !== undefined) return cached;
+  }
   if (typeof name !== 'string' || name.length === 0) {
     throw new InvalidArgumentError('an LMQ name must be a non-empty string', { value: name });
   }
-  if (name.includes('\0') || !name.isWellFormed()) {
-    throw new InvalidArgumentError('an LMQ name must be well-formed UTF-16 without NUL characters', { value: name });
+  let bytes: Buffer;
+  if (isPlainAscii(name)) bytes = Buffer.from(name, 'latin1');
+  else {
+    if (name.includes('\0') || !name.isWellFormed()) {
+      throw new InvalidArgumentError('an LMQ name must be well-formed UTF-16 without NUL characters', { value: name });
+    }
+    bytes = Buffer.from(name, 'utf8');
   }
-  const bytes = Buffer.from(name, 'utf8');
   if (bytes.length > MAX_LMQ_NAME_BYTES) {
     throw new InvalidArgumentError(`an LMQ name is longer than ${MAX_LMQ_NAME_BYTES} UTF-8 bytes`, {
       value: name,
@@ -104,8 +106,17 @@ function checkTimestamp(value: unknown): number {
   return value;
 }
 
-/** The encoded size of one record, validating it; `names` receives its encoded LMQ names. */
-function measure(record: AppendRecord, index: number, names: (string | Buffer)[], maxRecordBytes: number): number {
+/**
+ * The encoded size of one record, validating it; `names` receives its encoded LMQ names,
+ * `allLmqs` the names themselves.
+ */
+function measure(
+  record: AppendRecord,
+  index: number,
+  names: Uint8Array[],
+  allLmqs: string[],
+  maxRecordBytes: number,
+): number {
   if (record === null || typeof record !== 'object') {
     throw new InvalidArgumentError(`record ${index} must be an object`, { value: record });
   }
@@ -119,12 +130,13 @@ function measure(record: AppendRecord, index: number, names: (string | Buffer)[]
   }
   let size = RECORD_HEADER_BYTES + 10 * lmqs.length + 2 + 2 + 2 + 4;
   for (let i = 0; i < lmqs.length; i++) {
-    const name = encodedName(lmqs[i]);
+    const lmq = lmqs[i] as string;
+    const name = encodedName(lmq);
     for (let j = 0; j < i; j++) {
-      if (lmqs[j] === lmqs[i])
-        throw new InvalidArgumentError(`record ${index} names LMQ ${lmqs[i]} twice`, { value: lmqs });
+      if (lmqs[j] === lmq) throw new InvalidArgumentError(`record ${index} names LMQ ${lmq} twice`, { value: lmqs });
     }
     names.push(name);
+    allLmqs.push(lmq);
     size += name.length;
   }
   size += Math.max(0, fieldLength(record.key, 'key')) + Math.max(0, fieldLength(record.tag, 'tag'));
@@ -206,16 +218,15 @@ export function encodeBatch(
       actual: Array.isArray(records) ? records.length : undefined,
     });
   }
-  const names: (string | Buffer)[] = [];
+  const names: Uint8Array[] = [];
+  const lmqs: string[] = [];
   const sizes = new Uint32Array(records.length);
   let total = 0;
   for (let i = 0; i < records.length; i++) {
-    const size = measure(records[i] as AppendRecord, i, names, maxRecordBytes);
+    const size = measure(records[i] as AppendRecord, i, names, lmqs, maxRecordBytes);
     sizes[i] = size;
     total += size;
   }
-  const lmqs: string[] = [];
-  for (const record of records) for (const lmq of record.lmqs) lmqs.push(lmq);
   const batch = allocateBatch(records.length, names.length, total, lmqs);
   const bytes = batch.bytes as Buffer;
   let at = 0;
@@ -238,12 +249,11 @@ export function encodeBatch(
     // Byte loops beat fill() and set() for the few bytes of offsets and names (no native call).
     for (const stop = p + 8 * lmqCount; p < stop; p++) bytes[p] = 0;
     for (let j = 0; j < lmqCount; j++) {
-      const name = names[nameIndex++] as string | Buffer;
+      const name = names[nameIndex++] as Uint8Array;
       const length = name.length;
       writeU16(bytes, p, length);
       p += 2;
-      if (typeof name === 'string') for (let k = 0; k < length; k++) bytes[p + k] = name.charCodeAt(k);
-      else for (let k = 0; k < length; k++) bytes[p + k] = name[k] as number;
+      for (let k = 0; k < length; k++) bytes[p + k] = name[k] as number;
       p += length;
     }
     p = writeString(bytes, p, record.key);
@@ -296,7 +306,7 @@ export function encodeDeletion(lmq: string, storeTimestampMs: number): EncodedBa
   writeU64(bytes, 16, storeTimestampMs);
   writeU64(bytes, 24, storeTimestampMs);
   writeU16(bytes, RECORD_HEADER_BYTES + 8, name.length);
-  bytes.set(typeof name === 'string' ? Buffer.from(name, 'latin1') : name, RECORD_HEADER_BYTES + 10);
+  bytes.set(name, RECORD_HEADER_BYTES + 10);
   batch.starts[1] = size;
   batch.lmqStarts[1] = 1;
   return batch;

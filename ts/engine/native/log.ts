@@ -84,7 +84,7 @@ export async function openNativeLog(binding: NativeBinding, dir: string, options
   return new NativeLogAdapter(binding, handle);
 }
 
-/** Bytes of one record position at the start of a `logRead` Buffer (a native-endian f64). */
+/** Bytes of one record position at the start of what `logRead` returns (a native-endian f64). */
 const POSITION_BYTES = 8;
 
 export class NativeLogAdapter implements LogCore {
@@ -131,16 +131,30 @@ export class NativeLogAdapter implements LogCore {
 
   read(lmq: string, fromOffset: number, maxNum: number): LogReadResult {
     const meta = this.readMeta;
-    const buffer = typed(() => this.binding.logRead(this.handle, lmq, fromOffset, maxNum, meta));
+    let result: ArrayBuffer | Buffer;
+    // No `typed` closure: a read can be a single message, where every allocation shows.
+    try {
+      result = this.binding.logRead(this.handle, lmq, fromOffset, maxNum, meta);
+    } catch (error) {
+      throw toTypedError(error);
+    }
     const count = meta[0] as number;
     const recordsAt = count * POSITION_BYTES;
-    // The binding's Buffer starts its own allocation, so the positions are aligned for a view; a
-    // copy covers an engine that placed it otherwise.
+    // A small read comes as an ArrayBuffer of its own, a large one as a Buffer (see logRead).
+    const buffer = result instanceof ArrayBuffer ? result : result.buffer;
+    const base = result instanceof ArrayBuffer ? 0 : result.byteOffset;
+    // Both start their own allocation, so the positions are aligned for a view; a copy covers an
+    // engine that placed a Buffer otherwise.
     const positions =
-      buffer.byteOffset % POSITION_BYTES === 0
-        ? new Float64Array(buffer.buffer, buffer.byteOffset, count)
-        : new Float64Array(buffer.buffer.slice(buffer.byteOffset, buffer.byteOffset + recordsAt));
-    return { bytes: buffer.subarray(recordsAt), positions, firstOffset: meta[1] as number, count };
+      base % POSITION_BYTES === 0
+        ? new Float64Array(buffer, base, count)
+        : new Float64Array(buffer.slice(base, base + recordsAt));
+    return {
+      bytes: Buffer.from(buffer, base + recordsAt, result.byteLength - recordsAt),
+      positions,
+      firstOffset: meta[1] as number,
+      count,
+    };
   }
 
   maxOffset(lmq: string): number {

@@ -8,6 +8,10 @@ use super::Log;
 use crate::limits::SEGMENT_HEADER_BYTES;
 use crate::queue::IndexEntry;
 
+/// Records whose queues [`Log::warm_queues`] looks up at a time: enough for their cache misses to
+/// overlap, few enough that what they bring in stays in cache while the records are written.
+const WARM_RECORDS: usize = 32;
+
 impl Log {
     /// Appends the `count` records of `batch` (complete records back to back), stamping
     /// `store_ms`. Fills `positions[i]` for each record written and `offsets` with each record's LMQ
@@ -42,6 +46,10 @@ impl Log {
         let mut at = 0usize;
         let mut next_offset_slot = 0usize;
         for (i, (layout, position_out)) in layouts.iter().zip(positions.iter_mut()).enumerate() {
+            if i % WARM_RECORDS == 0 {
+                let next = &layouts[i..layouts.len().min(i + WARM_RECORDS)];
+                self.warm_queues(&batch[at..], next);
+            }
             let size = layout.size as usize;
             if !self.make_room(size as u64) {
                 return Ok(i);
@@ -78,6 +86,27 @@ impl Log {
             self.write_position = position + size as u64;
         }
         Ok(layouts.len())
+    }
+
+    /// Looks up the queues of the records of `layouts` (encoded back to back at the start of
+    /// `batch`) and prefetches where their next index entries go. Each record of a batch usually
+    /// names a different queue whose map slot and entries are cache misses; looked up here, in a
+    /// loop with nothing else to do, the misses of many records overlap, and the write loop then
+    /// finds them in cache.
+    fn warm_queues(&self, batch: &[u8], layouts: &[Layout]) {
+        let mut at = 0usize;
+        for layout in layouts {
+            let size = layout.size as usize;
+            let Some(record) = batch.get(at..at + size) else {
+                return;
+            };
+            at += size;
+            for name in record::lmq_names(record, layout) {
+                if let Some(queue) = self.queues.get(name) {
+                    queue.prefetch_tail();
+                }
+            }
+        }
     }
 
     /// Checks every record's layout (the writer's side of "assert on both sides of the disk") and
