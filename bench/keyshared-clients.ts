@@ -3,16 +3,13 @@
  * keyed messages, the client loops (pop, then process and ack each message in turn), the joins with
  * the buckets they move, and the ledger that checks I1, I2 and exactly once on every delivery.
  */
-import { createRequire } from 'node:module';
-import { join } from 'node:path';
 import type * as KeyShared from '../ts/broker/key-shared.js';
 import type { Broker, Consumer, PoppedMessage } from '../ts/index.js';
 import type { JoinFigures, KeySharedRunConfig, Violations } from './keyshared-run.js';
+import { distModule } from './lib.js';
 
 // The broker's own hash and bucket cut (its vectors are tested in test/broker-keyshared.test.ts).
-const { bucketOf, keyHash } = createRequire(__filename)(
-  join(__dirname, '..', 'dist', 'broker', 'key-shared.js'),
-) as typeof KeyShared;
+const { bucketOf, keyHash } = distModule<typeof KeyShared>('broker/key-shared.js');
 
 export const PARENT = 'agents';
 export const HOT = 'hot';

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { TopicTrie } from '../ts/index.js';
-import { benchSeed, lib } from './lib.js';
+import { benchSeed, lib, PACKAGE_ROOT, scriptArgs } from './lib.js';
 import { type Case, type Measurement, measure, pairedSpeedup, type Timing } from './measure.js';
 import { check, type TargetCheck } from './pattern.js';
 import { distinctNames, type TrieMemorySample } from './trie-memory.js';
@@ -72,9 +72,8 @@ export interface TrieBenchResult {
 const run = promisify(execFile);
 
 async function memoryOnce(kind: 'native' | 'js', names: number): Promise<TrieMemorySample> {
-  const script = join(__dirname, 'trie-memory.ts');
-  const args = ['--expose-gc', '--import', 'tsx', script, kind, String(names), String(SEED)];
-  const { stdout } = await run(process.execPath, args, { cwd: join(__dirname, '..'), maxBuffer: 1 << 20 });
+  const args = ['--expose-gc', ...scriptArgs('trie-memory'), kind, String(names), String(SEED)];
+  const { stdout } = await run(process.execPath, args, { cwd: PACKAGE_ROOT, maxBuffer: 1 << 20 });
   return JSON.parse(stdout) as TrieMemorySample;
 }
 
