@@ -5,7 +5,6 @@
  * 1M names with 1% idle, next to the same idle count among 10× fewer names.
  */
 import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { TopicTrie } from '../ts/index.js';
 import { benchSeed, lib, PACKAGE_ROOT, scriptArgs } from './lib.js';
