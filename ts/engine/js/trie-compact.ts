@@ -19,7 +19,7 @@
  * Subtrees changed since are walked by their links, as before.
  */
 import type { JsTopicTrie } from './trie.js';
-import { NONE, ROOT } from './trie-walk.js';
+import { NONE, nextAfterSubtree, ROOT } from './trie-walk.js';
 
 /** Walks compact the trie first when more than one in this many live nodes were placed since. */
 const SCATTERED_SHARE_DIVISOR = 4;
@@ -31,7 +31,7 @@ export function compactIfScattered(trie: JsTopicTrie): void {
 
 /** The positions of every live node in depth-first pre-order, the root first. */
 function preorder(trie: JsTopicTrie): Int32Array {
-  const { firstChild, nextSibling, parent } = trie;
+  const { firstChild } = trie;
   const order = new Int32Array(trie.liveNodes());
   let at = 0;
   let node = ROOT;
@@ -43,15 +43,8 @@ function preorder(trie: JsTopicTrie): Int32Array {
       continue;
     }
     // Up until a node with a next sibling; the walk ends back at the root.
-    for (;;) {
-      if (node === ROOT) return order;
-      const next = nextSibling[node] as number;
-      if (next !== NONE) {
-        node = next;
-        break;
-      }
-      node = parent[node] as number;
-    }
+    node = nextAfterSubtree(trie, node, ROOT);
+    if (node === NONE) return order;
   }
 }
 

@@ -123,6 +123,20 @@ function reach(trie: JsTopicTrie, pattern: string): Reached {
 }
 
 /**
+ * The node after `from`'s subtree in depth-first order, staying inside `top`'s subtree: its next
+ * sibling, or the next sibling of its nearest ancestor that has one; NONE once the walk is back at
+ * `top`. Follows links instead of keeping a stack (an MQTT name can be too deep to recurse).
+ */
+export function nextAfterSubtree(trie: JsTopicTrie, from: number, top: number): number {
+  const { nextSibling, parent } = trie;
+  for (let node = from; node !== top; node = parent[node] as number) {
+    const next = nextSibling[node] as number;
+    if (next !== NONE) return next;
+  }
+  return NONE;
+}
+
+/**
  * Writes the id of every name in the subtree of `top`, `top` included, into `out` from position
  * `start`, depth first, children in order; returns the position after the last. Follows the parent
  * and sibling links instead of keeping a stack, as Rust does (an MQTT name can be tens of thousands
@@ -130,7 +144,7 @@ function reach(trie: JsTopicTrie, pattern: string): Reached {
  * straight through its positions, which hold it in that same order.
  */
 function collectSubtree(trie: JsTopicTrie, top: number, out: Uint32Array, start: number): number {
-  const { nodeName, firstChild, nextSibling, parent, changed, subtreeEnd } = trie;
+  const { nodeName, firstChild, changed, subtreeEnd } = trie;
   let at = start;
   let node = top;
   for (;;) {
@@ -149,15 +163,8 @@ function collectSubtree(trie: JsTopicTrie, top: number, out: Uint32Array, start:
         continue;
       }
     }
-    for (;;) {
-      if (node === top) return at;
-      const next = nextSibling[node] as number;
-      if (next !== NONE) {
-        node = next;
-        break;
-      }
-      node = parent[node] as number;
-    }
+    node = nextAfterSubtree(trie, node, top);
+    if (node === NONE) return at;
   }
 }
 
@@ -167,7 +174,7 @@ function collectSubtree(trie: JsTopicTrie, top: number, out: Uint32Array, start:
  * consecutive positions. Returns the position after the last.
  */
 function collectSubtreeTexts(trie: JsTopicTrie, top: number, out: string[], start: number): number {
-  const { nodeText, firstChild, nextSibling, parent, changed, names, firstName, preorderTexts } = trie;
+  const { nodeText, firstChild, changed, names, firstName, preorderTexts } = trie;
   let at = start;
   let node = top;
   for (;;) {
@@ -184,15 +191,8 @@ function collectSubtreeTexts(trie: JsTopicTrie, top: number, out: string[], star
         continue;
       }
     }
-    for (;;) {
-      if (node === top) return at;
-      const next = nextSibling[node] as number;
-      if (next !== NONE) {
-        node = next;
-        break;
-      }
-      node = parent[node] as number;
-    }
+    node = nextAfterSubtree(trie, node, top);
+    if (node === NONE) return at;
   }
 }
 
@@ -205,10 +205,7 @@ function collectSubtreeTexts(trie: JsTopicTrie, top: number, out: string[], star
 export function expandIdsInto(trie: JsTopicTrie, pattern: string, out: Uint32Array): number {
   if (validatePattern(trie.dialect, pattern) !== null) return -1;
   const { nodes, length, rest } = reach(trie, pattern);
-  let count = 0;
-  for (let f = 0; f < length; f++) {
-    count += rest ? restCount(trie, nodes[f] as number) : trie.isName(nodes[f] as number) ? 1 : 0;
-  }
+  const count = answerCount(trie, nodes, length, rest);
   const target = count <= out.length ? out : new Uint32Array(count);
   const { nodeName, firstChild, nextSibling } = trie;
   let at = 0;
@@ -231,6 +228,14 @@ export function expandIdsInto(trie: JsTopicTrie, pattern: string, out: Uint32Arr
   return count;
 }
 
+/** How many names the reached nodes hold (from the per-node counts, before any walk). */
+function answerCount(trie: JsTopicTrie, nodes: Int32Array, length: number, rest: boolean): number {
+  let count = 0;
+  for (let f = 0; f < length; f++)
+    count += rest ? restCount(trie, nodes[f] as number) : trie.isName(nodes[f] as number) ? 1 : 0;
+  return count;
+}
+
 /**
  * The names of the ids `expandIdsInto` writes, in the same order, or null for an invalid pattern: the
  * same walk, reading the texts kept at the nodes since `add`. The answer's size is known before the
@@ -246,9 +251,7 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
     const whole = wholeSubtree(trie, nodes[0] as number);
     if (whole !== null) return whole;
   }
-  let count = 0;
-  for (let f = 0; f < length; f++)
-    count += rest ? restCount(trie, nodes[f] as number) : trie.isName(nodes[f] as number) ? 1 : 0;
+  const count = answerCount(trie, nodes, length, rest);
   const out = new Array<string>(count);
   let at = 0;
   for (let f = 0; f < length; f++) {
