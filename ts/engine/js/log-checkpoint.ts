@@ -30,6 +30,9 @@ export interface Checkpoint {
   queues: QueueSet;
 }
 
+/** Words of one buffer the queues of a checkpoint being loaded share (4 MiB). */
+const SHARED_WORDS = 1 << 20;
+
 /** Bytes the checkpoint is written in: each piece is encoded, checksummed and written in one go. */
 const PIECE_BYTES = 512 * 1024;
 
@@ -187,6 +190,9 @@ function readBody(bytes: Uint8Array, end: number, queues: QueueSet): Checkpoint 
   if (Number.isNaN(position) || Number.isNaN(createdMs) || Number.isNaN(queueCount)) return undefined;
   let at = HEADER_BYTES;
   if (at + 16 * segmentCount > end) return undefined;
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  let shared = new Uint32Array(0);
+  let sharedUsed = 0;
   const segmentTimestamps = new Map<number, number>();
   for (let i = 0; i < segmentCount; i++, at += 16) segmentTimestamps.set(readU64(bytes, at), readU64(bytes, at + 8));
   for (let i = 0; i < queueCount; i++) {
@@ -202,13 +208,29 @@ function readBody(bytes: Uint8Array, end: number, queues: QueueSet): Checkpoint 
     if (name.length === 0 || queues.get(name) !== undefined || !(count >= 0) || Number.isNaN(lastWrite))
       return undefined;
     if (at + FILE_ENTRY_BYTES * count > end) return undefined;
-    const queue = new ConsumeQueue(min, Math.max(count, 1));
-    queue.lastWrite = lastWrite;
-    for (let k = 0; k < count; k++, at += FILE_ENTRY_BYTES) {
-      const entryPosition = readU64(bytes, at);
-      if (Number.isNaN(entryPosition)) return undefined;
-      queue.push(entryPosition, readU32(bytes, at + 8), readU32(bytes, at + 12), readU32(bytes, at + 16));
+    // Every queue starts in one shared buffer (one allocation, not one per LMQ); a queue that
+    // grows moves to its own array (queue.ts, makeRoom).
+    const words = Math.max(count, 1) * ENTRY_WORDS;
+    if (shared.length - sharedUsed < words) {
+      shared = new Uint32Array(Math.max(words, SHARED_WORDS));
+      sharedUsed = 0;
     }
+    const queue = new ConsumeQueue(min, 0, shared.subarray(sharedUsed, sharedUsed + words));
+    sharedUsed += words;
+    queue.lastWrite = lastWrite;
+    // An entry in the file is the in-memory entry's five words (position low and high, size, tag
+    // hash, key hash) and a zero word: copied word by word, no per-entry arithmetic.
+    const entries = queue.entries;
+    for (let k = 0, slot = 0; k < count; k++, at += FILE_ENTRY_BYTES, slot += ENTRY_WORDS) {
+      const high = view.getUint32(at + 4, true);
+      if (high >= 0x20_0000) return undefined; // past 2^53: not a position this log writes
+      entries[slot] = view.getUint32(at, true);
+      entries[slot + 1] = high;
+      entries[slot + 2] = view.getUint32(at + 8, true);
+      entries[slot + 3] = view.getUint32(at + 12, true);
+      entries[slot + 4] = view.getUint32(at + 16, true);
+    }
+    queue.next = min + count;
     queues.insert(name, queue);
     queues.entries += count;
   }

@@ -28,10 +28,11 @@ export class ConsumeQueue {
   entries: Uint32Array;
   head = 0;
 
-  constructor(offset: number, capacity = INITIAL_ENTRIES) {
+  /** `entries`: storage to start with (a checkpoint's queues share one buffer); else `capacity` entries. */
+  constructor(offset: number, capacity = INITIAL_ENTRIES, entries?: Uint32Array) {
     this.min = offset;
     this.next = offset;
-    this.entries = new Uint32Array(capacity * ENTRY_WORDS);
+    this.entries = entries ?? new Uint32Array(capacity * ENTRY_WORDS);
   }
 
   get count(): number {
