@@ -35,6 +35,11 @@ const SHARED_WORDS = 1 << 20;
 
 /** Bytes the checkpoint is written in: each piece is encoded, checksummed and written in one go. */
 const PIECE_BYTES = 512 * 1024;
+/**
+ * Encoding time per turn of the event loop, ms. Shorter slices stall other work less but make the
+ * checkpoint take longer under load, and the log written meanwhile is what a crash then replays.
+ */
+const SLICE_MS = 20;
 
 /** Lets the event loop run what is due before the next piece of a checkpoint is encoded. */
 function yieldTurn(): Promise<void> {
@@ -91,15 +96,28 @@ export async function writeCheckpoint(
   }
   let fileAt = 0;
   let crc = 0;
-  const put = async (bytes: Uint8Array, length: number) => {
+  // Pieces are written as they are completed, several at once (each to its own place in the file);
+  // they are waited for at the end of each slice.
+  let writing: Promise<void>[] = [];
+  const put = (bytes: Uint8Array, length: number) => {
     crc = crc32c(bytes, 0, length, crc);
-    if ((await storage.writeAsync(fd, bytes, 0, length, fileAt)) !== length) throw new Error('short write');
+    const written = storage.writeAsync(fd, bytes, 0, length, fileAt).then((n) => {
+      if (n !== length) throw new Error('short write');
+    });
+    written.catch(() => undefined); // reported when the slice waits for it
+    writing.push(written);
     fileAt += length;
   };
+  const settle = async () => {
+    const all = writing;
+    writing = [];
+    await Promise.all(all);
+  };
   try {
-    await put(header, header.length);
+    put(header, header.length);
     let piece = Buffer.allocUnsafe(PIECE_BYTES);
     let used = 0;
+    let sliceStart = performance.now();
     for (let i = 0; i < names.length; i++) {
       const name = names[i] as string;
       const queue = list[i] as ConsumeQueue;
@@ -107,10 +125,14 @@ export async function writeCheckpoint(
       while (count > 0 && queue.position(queue.min + count - 1) >= position) count--;
       const need = 2 + 3 * name.length + 24 + FILE_ENTRY_BYTES * count;
       if (used + need > piece.length) {
-        if (used > 0) await put(piece, used);
+        if (used > 0) put(piece, used);
+        piece = Buffer.allocUnsafe(Math.max(need, PIECE_BYTES));
         used = 0;
-        if (need > piece.length) piece = Buffer.allocUnsafe(need);
-        await yieldTurn();
+        if (performance.now() - sliceStart >= SLICE_MS) {
+          await settle();
+          await yieldTurn();
+          sliceStart = performance.now();
+        }
       }
       used = encodeQueue(piece, used, name, queue, count);
     }
@@ -118,10 +140,12 @@ export async function writeCheckpoint(
     piece.copy(tail, 0, 0, used);
     crc = crc32c(tail, 0, used, crc);
     writeU32(tail, used, crc);
-    if ((await storage.writeAsync(fd, tail, 0, tail.length, fileAt)) !== tail.length) throw new Error('short write');
+    put(tail, tail.length);
+    await settle();
     await beforeInstall();
     await storage.datasync(fd);
   } catch (error) {
+    await Promise.allSettled(writing);
     await storage.close(fd).catch(() => undefined);
     await storage.unlink(tmp).catch(() => undefined);
     throw ioError(`cannot write ${tmp}`, error);
