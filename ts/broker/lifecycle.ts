@@ -24,7 +24,7 @@ export const EXPIRY_BATCH = 1000;
  * Lite topics forgotten (or LMQs deleted) per turn of the event loop: a pass yields between slices,
  * so sends and POPs are served in between and a sweep never holds the loop for long.
  */
-export const EXPIRY_SLICE = 64;
+export const EXPIRY_SLICE = 16;
 
 /** Lets the event loop run what is due (I/O, timers) before the next slice of background work. */
 export function yieldTurn(): Promise<void> {
