@@ -41,6 +41,8 @@ export declare function logListLmqs(handle: ExternalObject<'Log'>, prefix: strin
 
 export declare function logLmqCount(handle: ExternalObject<'Log'>): number
 
+export declare function logLmqSummaries(handle: ExternalObject<'Log'>, prefix: string): NativeLmqSummaries
+
 export declare function logMaxOffset(handle: ExternalObject<'Log'>, lmq: string): number
 
 export declare function logMinOffset(handle: ExternalObject<'Log'>, lmq: string): number
@@ -101,6 +103,15 @@ export interface NativeListPage {
 export interface NativeLmqPage {
   names: Array<string>
   more: boolean
+}
+
+/**
+ * Every LMQ under a prefix in one crossing: the names after the prefix, NUL-joined (NUL is in no
+ * valid name), and per name its minimum offset, next offset and last store timestamp.
+ */
+export interface NativeLmqSummaries {
+  names: string
+  values: Float64Array
 }
 
 /** `LogRecoveryStats` of ts/engine/contract.ts. */

@@ -231,12 +231,14 @@ export async function benchExpiry(engine: Engine, config: ExpiryConfig): Promise
       const end = performance.now() + config.windowMs;
       if (phase === 0) await sleep(config.windowMs);
       while (phase === 1 && performance.now() < end) {
-        const before = broker.admin.brokerInfo().expiredLiteTopics;
+        // topicInfo is O(1); brokerInfo walks every LMQ for its storage figures, which would charge
+        // the benchmark's own bookkeeping to the sweep. No lite topic is created during the load.
+        const before = broker.admin.topicInfo(PARENT).liteTopics;
         const at = performance.now();
         if (Number.isNaN(firstSweep)) firstSweep = at;
         await broker.runMaintenance();
         const took = performance.now() - at;
-        const expired = broker.admin.brokerInfo().expiredLiteTopics - before;
+        const expired = before - broker.admin.topicInfo(PARENT).liteTopics;
         if (expired > 0) {
           sweepMs.push(took);
           row.expired += expired;

@@ -3,7 +3,8 @@
  * without a checkpoint, LMQ deletion, retention, locking, and refusal of bad input with nothing
  * stored. Corruption, cross-engine and crash tests live in their own files.
  */
-import { readdirSync } from 'node:fs';
+import { cpSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   ClosedError,
@@ -99,6 +100,28 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(log.listLmqs('zz').lmqs).toEqual([]);
   });
 
+  it('summarizes every LMQ under a prefix in one call, as the per-LMQ calls answer', async () => {
+    const clock = new ManualClock();
+    const log = await openLog(tempDir(), engine, { clock });
+    const names = ['p$b', 'p$a2', 'p$a1', 'p$a\uffff', 'p$a\u{10000}', 'other'];
+    for (const [i, lmq] of names.entries()) {
+      clock.ms += 1000;
+      await log.append(Array.from({ length: i + 1 }, () => ({ lmqs: [lmq], body: 'x' })));
+    }
+    await log.deleteLmq('p$a2');
+    const perLmq = (prefix: string) =>
+      log.listLmqs(prefix, 1000).lmqs.map((lmq) => ({
+        name: lmq.slice(prefix.length),
+        minOffset: log.minOffset(lmq),
+        maxOffset: log.maxOffset(lmq),
+        lastWriteTimestamp: log.lastWriteTimestamp(lmq),
+      }));
+    expect(log.lmqSummaries('p$').map((s) => s.name)).toEqual(['a1', 'a\uffff', 'a\u{10000}', 'b']);
+    expect(log.lmqSummaries('p$')).toEqual(perLmq('p$'));
+    expect(log.lmqSummaries()).toEqual(perLmq(''));
+    expect(log.lmqSummaries('none')).toEqual([]);
+  });
+
   it('rolls segments and reads across them, before and after reopening', async () => {
     const dir = tempDir();
     const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, flush: 'sync' });
@@ -155,6 +178,40 @@ describe.each(ENGINES)('%s engine', (engine) => {
       await reopened.close();
     }
     expect(snapshots[0]).toEqual(snapshots[1]);
+  });
+
+  it('takes a checkpoint as of its position while appends and deletions go on', async () => {
+    const dir = tempDir();
+    const log = await openLog(dir, engine, { checkpointBytes: 0 });
+    // Enough LMQs that the checkpoint is written in several pieces (and batches of the lock).
+    const lmqs = Array.from({ length: 20_000 }, (_, i) => `%LMQ%$agents$tenant${i % 97}__session${i}`);
+    for (let from = 0; from < lmqs.length; from += 1000) {
+      await log.append(lmqs.slice(from, from + 1000).map((lmq) => ({ lmqs: [lmq], body: bodyFor(lmq, 0, 16) })));
+    }
+    const checkpoint = log.checkpoint();
+    const during: Promise<unknown>[] = [];
+    for (let round = 1; round <= 3; round++) {
+      const some = lmqs.filter((_, i) => i % 50 === round);
+      during.push(log.append(some.map((lmq) => ({ lmqs: [lmq], body: bodyFor(lmq, 1, 16) }))));
+      during.push(log.append([{ lmqs: [`fresh${round}`], body: 'new' }]));
+      during.push(log.deleteLmq(lmqs[round * 7] as string));
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await Promise.all([checkpoint, ...during]);
+    await log.append([{ lmqs: [lmqs[7] as string], body: 'again' }]);
+    // A copy of the directory now is what a crash would leave: this checkpoint and the log after it.
+    const copy = tempDir();
+    cpSync(dir, copy, { recursive: true });
+    rmSync(join(copy, 'LOCK'), { force: true });
+    const recovered = await openLog(copy, engine);
+    expect(recovered.stats().recovery.checkpoint).toBe('loaded');
+    const state = (reader: typeof log) =>
+      reader
+        .lmqSummaries()
+        .map((s) => [s.name, s.minOffset, s.maxOffset, reader.read(s.name, 0, 10).map((m) => m.body.toString())]);
+    expect(state(recovered)).toEqual(state(log));
+    const [next] = await recovered.append([{ lmqs: [lmqs[1] as string], body: 'after' }]);
+    expect(next?.offsets).toEqual([log.maxOffset(lmqs[1] as string)]);
   });
 
   it('deletes an LMQ durably and starts it again at offset 0', async () => {

@@ -93,6 +93,7 @@ export {
   DEFAULT_CHECKPOINT_BYTES,
   DEFAULT_FLUSH_INTERVAL_MS,
   type LmqPage,
+  type LmqSummary,
   type StoredMessage,
   systemClock,
 } from './log.js';

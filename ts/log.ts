@@ -48,6 +48,14 @@ export interface AppendResult {
   offsets: number[];
 }
 
+/** One LMQ as `lmqSummaries` reports it; `name` is without the prefix asked for. */
+export interface LmqSummary {
+  name: string;
+  minOffset: number;
+  maxOffset: number;
+  lastWriteTimestamp: number | undefined;
+}
+
 /** One page of `listLmqs`; pass `cursor` back to get the next page; absent on the last page. */
 export interface LmqPage {
   lmqs: string[];
@@ -212,6 +220,27 @@ export class CommitLog {
   get lmqCount(): number {
     this.checkOpen();
     return this.core.lmqCount;
+  }
+
+  /**
+   * Every LMQ whose name starts with `prefix`, in UTF-8 byte order, in one call: each name without
+   * the prefix, its minimum and maximum offsets and the store timestamp of its newest message (what
+   * `minOffset`, `maxOffset` and `lastWriteTimestamp` answer). A broker reopening reads its lite
+   * topics so, rather than with three calls per LMQ.
+   */
+  lmqSummaries(prefix = ''): LmqSummary[] {
+    this.checkOpen();
+    requireString(prefix, 'prefix');
+    const { names, values } = this.core.lmqSummaries(prefix);
+    return names.map((name, i) => {
+      const lastWrite = values[3 * i + 2] as number;
+      return {
+        name,
+        minOffset: values[3 * i] as number,
+        maxOffset: values[3 * i + 1] as number,
+        lastWriteTimestamp: lastWrite < 0 ? undefined : lastWrite,
+      };
+    });
   }
 
   /** LMQ names starting with `prefix`, in UTF-8 byte order, a page at a time. */

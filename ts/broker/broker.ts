@@ -270,18 +270,19 @@ export class Broker {
 
   /** Recreates persisted topics, groups and progress (a restart). */
   private restore(restored: RestoredState): void {
-    for (const [name, attributes] of restored.topics) this.addTopic(name, attributes);
+    const maxOffsets = new Map<string, Map<string, number>>();
+    for (const [name, attributes] of restored.topics) maxOffsets.set(name, this.addTopic(name, attributes));
     for (const [name, config] of restored.groups) {
       const parent = this.parents.get(config.bindTopic);
       if (parent !== undefined) this.addGroup(name, parent, config);
     }
-    const { store } = this.context;
     for (const [groupName, progress] of restored.progress) {
       const group = this.groups.get(groupName);
       if (group === undefined) continue;
       for (const [liteTopic, entry] of progress) {
         // An LMQ shorter than the committed offset was deleted after the record: that progress is void.
-        if (store.maxOffset(lmqName(group.parent.name, liteTopic)) < entry.committed) continue;
+        const maxOffset = maxOffsets.get(group.parent.name)?.get(liteTopic) ?? 0;
+        if (maxOffset < entry.committed) continue;
         group.progress.set(liteTopic, entry);
       }
     }
@@ -314,21 +315,30 @@ export class Broker {
     this.context.state.record(['topic', name, topicAttributes(expiration)]);
   }
 
-  private addTopic(name: string, attributes: TopicAttributes): void {
+  /** Adds a parent with the lite topics the store holds; returns each stored lite topic's max offset. */
+  private addTopic(name: string, attributes: TopicAttributes): Map<string, number> {
     const trie = new TopicTrie({ engine: this.engine, maxNameBytes: this.context.limits.maxLiteTopicBytes });
     const { store, clock } = this.context;
     const prefix = lmqName(name, '');
-    let cursor: string | undefined;
-    do {
-      const page = store.listLmqs(prefix, 1000, cursor);
-      for (const lmq of page.lmqs) {
-        const liteTopic = lmq.slice(prefix.length);
-        if (liteTopic.startsWith(DEAD_LETTER_PREFIX)) continue;
-        // Idle since its last message, so expiry counts from there and not from this open.
-        trie.add(liteTopic, store.lastWriteTimestamp?.(lmq) ?? clock.now());
-      }
-      cursor = page.cursor;
-    } while (cursor !== undefined);
+    const maxOffsets = new Map<string, number>();
+    const found = (liteTopic: string, maxOffset: number, lastWrite: number | undefined) => {
+      maxOffsets.set(liteTopic, maxOffset);
+      if (liteTopic.startsWith(DEAD_LETTER_PREFIX)) return;
+      // Idle since its last message, so expiry counts from there and not from this open.
+      trie.add(liteTopic, lastWrite ?? clock.now());
+    };
+    if (store.lmqSummaries !== undefined) {
+      // One call for every lite topic, rather than three per lite topic (a reopen with many).
+      for (const lmq of store.lmqSummaries(prefix)) found(lmq.name, lmq.maxOffset, lmq.lastWriteTimestamp);
+    } else {
+      let cursor: string | undefined;
+      do {
+        const page = store.listLmqs(prefix, 1000, cursor);
+        for (const lmq of page.lmqs)
+          found(lmq.slice(prefix.length), store.maxOffset(lmq), store.lastWriteTimestamp?.(lmq));
+        cursor = page.cursor;
+      } while (cursor !== undefined);
+    }
     this.parents.set(name, {
       name,
       liteTopicExpirationMs: attributes.liteTopicExpirationMs,
@@ -336,6 +346,7 @@ export class Broker {
       groups: new Set(),
       expiring: new Map(),
     });
+    return maxOffsets;
   }
 
   /**

@@ -6,8 +6,9 @@
  *
  * Expiry asks each parent's trie for names with no message since `now - liteTopicExpirationMs` (`idleSince`
  * answers from its idle index, without a scan of all lite topics), at most `EXPIRY_BATCH` per parent
- * per pass. A send touches its lite topic before it appends, so a topic written to within the window
- * is never chosen. An expired lite topic leaves the broker's memory at once (trie entry, progress,
+ * per pass, in slices of `EXPIRY_SLICE` with a turn of the event loop between them (the idle index is
+ * asked again for each slice), so a sweep never holds the loop for long. A send touches its lite
+ * topic before it appends, so a topic written to within the window is never chosen. An expired lite topic leaves the broker's memory at once (trie entry, progress,
  * in-flight deliveries, queued events, subscriptions, whose holders hear `unsubscribed` with reason
  * `expired`); its `drop` record is made durable before its LMQ is deleted, and sends to it wait
  * until then, so its new first message starts the lite topic again at offset 0 for everyone.
@@ -19,6 +20,16 @@ import { lmqName } from './store.js';
 
 /** Lite topics expired per parent per maintenance pass; more wait for the next pass. */
 export const EXPIRY_BATCH = 1000;
+/**
+ * Lite topics forgotten (or LMQs deleted) per turn of the event loop: a pass yields between slices,
+ * so sends and POPs are served in between and a sweep never holds the loop for long.
+ */
+export const EXPIRY_SLICE = 16;
+
+/** Lets the event loop run what is due (I/O, timers) before the next slice of background work. */
+export function yieldTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
 export const DEFAULT_MAINTENANCE_INTERVAL_MS = 1000;
 /** A client that makes no call for this long is closed; 0 turns sessions off. */
 export const DEFAULT_SESSION_TIMEOUT_MS = 120_000;
@@ -39,6 +50,8 @@ export interface LifecycleOptions {
 export class Lifecycle {
   private running: Promise<void> | undefined;
   private cancelTimer: (() => void) | undefined;
+  /** The broker closed: a pass under way stops at its next slice. */
+  private stopped = false;
   /** The last failure of a background pass (admin reports it). */
   lastError: unknown;
   /** Lite topics expired since open. */
@@ -62,6 +75,7 @@ export class Lifecycle {
   }
 
   stop(): void {
+    this.stopped = true;
     this.cancelTimer?.();
   }
 
@@ -83,14 +97,23 @@ export class Lifecycle {
   private async pass(): Promise<void> {
     const now = this.context.clock.now();
     const deletions: Promise<void>[] = [];
-    for (const parent of this.parents.values()) {
-      const expiration = parent.liteTopicExpirationMs;
-      if (expiration === undefined || expiration <= 0 || now - expiration < 0) continue;
-      // Idle for `expiration` or more: last message at or before now - expiration.
-      const names = parent.trie.idleSince(now - expiration + 1, EXPIRY_BATCH);
-      if (names.length > 0) deletions.push(this.expire(parent, names));
+    for (const parent of [...this.parents.values()]) {
+      // Slice by slice, asking the idle index again each time: a lite topic written to while the
+      // pass yielded is no longer idle and is not chosen.
+      for (let expired = 0; expired < EXPIRY_BATCH; ) {
+        const expiration = parent.liteTopicExpirationMs;
+        if (expiration === undefined || expiration <= 0 || now - expiration < 0) break;
+        if (this.stopped || this.parents.get(parent.name) !== parent) break;
+        // Idle for `expiration` or more: last message at or before now - expiration.
+        const names = parent.trie.idleSince(now - expiration + 1, Math.min(EXPIRY_SLICE, EXPIRY_BATCH - expired));
+        if (names.length === 0) break;
+        deletions.push(this.expire(parent, names));
+        expired += names.length;
+        await yieldTurn();
+      }
     }
     await Promise.all(deletions);
+    if (this.stopped) return;
     this.revive(now);
     const retention = this.options.retention;
     const { store } = this.context;
@@ -145,6 +168,7 @@ export class Lifecycle {
         await this.context.state.durable();
         const { store } = this.context;
         for (const name of names) await store.deleteLmq?.(lmqName(parent.name, name));
+        await yieldTurn();
       } finally {
         for (const name of names) if (parent.expiring.get(name) === self.done) parent.expiring.delete(name);
         // A client that subscribed meanwhile may now read the topic's new messages.

@@ -12,6 +12,7 @@ import {
   type Clock,
   CommitLog,
   type LmqPage,
+  type LmqSummary,
   type StoredMessage,
 } from '../log.js';
 
@@ -24,6 +25,8 @@ export interface MessageStore {
   /** The oldest offset still stored. */
   minOffset(lmq: string): number;
   listLmqs(prefix?: string, limit?: number, cursor?: string): LmqPage;
+  /** Every LMQ under `prefix` with its offsets and last write, in one call (CommitLog). */
+  lmqSummaries?(prefix: string): LmqSummary[];
   close(): Promise<void>;
   /** Deletes an LMQ (expiry); a later message to it starts again at offset 0. */
   deleteLmq?(lmq: string): Promise<boolean>;

@@ -189,6 +189,12 @@ export interface LogCore {
   /** Store timestamp of the LMQ's newest record; -1 for an unknown LMQ. */
   lastWriteTimestamp(lmq: string): number;
   readonly lmqCount: number;
+  /**
+   * Every LMQ whose name starts with `prefix`, in UTF-8 byte order, in one call: `names` holds each
+   * name with `prefix` removed; `values` three numbers per name, what `minOffset`, `maxOffset` and
+   * `lastWriteTimestamp` answer for it. A broker reopening a directory reads every lite topic so.
+   */
+  lmqSummaries(prefix: string): { names: string[]; values: Float64Array };
   /** Up to `limit` LMQ names starting with `prefix`, in UTF-8 byte order, strictly after `after`. */
   listLmqs(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean };
   /**

@@ -300,6 +300,37 @@ pub fn log_list_lmqs(
     })
 }
 
+/// Every LMQ under a prefix in one crossing: the names after the prefix, NUL-joined (NUL is in no
+/// valid name), and per name its minimum offset, next offset and last store timestamp.
+#[napi(object)]
+pub struct NativeLmqSummaries {
+    pub names: String,
+    pub values: Float64Array,
+}
+
+#[napi(catch_unwind)]
+pub fn log_lmq_summaries(
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    prefix: String,
+) -> Result<NativeLmqSummaries> {
+    let summaries = handle.lock().lmq_summaries(prefix.as_bytes()).map_err(js_error)?;
+    let mut names = Vec::with_capacity(summaries.iter().map(|s| s.name.len() + 1).sum());
+    let mut values = Vec::with_capacity(3 * summaries.len());
+    for (i, summary) in summaries.iter().enumerate() {
+        if i > 0 {
+            names.push(0);
+        }
+        names.extend_from_slice(&summary.name[prefix.len()..]);
+        values.push(summary.min_offset as f64);
+        values.push(summary.next_offset as f64);
+        values.push(summary.last_write_ms as f64);
+    }
+    Ok(NativeLmqSummaries {
+        names: String::from_utf8_lossy(&names).into_owned(),
+        values: Float64Array::new(values),
+    })
+}
+
 /// `LogRecoveryStats` of ts/engine/contract.ts.
 #[napi(object)]
 pub struct NativeLogRecovery {

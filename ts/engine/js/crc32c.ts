@@ -25,10 +25,13 @@ function buildTables(): Int32Array {
   return tables;
 }
 
-/** CRC-32C of `bytes[start, end)`, as an unsigned 32-bit number. */
-export function crc32c(bytes: Uint8Array, start = 0, end = bytes.length): number {
+/**
+ * CRC-32C of `bytes[start, end)`, as an unsigned 32-bit number. `previous`: the CRC of the bytes
+ * before these, to checksum a stream piece by piece (0 for the first piece).
+ */
+export function crc32c(bytes: Uint8Array, start = 0, end = bytes.length, previous = 0): number {
   const t = TABLES;
-  let c = -1;
+  let c = ~previous;
   let i = start;
   for (const stop = end - 8; i <= stop; i += 8) {
     const a =

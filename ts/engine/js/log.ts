@@ -15,7 +15,7 @@ import type {
   LogRecoveryStats,
 } from '../contract.js';
 import { SEGMENT_HEADER_BYTES } from './limits.js';
-import { encodeCheckpoint, writeCheckpointFile } from './log-checkpoint.js';
+import { writeCheckpoint } from './log-checkpoint.js';
 import { acquireLock, releaseLock } from './log-lock.js';
 import { readQueue } from './log-read.js';
 import {
@@ -29,7 +29,7 @@ import {
 } from './log-record.js';
 import { type RecoveredLog, recoverLog } from './log-recovery.js';
 import { createSegment, ioError, SEGMENTS_DIR, type Segment } from './log-segment.js';
-import type { QueueSet } from './queue.js';
+import type { ConsumeQueue, QueueSet } from './queue.js';
 import { nodeStorage, type Storage } from './storage.js';
 
 const END_MARKER = new Uint8Array(4);
@@ -277,6 +277,20 @@ class JsLog implements LogCore {
     return this.queues.get(lmq)?.lastWrite ?? -1;
   }
 
+  lmqSummaries(prefix: string): { names: string[]; values: Float64Array } {
+    this.usable();
+    const { names } = this.queues.list(prefix, Number.POSITIVE_INFINITY, undefined);
+    const values = new Float64Array(3 * names.length);
+    for (let i = 0; i < names.length; i++) {
+      const queue = this.queues.get(names[i] as string) as ConsumeQueue;
+      values[3 * i] = queue.min;
+      values[3 * i + 1] = queue.next;
+      values[3 * i + 2] = queue.lastWrite;
+      names[i] = (names[i] as string).slice(prefix.length);
+    }
+    return { names, values };
+  }
+
   listLmqs(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean } {
     this.usable();
     return this.queues.list(prefix, limit, after);
@@ -330,11 +344,12 @@ class JsLog implements LogCore {
 
   private async checkpointOnce(nowMs: number): Promise<void> {
     this.usable();
-    // The snapshot and its position are taken together, before anything else can append.
+    // The position, the segments and the set of queues are taken together, before anything else
+    // can append; the queues are then written a piece at a time (log-checkpoint.ts).
     const position = this.writePosition;
-    const bytes = encodeCheckpoint(position, nowMs, this.segments, this.queues);
-    await this.sync();
-    await writeCheckpointFile(this.storage, this.dir, bytes);
+    await writeCheckpoint(this.storage, this.dir, position, nowMs, this.segments, this.queues, async () => {
+      await this.sync();
+    });
   }
 
   stats(): LogCoreStats {

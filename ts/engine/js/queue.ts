@@ -28,10 +28,11 @@ export class ConsumeQueue {
   entries: Uint32Array;
   head = 0;
 
-  constructor(offset: number, capacity = INITIAL_ENTRIES) {
+  /** `entries`: storage to start with (a checkpoint's queues share one buffer); else `capacity` entries. */
+  constructor(offset: number, capacity = INITIAL_ENTRIES, entries?: Uint32Array) {
     this.min = offset;
     this.next = offset;
-    this.entries = new Uint32Array(capacity * ENTRY_WORDS);
+    this.entries = entries ?? new Uint32Array(capacity * ENTRY_WORDS);
   }
 
   get count(): number {
@@ -120,6 +121,19 @@ function utf8Rank(unit: number): number {
   return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
 }
 
+/** Code units at which UTF-16 order and UTF-8 order can disagree (surrogates and above). */
+const HIGH_UNITS = /[\ud800-\uffff]/;
+
+/**
+ * Sorts `names` in UTF-8 order, in place. Without surrogates or U+E000..U+FFFF, UTF-16 code-unit
+ * order (the built-in sort's) is the same order and much faster than a comparator (a reopen sorts
+ * every LMQ name once).
+ */
+function sortUtf8(names: string[]): string[] {
+  for (const name of names) if (HIGH_UNITS.test(name)) return names.sort(compareUtf8);
+  return names.sort();
+}
+
 /** First index in sorted `names` whose name is after `key` (strictly when `strict`). */
 function lowerBound(names: readonly string[], key: string, strict: boolean): number {
   let low = 0;
@@ -202,7 +216,7 @@ export class QueueSet {
   /** Merges the names created since the last listing into the order, dropping removed ones. */
   private sortedNames(): string[] {
     if (this.added.length === 0 && !this.droppedSinceSort) return this.sorted;
-    const added = this.added.sort(compareUtf8);
+    const added = sortUtf8(this.added);
     const old = this.sorted;
     const merged: string[] = [];
     let i = 0;

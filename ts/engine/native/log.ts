@@ -173,6 +173,11 @@ export class NativeLogAdapter implements LogCore {
     return typed(() => this.binding.logLmqCount(this.handle));
   }
 
+  lmqSummaries(prefix: string): { names: string[]; values: Float64Array } {
+    const { names, values } = typed(() => this.binding.logLmqSummaries(this.handle, prefix));
+    return { names: values.length === 0 ? [] : names.split('\0'), values };
+  }
+
   listLmqs(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean } {
     return typed(() => this.binding.logListLmqs(this.handle, prefix, limit, after));
   }

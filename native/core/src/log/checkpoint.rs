@@ -36,36 +36,75 @@ pub enum CheckpointProblem {
 pub fn encode(position: u64, created_ms: u64, segments: &[(u64, u64)], queues: &Queues) -> Vec<u8> {
     let names: usize = queues.iter().map(|(name, _)| name.len() + 26).sum();
     let capacity = FIXED_BYTES + 16 * segments.len() + names + ENTRY_BYTES * queues.entry_count() + 4;
-    let mut out = Vec::with_capacity(capacity);
-    out.extend_from_slice(&CHECKPOINT_MAGIC);
-    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&position.to_le_bytes());
-    out.extend_from_slice(&created_ms.to_le_bytes());
-    out.extend_from_slice(&(segments.len() as u32).to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&(queues.len() as u64).to_le_bytes());
-    for &(base, last_store_ms) in segments {
-        out.extend_from_slice(&base.to_le_bytes());
-        out.extend_from_slice(&last_store_ms.to_le_bytes());
-    }
+    let mut encoder = Encoder::new(position, created_ms, segments, capacity);
     for (name, queue) in queues.iter() {
+        encoder.queue(name, queue);
+    }
+    encoder.finish()
+}
+
+/// A checkpoint written a queue at a time, so the caller can let go of the log between batches of
+/// queues (handle.rs). Each queue is written with its entries of records before `position` only:
+/// entries are in position order, so those of later appends are cut from the end.
+pub struct Encoder {
+    position: u64,
+    out: Vec<u8>,
+    queues: u64,
+}
+
+/// Where the queue count sits in the fixed header.
+const QUEUE_COUNT_AT: usize = 40;
+
+impl Encoder {
+    pub fn new(position: u64, created_ms: u64, segments: &[(u64, u64)], capacity: usize) -> Encoder {
+        let mut out = Vec::with_capacity(capacity.max(FIXED_BYTES + 16 * segments.len() + 4));
+        out.extend_from_slice(&CHECKPOINT_MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&position.to_le_bytes());
+        out.extend_from_slice(&created_ms.to_le_bytes());
+        out.extend_from_slice(&(segments.len() as u32).to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&0u64.to_le_bytes()); // the queue count, set by `finish`
+        for &(base, last_store_ms) in segments {
+            out.extend_from_slice(&base.to_le_bytes());
+            out.extend_from_slice(&last_store_ms.to_le_bytes());
+        }
+        Encoder {
+            position,
+            out,
+            queues: 0,
+        }
+    }
+
+    /// Adds one queue as of the checkpoint's position.
+    pub fn queue(&mut self, name: &[u8], queue: &ConsumeQueue) {
+        let entries = queue.entries();
+        let count = entries.partition_point(|e| e.position < self.position);
+        let out = &mut self.out;
+        out.reserve(2 + name.len() + 24 + ENTRY_BYTES * count);
         out.extend_from_slice(&(name.len() as u16).to_le_bytes());
         out.extend_from_slice(name);
         out.extend_from_slice(&queue.min_offset().to_le_bytes());
-        out.extend_from_slice(&queue.next_offset().to_le_bytes());
+        out.extend_from_slice(&(queue.min_offset() + count as u64).to_le_bytes());
         out.extend_from_slice(&queue.last_write_ms().to_le_bytes());
-        for entry in queue.entries() {
+        for entry in entries.range(..count) {
             out.extend_from_slice(&entry.position.to_le_bytes());
             out.extend_from_slice(&entry.size.to_le_bytes());
             out.extend_from_slice(&entry.tag_hash.to_le_bytes());
             out.extend_from_slice(&entry.key_hash.to_le_bytes());
             out.extend_from_slice(&0u32.to_le_bytes());
         }
+        self.queues += 1;
     }
-    let crc = crc32c(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
+
+    /// The checkpoint's bytes: the queue count set and the checksum appended.
+    pub fn finish(mut self) -> Vec<u8> {
+        self.out[QUEUE_COUNT_AT..QUEUE_COUNT_AT + 8].copy_from_slice(&self.queues.to_le_bytes());
+        let crc = crc32c(&self.out);
+        self.out.extend_from_slice(&crc.to_le_bytes());
+        self.out
+    }
 }
 
 /// Decodes a checkpoint, checking its magic, version, checksum and layout.

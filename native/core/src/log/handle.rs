@@ -12,6 +12,9 @@ use memmap2::MmapRaw;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// Queues encoded per taking of the lock while a checkpoint is written.
+const CHECKPOINT_BATCH: usize = 2048;
+
 #[derive(Clone)]
 pub struct LogHandle {
     log: Arc<Mutex<Log>>,
@@ -145,19 +148,38 @@ impl LogHandle {
     }
 
     /// Writes a checkpoint of the queues as of the current write position, after making the log
-    /// durable up to it: temporary file, sync, rename, directory sync.
+    /// durable: temporary file, sync, rename, directory sync. The position, the segments and the
+    /// names are taken together; the queues are then encoded `CHECKPOINT_BATCH` at a time, taking
+    /// the lock for each batch only, so appends and reads from the JavaScript thread go on
+    /// meanwhile. Each queue is cut at the position (checkpoint.rs, `Encoder`); one deleted
+    /// meanwhile is left out (its deletion record is after the position: recovery replays it). The
+    /// log is synced after the encoding, so a queue's last-write time read during it never names a
+    /// record that could be lost.
     pub fn checkpoint(&self, now_ms: u64) -> Result<(), LogError> {
-        let (dir, bytes) = {
+        let (dir, mut encoder, names) = {
             let log = self.lock();
             log.usable()?;
-            let bytes = checkpoint::encode(log.write_position, now_ms, &log.segment_times(), &log.queues);
+            let segments = log.segment_times();
+            let names = log.queues.names();
             let dir = log
                 .segments_dir
                 .parent()
                 .map(Path::to_path_buf)
                 .unwrap_or_default();
-            (dir, bytes)
+            let capacity = 48 + 16 * segments.len() + names.len() * 64 + 24 * log.queues.entry_count();
+            let encoder = checkpoint::Encoder::new(log.write_position, now_ms, &segments, capacity);
+            (dir, encoder, names)
         };
+        for batch in names.chunks(CHECKPOINT_BATCH) {
+            let log = self.lock();
+            log.usable()?;
+            for name in batch {
+                if let Some(queue) = log.queues.get(name) {
+                    encoder.queue(name, queue);
+                }
+            }
+        }
+        let bytes = encoder.finish();
         self.sync()?;
         let tmp = dir.join(CHECKPOINT_TMP_FILE);
         let written = self

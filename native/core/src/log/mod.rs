@@ -36,6 +36,15 @@ use segment::Segment;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
+/// One LMQ as `Log::lmq_summaries` reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LmqSummary {
+    pub name: std::sync::Arc<[u8]>,
+    pub min_offset: u64,
+    pub next_offset: u64,
+    pub last_write_ms: u64,
+}
+
 /// How a log is opened.
 #[derive(Clone, Copy, Debug)]
 pub struct LogOptions {
@@ -128,6 +137,26 @@ impl Log {
     pub fn last_write_timestamp(&self, lmq: &[u8]) -> Result<Option<u64>, LogError> {
         self.usable()?;
         Ok(self.queues.get(lmq).map(|q| q.last_write_ms()))
+    }
+
+    /// Every LMQ whose name starts with `prefix`, in byte order, with its offsets and last store
+    /// timestamp: what `min_offset`, `max_offset` and `last_write_timestamp` answer, in one call.
+    pub fn lmq_summaries(&mut self, prefix: &[u8]) -> Result<Vec<LmqSummary>, LogError> {
+        self.usable()?;
+        let page = self.queues.list(prefix, None, usize::MAX);
+        Ok(page
+            .names
+            .into_iter()
+            .filter_map(|name| {
+                let queue = self.queues.get(&name)?;
+                Some(LmqSummary {
+                    min_offset: queue.min_offset(),
+                    next_offset: queue.next_offset(),
+                    last_write_ms: queue.last_write_ms(),
+                    name,
+                })
+            })
+            .collect())
     }
 
     pub fn lmq_count(&self) -> Result<usize, LogError> {

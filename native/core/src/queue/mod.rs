@@ -113,6 +113,11 @@ impl Queues {
         self.map.iter().map(|(name, queue)| (&name[..], queue))
     }
 
+    /// Every name, in no particular order (shared, not copied).
+    pub fn names(&self) -> Vec<Arc<[u8]>> {
+        self.map.keys().cloned().collect()
+    }
+
     /// Index entries held in all queues.
     pub fn entry_count(&self) -> usize {
         self.entries
