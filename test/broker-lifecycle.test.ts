@@ -64,6 +64,37 @@ describe.each(ENGINES)('%s engine', (engine) => {
     });
   });
 
+  describe('close during a sweep', () => {
+    it('stops a running sweep at its next slice, finishes its deletions, and reopens consistent', async () => {
+      const dir = tempDir();
+      const t = await openBroker(engine, { dir, sessionTimeoutMs: 0 });
+      t.broker.createTopic('agents', { liteTopicExpirationMs: 1000 });
+      const names = Array.from({ length: 100 }, (_, i) => `idle${i}`);
+      await t.broker.sendBatch(
+        'agents',
+        names.map((liteTopic) => ({ liteTopic, body: 'x' })),
+      );
+      t.clock.advance(2000);
+      const sweep = t.broker.runMaintenance(); // 100 idle: several slices with turns between them
+      const settled = sweep.then(
+        () => 'resolved',
+        (error: unknown) => error,
+      );
+      await t.broker.close(); // while the pass is between slices
+      expect(await settled).toBe('resolved');
+      const again = await openBroker(engine, { dir, sessionTimeoutMs: 0 });
+      const left = again.broker.admin.topicInfo('agents').liteTopics;
+      expect(left).toBeGreaterThan(0); // the pass stopped early
+      expect(left).toBeLessThan(names.length);
+      // Whatever was dropped is gone from the log too: a new message starts again at offset 0.
+      for (const name of names) {
+        const info = again.broker.admin.liteTopicInfo('agents', name);
+        if (info === null) expect((await again.broker.send('agents', { liteTopic: name, body: 'y' })).offset).toBe(0);
+        else expect(info.maxOffset).toBe(1);
+      }
+    });
+  });
+
   describe('retention', () => {
     it('deletes old segments on the maintenance pass; consumers behind them resume at the oldest kept message', async () => {
       const t = await openBroker(engine, {

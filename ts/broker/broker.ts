@@ -544,6 +544,8 @@ export class Broker {
     if (this.closed) return;
     this.closed = true;
     this.lifecycle.stop();
+    // A stopped pass ends at its next slice; its deletions finish before the journal and store close.
+    await this.lifecycle.idle();
     for (const client of this.clients.values()) this.registry.close(client);
     this.context.scheduler.clear();
     try {

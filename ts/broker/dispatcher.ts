@@ -11,6 +11,14 @@ import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import type { BrokerContext, ClientState, GroupState } from './state.js';
 import { lmqName } from './store.js';
 
+/** Stale entries a drain list may hold beyond twice the backlog before it is pruned. */
+const PRUNE_SLACK = 64;
+
+/** Drops the entries of `list` that are no longer in `backlog`. */
+function prune(list: Set<string>, backlog: ReadonlySet<string>): void {
+  for (const liteTopic of list) if (!backlog.has(liteTopic)) list.delete(liteTopic);
+}
+
 export class Dispatcher {
   /**
    * Drain lists of the backlog (see `toBacklog`). `group.backlog` stays the one record of what
@@ -188,14 +196,22 @@ export class Dispatcher {
    * otherwise (no client, or a legacy one, which can take anything) the whole backlog is walked.
    */
   drainBacklog(group: GroupState, client?: ClientState): void {
+    const open = this.open.get(group);
     if (client === undefined || client.legacy) {
       this.drain(group, group.backlog, client);
-      return;
+    } else {
+      const held = this.held.get(client);
+      if (held !== undefined) this.drain(group, held, client);
+      if (open !== undefined) this.drain(group, open, client);
     }
-    const held = this.held.get(client);
-    if (held !== undefined) this.drain(group, held, client);
-    const open = this.open.get(group);
-    if (open !== undefined) this.drain(group, open, client);
+    // Entries that no longer wait (placed by a whole-backlog walk, expired) are dropped as met; a group
+    // whose clients never walk the open list (legacy ones only) prunes it here, so it stays within a
+    // constant factor of the backlog.
+    if (open !== undefined && open.size > 2 * group.backlog.size + PRUNE_SLACK) prune(open, group.backlog);
+    if (client !== undefined) {
+      const held = this.held.get(client);
+      if (held !== undefined && held.size > 2 * group.backlog.size + PRUNE_SLACK) prune(held, group.backlog);
+    }
   }
 
   /**

@@ -79,6 +79,11 @@ export class Lifecycle {
     this.cancelTimer?.();
   }
 
+  /** Resolves once the running pass, if any, has ended (whatever its outcome). */
+  async idle(): Promise<void> {
+    await this.running?.catch(() => undefined);
+  }
+
   /** Runs one maintenance pass now, or waits for the one running. */
   runMaintenance(): Promise<void> {
     if (this.running === undefined) {
@@ -107,7 +112,11 @@ export class Lifecycle {
         // Idle for `expiration` or more: last message at or before now - expiration.
         const names = parent.trie.idleSince(now - expiration + 1, Math.min(EXPIRY_SLICE, EXPIRY_BATCH - expired));
         if (names.length === 0) break;
-        deletions.push(this.expire(parent, names));
+        const deletion = this.expire(parent, names);
+        // Handled now, reported by the Promise.all below: a slice failing while later slices are still
+        // yielding must not surface as an unhandled rejection.
+        deletion.catch(() => undefined);
+        deletions.push(deletion);
         expired += names.length;
         await yieldTurn();
       }
