@@ -106,7 +106,7 @@ export class KeySharedProgress extends TopicProgress {
   /** Unacked deliveries; entries acked or forgotten since are dropped when met. */
   private readonly open = new Set<Delivery>();
   /** Per bucket, its offsets of the window and its open deliveries. */
-  private readonly queues: BucketQueue[];
+  private readonly queues: (BucketQueue | undefined)[];
   /** Offsets below this (and at or past `committed`) are in the bucket queues. */
   private indexed: number;
   /** The owners of the buckets, cached for `found`, the live clients in the order last met. */
@@ -119,12 +119,7 @@ export class KeySharedProgress extends TopicProgress {
   ) {
     super(start);
     this.indexed = start;
-    this.queues = Array.from({ length: buckets }, () => ({
-      offsets: [],
-      start: 0,
-      open: new Set<Delivery>(),
-      deadEnd: undefined,
-    }));
+    this.queues = new Array<BucketQueue | undefined>(buckets).fill(undefined);
   }
 
   /**
@@ -153,7 +148,8 @@ export class KeySharedProgress extends TopicProgress {
    * holds them all, UNKNOWN_HOLDER for several or for deliveries restored after a restart.
    */
   private holderOf(bucket: number, now: number): { inflight: number } | undefined {
-    const open = (this.queues[bucket] as BucketQueue).open;
+    const open = this.queues[bucket]?.open;
+    if (open === undefined) return undefined;
     let holder: { inflight: number } | undefined;
     for (const delivery of open) {
       if (delivery.acked || this.deliveries.get(delivery.offset) !== delivery) {
@@ -167,6 +163,19 @@ export class KeySharedProgress extends TopicProgress {
       else if (holder !== by) return UNKNOWN_HOLDER;
     }
     return holder;
+  }
+
+  /**
+   * The queue of `bucket`, made at its first offset: a lite topic holds per-bucket state only for
+   * the buckets its window has touched, not for every bucket of the group.
+   */
+  private queueOf(bucket: number): BucketQueue {
+    let queue = this.queues[bucket];
+    if (queue === undefined) {
+      queue = { offsets: [], start: 0, open: new Set<Delivery>(), deadEnd: undefined };
+      this.queues[bucket] = queue;
+    }
+    return queue;
   }
 
   /** Whether `owner` may be handed messages of `bucket`: nobody else holds hidden ones of it. */
@@ -191,7 +200,7 @@ export class KeySharedProgress extends TopicProgress {
   /** Puts `offset` of key hash `hash` at the end of its bucket's queue. */
   private admit(offset: number, hash: number): void {
     this.hashes.set(offset, hash);
-    const queue = this.queues[bucketOf(hash, this.buckets)] as BucketQueue;
+    const queue = this.queueOf(bucketOf(hash, this.buckets));
     queue.offsets.push(offset);
     const delivery = this.deliveries.get(offset);
     if (delivery !== undefined && !delivery.acked) {
@@ -275,7 +284,7 @@ export class KeySharedProgress extends TopicProgress {
 
   /** A scan of `bucket` from its front, moved to its first candidate. */
   private cursor(bucket: number, now: number, load: KeyLoader): Cursor {
-    const queue = this.queues[bucket] as BucketQueue;
+    const queue = this.queueOf(bucket);
     if (queue.start >= COMPACT_AFTER && queue.start * 2 >= queue.offsets.length) {
       queue.offsets = queue.offsets.slice(queue.start);
       if (queue.deadEnd !== undefined) queue.deadEnd.end -= queue.start;
@@ -317,17 +326,37 @@ export class KeySharedProgress extends TopicProgress {
     const found = new Set<ClientState>();
     if (wanted.size === 0) return found;
     this.index(load);
-    // The buckets scanned to their end without a candidate: the window may grow under them.
+    // The buckets scanned to their end without a candidate: the window may grow under them. Buckets
+    // with no queue yet (nothing of theirs in the window) wait without one, so a dispatch does not
+    // make per-bucket state for every bucket of its clients.
     const waiting: Cursor[] = [];
+    const unmade: number[] = [];
     for (let bucket = 0; bucket < this.buckets; bucket++) {
       const owner = owners[bucket];
       if (owner === undefined || !wanted.has(owner) || found.has(owner) || !this.free(bucket, owner, now)) continue;
+      if (this.queues[bucket] === undefined) {
+        unmade.push(bucket);
+        continue;
+      }
       const cursor = this.cursor(bucket, now, load);
       if (cursor.offset >= 0) {
         if (found.add(owner).size >= wanted.size) return found;
       } else waiting.push(cursor);
     }
-    while (waiting.length > 0 && this.extend(maxOffset, load)) {
+    while ((waiting.length > 0 || unmade.length > 0) && this.extend(maxOffset, load)) {
+      let left = 0;
+      for (const bucket of unmade) {
+        const owner = owners[bucket] as ClientState;
+        if (found.has(owner)) continue;
+        if (this.queues[bucket] === undefined) {
+          unmade[left++] = bucket;
+          continue;
+        }
+        const cursor = this.cursor(bucket, now, load);
+        if (cursor.offset < 0) waiting.push(cursor);
+        else if (found.add(owner).size >= wanted.size) return found;
+      }
+      unmade.length = left;
       let kept = 0;
       for (const cursor of waiting) {
         const owner = owners[cursor.bucket] as ClientState;
@@ -371,8 +400,9 @@ export class KeySharedProgress extends TopicProgress {
     const empty: number[] = [];
     for (let bucket = 0; bucket < this.buckets; bucket++) {
       if (owners[bucket] !== client) continue;
-      const queue = this.queues[bucket] as BucketQueue;
-      if (queue.start < queue.offsets.length) pending.add(queue.offsets[queue.start] as number, bucket);
+      const queue = this.queues[bucket];
+      if (queue !== undefined && queue.start < queue.offsets.length)
+        pending.add(queue.offsets[queue.start] as number, bucket);
       else empty.push(bucket);
     }
     pending.heapify();
@@ -401,8 +431,9 @@ export class KeySharedProgress extends TopicProgress {
         waiting.length = kept;
         kept = 0;
         for (const bucket of empty) {
-          const queue = this.queues[bucket] as BucketQueue;
-          if (queue.start < queue.offsets.length) pending.push(queue.offsets[queue.start] as number, bucket);
+          const queue = this.queues[bucket];
+          if (queue !== undefined && queue.start < queue.offsets.length)
+            pending.push(queue.offsets[queue.start] as number, bucket);
           else empty[kept++] = bucket;
         }
         empty.length = kept;
@@ -498,7 +529,7 @@ export class KeySharedProgress extends TopicProgress {
     // An offset already in the bucket queues joins its bucket's open set now; others when indexed.
     const hash = offset < this.indexed ? this.hashes.get(offset) : undefined;
     if (hash !== undefined) {
-      const queue = this.queues[bucketOf(hash, this.buckets)] as BucketQueue;
+      const queue = this.queueOf(bucketOf(hash, this.buckets));
       queue.open.add(delivery);
       queue.deadEnd = undefined;
     }
@@ -513,7 +544,7 @@ export class KeySharedProgress extends TopicProgress {
   override dropAll(): void {
     super.dropAll();
     // Forgotten offsets in [committed, next) read as never handed out: no dead end holds any more.
-    for (const queue of this.queues) queue.deadEnd = undefined;
+    for (const queue of this.queues) if (queue !== undefined) queue.deadEnd = undefined;
   }
 
   protected override forget(offset: number): void {
