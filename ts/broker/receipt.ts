@@ -41,7 +41,8 @@ function count36(text: string): number {
 /** The receipt a handle encodes; `InvalidReceiptError` when it is not one of ours. */
 export function decodeReceipt(handle: unknown): Receipt {
   const invalid = () => new InvalidReceiptError('not a receipt handle of this broker', { value: handle });
-  if (typeof handle !== 'string' || handle.length > 4096 || !handle.startsWith(PREFIX)) throw invalid();
+  if (typeof handle !== 'string' || handle.length > 4096) throw invalid();
+  if (!handle.startsWith(PREFIX)) return decodeVersion1(handle, invalid);
   const fields: string[] = [];
   let at = PREFIX.length;
   for (let i = 0; i < 4; i++) {
@@ -58,4 +59,27 @@ export function decodeReceipt(handle: unknown): Receipt {
     throw invalid();
   }
   return { epoch, group, liteTopic, offset, attempt };
+}
+
+/**
+ * Handles of litetopic 0.1.0 before this format: base64url of the JSON array
+ * `[1, epoch, group, liteTopic, offset, attempt]`. Still accepted, so deliveries in flight across an
+ * in-place upgrade can be acked (the broker id is kept across restarts for the same reason).
+ */
+function decodeVersion1(handle: string, invalid: () => InvalidReceiptError): Receipt {
+  let fields: unknown;
+  try {
+    fields = JSON.parse(Buffer.from(handle, 'base64url').toString('utf8'));
+  } catch {
+    throw invalid();
+  }
+  if (!Array.isArray(fields) || fields.length !== 6 || fields[0] !== 1) throw invalid();
+  const [, epoch, group, liteTopic, offset, attempt] = fields as unknown[];
+  if (typeof epoch !== 'string' || typeof group !== 'string' || typeof liteTopic !== 'string') throw invalid();
+  if (!isCount(offset) || !isCount(attempt)) throw invalid();
+  return { epoch, group, liteTopic, offset, attempt };
+}
+
+function isCount(value: unknown): value is number {
+  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }
