@@ -59,6 +59,20 @@ class Ledger {
   }
 }
 
+/**
+ * POPs clients `a` and `b` (of a 16-bucket group on HOT) in turn until both come back empty, at most
+ * `rounds` times, recording every batch and acking each message through its bucket's owner.
+ */
+async function drainPair(a: Consumer, b: Consumer, ledger: Ledger, rounds: number): Promise<void> {
+  const owner = owners(['a', 'b'], HOT, 16);
+  for (let round = 0; round < rounds; round++) {
+    const batch = [...(await a.pop({ maxNum: 32 })), ...(await b.pop({ maxNum: 32 }))];
+    if (batch.length === 0) return;
+    ledger.record(batch);
+    for (const m of batch) await (owner[bucketOfKey(m.key, 16)] === 'a' ? a : b).ack(m);
+  }
+}
+
 describe('hash and buckets', () => {
   it('hashes keys with murmur3_x86_32 (seed 0) and cuts the low 16 bits into equal ranges', () => {
     const vectors: [string, number, number][] = [
@@ -557,12 +571,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
       if (firstNew >= 0) expect(ofKey.slice(firstNew).every((m) => m.reconsumeTimes === 0)).toBe(true);
     }
     await ackAll(a, again);
-    for (let round = 0; round < 200; round++) {
-      const batch = [...(await a.pop({ maxNum: 32 })), ...(await b.pop({ maxNum: 32 }))];
-      if (batch.length === 0) break;
-      ledger.record(batch);
-      for (const m of batch) await (owners(['a', 'b'], HOT, 16)[bucketOfKey(m.key, 16)] === 'a' ? a : b).ack(m);
-    }
+    await drainPair(a, b, ledger, 200);
     expect(ledger.deliveries.size).toBe(5000);
     expect(ledger.duplicates).toBe(32);
     expect(broker.admin.groupInfo('g').totalLag).toBe(0);
@@ -576,14 +585,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
     await sendKeyed(broker, HOT, sent);
     const owner = owners(['a', 'b'], HOT, 16)[bucketOfKey('stuck', 16)] === 'a' ? a : b;
     const ledger = new Ledger();
-    const drain = async () => {
-      for (let round = 0; round < 400; round++) {
-        const batch = [...(await a.pop({ maxNum: 32 })), ...(await b.pop({ maxNum: 32 }))];
-        if (batch.length === 0) return;
-        ledger.record(batch);
-        for (const m of batch) await (owners(['a', 'b'], HOT, 16)[bucketOfKey(m.key, 16)] === 'a' ? a : b).ack(m);
-      }
-    };
+    const drain = () => drainPair(a, b, ledger, 400);
     const stuck = await owner.pop({ maxNum: 1, invisibleTimeMs: 1000 });
     expect(bodies(stuck)).toEqual(['stuck#0']);
     ledger.record(stuck);
