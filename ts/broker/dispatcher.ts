@@ -197,20 +197,18 @@ export class Dispatcher {
    */
   drainBacklog(group: GroupState, client?: ClientState): void {
     const open = this.open.get(group);
+    const held = client === undefined ? undefined : this.held.get(client);
     if (client === undefined || client.legacy) {
       this.drain(group, group.backlog, client);
     } else {
-      const held = this.held.get(client);
       if (held !== undefined) this.drain(group, held, client);
       if (open !== undefined) this.drain(group, open, client);
     }
     // Entries that no longer wait (placed by a whole-backlog walk, expired) are dropped as met; a group
     // whose clients never walk the open list (legacy ones only) prunes it here, so it stays within a
     // constant factor of the backlog.
-    if (open !== undefined && open.size > 2 * group.backlog.size + PRUNE_SLACK) prune(open, group.backlog);
-    if (client !== undefined) {
-      const held = this.held.get(client);
-      if (held !== undefined && held.size > 2 * group.backlog.size + PRUNE_SLACK) prune(held, group.backlog);
+    for (const list of [open, held]) {
+      if (list !== undefined && list.size > 2 * group.backlog.size + PRUNE_SLACK) prune(list, group.backlog);
     }
   }
 

@@ -331,30 +331,25 @@ export class KeySharedProgress extends TopicProgress {
     // make per-bucket state for every bucket of its clients.
     const waiting: Cursor[] = [];
     const unmade: number[] = [];
+    /** Scans `bucket` to its first candidate; true once every wanted client has been found. */
+    const scan = (bucket: number): boolean => {
+      const cursor = this.cursor(bucket, now, load);
+      if (cursor.offset >= 0) return found.add(owners[bucket] as ClientState).size >= wanted.size;
+      waiting.push(cursor);
+      return false;
+    };
     for (let bucket = 0; bucket < this.buckets; bucket++) {
       const owner = owners[bucket];
       if (owner === undefined || !wanted.has(owner) || found.has(owner) || !this.free(bucket, owner, now)) continue;
-      if (this.queues[bucket] === undefined) {
-        unmade.push(bucket);
-        continue;
-      }
-      const cursor = this.cursor(bucket, now, load);
-      if (cursor.offset >= 0) {
-        if (found.add(owner).size >= wanted.size) return found;
-      } else waiting.push(cursor);
+      if (this.queues[bucket] === undefined) unmade.push(bucket);
+      else if (scan(bucket)) return found;
     }
     while ((waiting.length > 0 || unmade.length > 0) && this.extend(maxOffset, load)) {
       let left = 0;
       for (const bucket of unmade) {
-        const owner = owners[bucket] as ClientState;
-        if (found.has(owner)) continue;
-        if (this.queues[bucket] === undefined) {
-          unmade[left++] = bucket;
-          continue;
-        }
-        const cursor = this.cursor(bucket, now, load);
-        if (cursor.offset < 0) waiting.push(cursor);
-        else if (found.add(owner).size >= wanted.size) return found;
+        if (found.has(owners[bucket] as ClientState)) continue;
+        if (this.queues[bucket] === undefined) unmade[left++] = bucket;
+        else if (scan(bucket)) return found;
       }
       unmade.length = left;
       let kept = 0;
