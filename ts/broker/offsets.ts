@@ -65,12 +65,8 @@ export class TopicProgress {
    * be, which needs the store's `maxOffset`: the dispatcher asks the store only then).
    */
   frontVisible(now: number): boolean | undefined {
-    for (let offset = this.committed; offset < this.next; offset++) {
-      const delivery = this.deliveries.get(offset) as Delivery;
-      if (delivery.acked) continue;
-      return delivery.invisibleUntil <= now;
-    }
-    return undefined;
+    const deadline = this.firstDeadline(now);
+    return deadline === Number.POSITIVE_INFINITY ? undefined : deadline <= now;
   }
 
   /**
