@@ -232,10 +232,17 @@ export declare function topicTrieListJoined(handle: ExternalObject<'TopicTrie'>,
 
 export declare function topicTrieNameOf(handle: ExternalObject<'TopicTrie'>, id: number): string | null
 
+/**
+ * The names with the first `count` ids of `ids`, NUL-joined (an id with no name gives an empty
+ * name). Latin-1 when ASCII, which V8 copies without decoding.
+ */
+export declare function topicTrieNamesJoined(handle: ExternalObject<'TopicTrie'>, ids: Uint32Array, count: number): string
+
 /** `max_name_bytes` applies to lite names only. */
 export declare function topicTrieNew(dialectId: number, maxNameBytes: number): ExternalObject<'TopicTrie'>
 
-export declare function topicTrieRemove(handle: ExternalObject<'TopicTrie'>, name: string): boolean
+/** The id the removed name had (free for reuse from now on), or -1 when it was not stored. */
+export declare function topicTrieRemove(handle: ExternalObject<'TopicTrie'>, name: string): number
 
 export declare function topicTrieSize(handle: ExternalObject<'TopicTrie'>): number
 

@@ -19,6 +19,12 @@ export interface TrieMemorySample {
   rssBytes: number;
   heapUsedBytes: number;
   externalBytes: number;
+  /**
+   * RSS and heap growth over the same baseline once `expand('**')` has handed every name out and
+   * its answer was dropped: the native adapter keeps the names it hands out (ts/engine/native/trie.ts).
+   */
+  rssAfterExpandAllBytes: number;
+  heapUsedAfterExpandAllBytes: number;
   /** The trie's own estimate (`TopicTrie.stats().approximateBytes`). */
   approximateBytes: number;
   nodes: number;
@@ -50,6 +56,9 @@ function build(kind: Kind, count: number, seed: number): TrieMemorySample {
   // collection would otherwise be counted against its growth.
   if (trie.size !== count || names.length !== count) throw new Error('trie lost names');
   const stats = trie.stats();
+  if (trie.expand('**').length !== count) throw new Error('expand lost names');
+  const expanded = collectedMemory();
+  if (trie.size !== count || names.length !== count) throw new Error('trie lost names');
   return {
     kind,
     names: count,
@@ -57,6 +66,8 @@ function build(kind: Kind, count: number, seed: number): TrieMemorySample {
     rssBytes: after.rss - before.rss,
     heapUsedBytes: after.heapUsed - before.heapUsed,
     externalBytes: after.external - before.external,
+    rssAfterExpandAllBytes: expanded.rss - before.rss,
+    heapUsedAfterExpandAllBytes: expanded.heapUsed - before.heapUsed,
     approximateBytes: stats.approximateBytes,
     nodes: stats.nodes,
   };

@@ -100,12 +100,17 @@ pub fn topic_trie_add(
     }
 }
 
+/// The id the removed name had (free for reuse from now on), or -1 when it was not stored.
 #[napi(catch_unwind)]
 pub fn topic_trie_remove(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     name: String,
-) -> bool {
-    handle.trie.borrow_mut().remove(&name)
+) -> i64 {
+    let mut trie = handle.trie.borrow_mut();
+    match trie.id_of(&name) {
+        Some(id) if trie.remove(&name) => i64::from(id),
+        _ => -1,
+    }
 }
 
 /// The id, or -1 when the name is not stored.
@@ -255,6 +260,20 @@ pub fn topic_trie_expand_into(
     let fit = count.min(out.len());
     out[..fit].copy_from_slice(&ids[..fit]);
     count as i64
+}
+
+/// The names with the first `count` ids of `ids`, NUL-joined (an id with no name gives an empty
+/// name). Latin-1 when ASCII, which V8 copies without decoding.
+#[napi(catch_unwind)]
+pub fn topic_trie_names_joined<'env>(
+    env: &'env Env,
+    #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
+    ids: Uint32Array,
+    count: u32,
+) -> Result<JsString<'env>> {
+    let ids = &ids[..(count as usize).min(ids.len())];
+    let joined = joined_names(&handle.trie.borrow(), ids);
+    chunk_string(env, &joined, (0, joined.len(), joined.is_ascii()))
 }
 
 /// How many names match, or -1 for an invalid pattern.

@@ -293,6 +293,9 @@ impl TopicTrie {
         levels: &mut Vec<usize>,
         sink: &mut S,
     ) -> usize {
+        if !S::NAMES && self.placed_since_compaction == 0 {
+            return self.collect_run(top, sink);
+        }
         let separator = self.dialect.separator();
         levels.clear();
         let mut found = 0;
@@ -335,5 +338,36 @@ impl TopicTrie {
                 }
             }
         }
+    }
+
+    /// `collect_subtree` without names on a trie laid out depth first with nothing placed since
+    /// (compact.rs): the subtree of `top` is then the run of positions from `top` up to the next
+    /// node in depth-first order, so its names are read straight through that run instead of by
+    /// following links. Positions freed since the compaction lie inside the run of the subtree they
+    /// left and hold no name; removals only unlink, so the next node in depth-first order is still
+    /// the first next sibling of `top` or of an ancestor.
+    fn collect_run<S: Sink>(&self, top: u32, sink: &mut S) -> usize {
+        let end = self.run_end(top) as usize;
+        let mut found = 0;
+        for node in &self.nodes[top as usize..end] {
+            if node.name != NONE {
+                sink.name(node.name, "");
+                found += 1;
+            }
+        }
+        found
+    }
+
+    /// The position after the subtree of `top` in a depth-first layout (see `collect_run`).
+    fn run_end(&self, top: u32) -> u32 {
+        let mut node = top;
+        while node != ROOT {
+            let n = &self.nodes[node as usize];
+            if n.next_sibling != NONE {
+                return n.next_sibling;
+            }
+            node = n.parent;
+        }
+        self.nodes.len() as u32
     }
 }

@@ -254,3 +254,57 @@ fn expand_writes_names_in_walk_order() {
         }
     }
 }
+
+/// A trailing wildcard on a trie laid out depth first reads each subtree as one run of nodes
+/// (walk.rs `collect_run`); removals after the compaction leave freed positions inside the runs and
+/// unlink next siblings, and the run must still end where the subtree does.
+#[test]
+fn trailing_wildcard_reads_runs_after_removals() {
+    let mut trie = lite();
+    let mut live: Vec<String> = Vec::new();
+    for t in 0..4 {
+        for a in 0..5 {
+            for s in 0..3 {
+                live.push(format!("t{t}__a{a}__s{s}"));
+            }
+            live.push(format!("t{t}__a{a}"));
+        }
+    }
+    for name in &live {
+        trie.add(name, None).unwrap();
+    }
+    trie.compact();
+    // Whole subtrees (the last agent of t1, the first of t2, all of t3 but one name), single
+    // leaves, and a prefix that stays as a node for its children.
+    let removed: Vec<String> = live
+        .iter()
+        .filter(|n| {
+            n.starts_with("t1__a4")
+                || n.starts_with("t2__a0")
+                || (n.starts_with("t3__") && n.as_str() != "t3__a2__s1")
+                || n.as_str() == "t0__a1__s1"
+                || n.as_str() == "t0__a2"
+        })
+        .cloned()
+        .collect();
+    for name in &removed {
+        assert!(trie.remove(name));
+    }
+    live.retain(|n| !removed.contains(n));
+    assert_eq!(trie.placed_since_compaction, 0, "the walks below read runs");
+    for pattern in [
+        "**",
+        "t0__**",
+        "t1__**",
+        "t2__**",
+        "t3__**",
+        "t3__a2__**",
+        "*__a1__**",
+        "t0__a2__**",
+    ] {
+        let compiled = Pattern::compile(pattern, Dialect::Lite).unwrap();
+        let mut expected: Vec<String> = live.iter().filter(|n| compiled.matches(n)).cloned().collect();
+        expected.sort();
+        assert_eq!(expand(&mut trie, pattern), expected, "{pattern}");
+    }
+}
