@@ -205,9 +205,10 @@ export declare function topicTrieCount(handle: ExternalObject<'TopicTrie'>, patt
  * holds at most `EXPAND_CHUNK_BYTES` of names: V8 places a larger string in its large-object
  * space, which cost several times the copy (about 0.6 ms for 700 KB against 0.1 ms in 64 KB
  * pieces). An ASCII string (every lite answer) crosses as Latin-1, which V8 copies without
- * decoding, straight from the answer's buffer.
+ * decoding, straight from the answer's buffer. `positions` receives, as far as there is room,
+ * the node position of each name (see `topic_trie_expand_runs`).
  */
-export declare function topicTrieExpandFirst(handle: ExternalObject<'TopicTrie'>, pattern: string, ends: Uint32Array): string | null
+export declare function topicTrieExpandFirst(handle: ExternalObject<'TopicTrie'>, pattern: string, ends: Uint32Array, positions: Uint32Array): string | null
 
 /**
  * Writes the matching ids into `out` as far as it has room and returns how many there are in
@@ -217,6 +218,14 @@ export declare function topicTrieExpandInto(handle: ExternalObject<'TopicTrie'>,
 
 /** The next string of names of the last `topic_trie_expand_first`, or `null` after the last. */
 export declare function topicTrieExpandNext(handle: ExternalObject<'TopicTrie'>): string | null
+
+/**
+ * Where the matching names sit, as runs of node positions (`TopicTrie::expand_runs`): returns
+ * how many names match, or -1 for an invalid pattern. `out[0]` receives the layout epoch the
+ * positions belong to, `out[1]` the number of runs, and `out[2..]` the runs as `(start, end)`
+ * pairs as far as there is room.
+ */
+export declare function topicTrieExpandRuns(handle: ExternalObject<'TopicTrie'>, pattern: string, out: Uint32Array): number
 
 /**
  * Names idle since before `cutoff_ms`, oldest first, NUL-joined; `limit` `u32::MAX` means no
@@ -232,16 +241,13 @@ export declare function topicTrieListJoined(handle: ExternalObject<'TopicTrie'>,
 
 export declare function topicTrieNameOf(handle: ExternalObject<'TopicTrie'>, id: number): string | null
 
-/**
- * The names with the first `count` ids of `ids`, NUL-joined (an id with no name gives an empty
- * name). Latin-1 when ASCII, which V8 copies without decoding.
- */
-export declare function topicTrieNamesJoined(handle: ExternalObject<'TopicTrie'>, ids: Uint32Array, count: number): string
-
 /** `max_name_bytes` applies to lite names only. */
 export declare function topicTrieNew(dialectId: number, maxNameBytes: number): ExternalObject<'TopicTrie'>
 
-/** The id the removed name had (free for reuse from now on), or -1 when it was not stored. */
+/**
+ * The node position the removed name ended at (which a later name may take from now on), or -1
+ * when it was not stored.
+ */
 export declare function topicTrieRemove(handle: ExternalObject<'TopicTrie'>, name: string): number
 
 export declare function topicTrieSize(handle: ExternalObject<'TopicTrie'>): number

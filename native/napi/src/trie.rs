@@ -35,6 +35,8 @@ struct Expansion {
     /// The names, NUL-joined, and where each ends in bytes.
     text: String,
     ends: Vec<u32>,
+    /// The node position of each name.
+    positions: Vec<u32>,
     /// Byte ranges of `text` that become one string each, and whether each is ASCII.
     chunks: Vec<(usize, usize, bool)>,
     /// The chunk `topic_trie_expand_next` returns.
@@ -100,17 +102,14 @@ pub fn topic_trie_add(
     }
 }
 
-/// The id the removed name had (free for reuse from now on), or -1 when it was not stored.
+/// The node position the removed name ended at (which a later name may take from now on), or -1
+/// when it was not stored.
 #[napi(catch_unwind)]
 pub fn topic_trie_remove(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     name: String,
 ) -> i64 {
-    let mut trie = handle.trie.borrow_mut();
-    match trie.id_of(&name) {
-        Some(id) if trie.remove(&name) => i64::from(id),
-        _ => -1,
-    }
+    handle.trie.borrow_mut().remove_at(&name).map_or(-1, i64::from)
 }
 
 /// The id, or -1 when the name is not stored.
@@ -153,32 +152,39 @@ pub fn topic_trie_clear(
 /// holds at most `EXPAND_CHUNK_BYTES` of names: V8 places a larger string in its large-object
 /// space, which cost several times the copy (about 0.6 ms for 700 KB against 0.1 ms in 64 KB
 /// pieces). An ASCII string (every lite answer) crosses as Latin-1, which V8 copies without
-/// decoding, straight from the answer's buffer.
+/// decoding, straight from the answer's buffer. `positions` receives, as far as there is room,
+/// the node position of each name (see `topic_trie_expand_runs`).
 #[napi(catch_unwind, ts_return_type = "string | null")]
 pub fn topic_trie_expand_first<'env>(
     env: &'env Env,
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     pattern: String,
     mut ends: Uint32Array,
+    mut positions: Uint32Array,
 ) -> Result<Option<JsString<'env>>> {
     let ends = crate::out_slice(&mut ends);
+    let positions = crate::out_slice(&mut positions);
     let mut expansion = handle.expansion.borrow_mut();
     let Expansion {
         text,
         ends: found,
+        positions: at,
         chunks,
         next,
     } = &mut *expansion;
     text.clear();
     found.clear();
+    at.clear();
     chunks.clear();
     *next = 1;
-    let Ok(count) = handle.trie.borrow_mut().expand_joined(&pattern, text, found) else {
+    let Ok(count) = handle.trie.borrow_mut().expand_joined(&pattern, text, found, at) else {
         return Ok(None);
     };
     if let Some(first) = ends.first_mut() {
         *first = count as u32;
     }
+    let fit = positions.len().min(count);
+    positions[..fit].copy_from_slice(&at[..fit]);
     let room = ends.len().saturating_sub(1).min(count);
     let chunk_bytes = if text.len() <= EXPAND_SPLIT_MAX_BYTES {
         EXPAND_CHUNK_BYTES
@@ -262,18 +268,28 @@ pub fn topic_trie_expand_into(
     count as i64
 }
 
-/// The names with the first `count` ids of `ids`, NUL-joined (an id with no name gives an empty
-/// name). Latin-1 when ASCII, which V8 copies without decoding.
+/// Where the matching names sit, as runs of node positions (`TopicTrie::expand_runs`): returns
+/// how many names match, or -1 for an invalid pattern. `out[0]` receives the layout epoch the
+/// positions belong to, `out[1]` the number of runs, and `out[2..]` the runs as `(start, end)`
+/// pairs as far as there is room.
 #[napi(catch_unwind)]
-pub fn topic_trie_names_joined<'env>(
-    env: &'env Env,
+pub fn topic_trie_expand_runs(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
-    ids: Uint32Array,
-    count: u32,
-) -> Result<JsString<'env>> {
-    let ids = &ids[..(count as usize).min(ids.len())];
-    let joined = joined_names(&handle.trie.borrow(), ids);
-    chunk_string(env, &joined, (0, joined.len(), joined.is_ascii()))
+    pattern: String,
+    mut out: Uint32Array,
+) -> i64 {
+    let out = crate::out_slice(&mut out);
+    let mut runs = handle.ids.borrow_mut();
+    runs.clear();
+    let mut trie = handle.trie.borrow_mut();
+    let Ok(count) = trie.expand_runs(&pattern, &mut runs) else {
+        return -1;
+    };
+    let header = [trie.layout_epoch(), (runs.len() / 2) as u32];
+    for (slot, value) in out.iter_mut().zip(header.into_iter().chain(runs.iter().copied())) {
+        *slot = value;
+    }
+    count as i64
 }
 
 /// How many names match, or -1 for an invalid pattern.

@@ -1,9 +1,9 @@
 /**
  * Native adapter for the topic-name trie: one long-lived native handle; lists of names cross as
- * NUL-joined strings (NUL is invalid in every dialect's names), ids in typed arrays, so a bulk call
- * crosses the boundary once whatever the size of its answer (`expand` once more per 60 KiB of names,
- * see `topicTrieExpandFirst`). The binding exports free functions over the handle (see
- * native/napi/src/index.rs for why).
+ * NUL-joined strings (NUL is invalid in every dialect's names), ids and node positions in typed
+ * arrays, so a bulk call crosses the boundary once whatever the size of its answer (`expand` once
+ * more per 60 KiB of new names, see `topicTrieExpandFirst`). The binding exports free functions
+ * over the handle (see native/napi/src/index.rs for why).
  */
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
 import { DIALECTS } from '../js/dialect.js';
@@ -13,14 +13,10 @@ type Handle = ReturnType<NativeBinding['topicTrieNew']>;
 
 /** Room for the ends of this many names, less one, before `expand` grows its array. */
 const INITIAL_EXPAND_ENDS = 1024;
-/** Room for this many ids before `expand` grows its id array. */
-const INITIAL_EXPAND_IDS = 1024;
-/**
- * `expand` fetches the names it does not hold yet by id while they are fewer than this share of
- * the answer (1 / divisor), and otherwise has the walk write the whole answer again, which costs
- * less per name than rebuilding each from its parents.
- */
-const FETCH_BY_ID_DIVISOR = 4;
+/** Room for this many runs of node positions before `expand` grows its run array. */
+const INITIAL_EXPAND_RUNS = 256;
+/** `topicTrieExpandRuns` writes the layout epoch and the number of runs before the runs. */
+const RUNS_HEADER = 2;
 
 function split(joined: string): string[] {
   return joined === '' ? [] : joined.split('\0');
@@ -29,19 +25,29 @@ function split(joined: string): string[] {
 /**
  * The native trie holds no JavaScript strings (that keeps a million names under its memory
  * budget), so a name that crosses to JavaScript is a new string, which costs more than the walk
- * that found it. The adapter therefore keeps each name it has handed out, by id, until the name
- * is removed: a later `expand` reaching it walks for ids only and returns the same string, as the
- * js engine returns the strings its nodes hold. The cost is one string per name handed out (the
- * names the caller was given; a `**` over everything keeps them all) and one array slot per id.
+ * that found it. The adapter therefore keeps each name it has handed out, by the position of the
+ * node the name ends at, until the name is removed or the nodes move (a compaction, which changes
+ * the trie's layout epoch). `expand` asks the walk only where the matches sit, as runs of
+ * positions (a whole subtree under a trailing wildcard is one run once the trie is laid out), and
+ * reads the names it keeps along them, as the js engine reads the strings its nodes hold; only
+ * when one is missing does the walk write the answer out again. The cost is one string per name
+ * handed out (the names the caller was given; a `**` over everything keeps them all) and one array
+ * slot per node position up to the highest reached.
  */
 export class NativeTopicTrieAdapter implements TopicTrieCore {
   private readonly handle: Handle;
   /** Reused by `expand`: the name count, then where each name ends in the joined answer. */
   private ends = new Uint32Array(INITIAL_EXPAND_ENDS);
-  /** Reused by `expand`: the ids of the answer. */
-  private ids = new Uint32Array(INITIAL_EXPAND_IDS);
-  /** Name by id, for the names handed out since their id was last given to a new name. */
-  private names: (string | undefined)[] = [];
+  /** Reused by `expand`: the node position of each name of a written answer. */
+  private positions = new Uint32Array(INITIAL_EXPAND_ENDS);
+  /** Reused by `expand`: the layout epoch, the number of runs, then the runs as (start, end). */
+  private runs = new Uint32Array(RUNS_HEADER + 2 * INITIAL_EXPAND_RUNS);
+  /**
+   * Name by node position in layout epoch `epoch`; only a position where that name ends now holds
+   * one (`remove` clears its position; a new epoch starts empty).
+   */
+  private byPosition: (string | undefined)[] = [];
+  private epoch = -1;
 
   constructor(
     private readonly binding: NativeBinding,
@@ -56,10 +62,10 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   }
 
   remove(name: string): boolean {
-    const id = this.binding.topicTrieRemove(this.handle, name);
-    if (id < 0) return false;
-    // The id may go to a new name from now on.
-    if (id < this.names.length) this.names[id] = undefined;
+    const position = this.binding.topicTrieRemove(this.handle, name);
+    if (position < 0) return false;
+    // A later name may end at this position.
+    if (position < this.byPosition.length) this.byPosition[position] = undefined;
     return true;
   }
 
@@ -68,18 +74,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   }
 
   nameOf(id: number): string | undefined {
-    const known = this.names[id];
-    if (known !== undefined) return known;
-    const name = this.binding.topicTrieNameOf(this.handle, id) ?? undefined;
-    if (name !== undefined) this.remember(id, name);
-    return name;
-  }
-
-  private remember(id: number, name: string): void {
-    const names = this.names;
-    // Grown a slot at a time: a write far past the end would turn the array into a dictionary.
-    while (names.length <= id) names.push(undefined);
-    names[id] = name;
+    return this.binding.topicTrieNameOf(this.handle, id) ?? undefined;
   }
 
   get size(): number {
@@ -87,71 +82,52 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   }
 
   expand(pattern: string): string[] | null {
-    let count = this.binding.topicTrieExpandInto(this.handle, pattern, this.ids);
-    if (count < 0) return null;
-    if (count > this.ids.length) {
-      this.ids = new Uint32Array(count + (count >> 1));
-      count = this.binding.topicTrieExpandInto(this.handle, pattern, this.ids);
-    }
-    const { ids, names: known } = this;
-    const names = new Array<string>(count);
-    let missing = 0;
-    for (let i = 0; i < count; i++) {
-      const name = known[ids[i] as number];
-      if (name === undefined) missing++;
-      else names[i] = name;
-    }
-    if (missing > 0) this.fill(pattern, names, missing);
-    return names;
-  }
-
-  /** Puts the `missing` names `names` lacks (those of `this.ids`) into it, and remembers them. */
-  private fill(pattern: string, names: string[], missing: number): void {
-    const { ids, names: known } = this;
-    const count = names.length;
-    // Either the walk writes every name again, in the order it gave the ids (the trie has not
-    // changed since), or the missing ones are fetched by id, in the order they are missing.
-    const whole = missing * FETCH_BY_ID_DIVISOR >= count;
-    let source: string[];
-    if (whole) {
-      source = this.expandWritten(pattern) as string[];
-    } else {
-      const wanted = new Uint32Array(missing);
-      for (let i = 0, w = 0; i < count; i++) {
-        if (known[ids[i] as number] === undefined) wanted[w++] = ids[i] as number;
-      }
-      source = split(this.binding.topicTrieNamesJoined(this.handle, wanted, missing));
-    }
-    for (let i = 0, w = 0; i < count; i++) {
-      if (names[i] !== undefined) continue;
-      const name = source[whole ? i : w++] as string;
-      names[i] = name;
-      this.remember(ids[i] as number, name);
-    }
-  }
-
-  /** Every matching name as written by the walk, as new strings, in the walk's order. */
-  private expandWritten(pattern: string): string[] | null {
     const { binding, handle } = this;
-    const ends = this.ends;
-    let text = binding.topicTrieExpandFirst(handle, pattern, ends);
-    if (text === null || text === undefined) return null;
-    const count = ends[0] as number;
-    if (count >= ends.length) {
-      // More names than room for their ends: split this answer, and make room for the next.
-      this.ends = new Uint32Array(count + 1 + (count >> 1));
-      const names = split(text);
-      for (let more = binding.topicTrieExpandNext(handle); more != null; more = binding.topicTrieExpandNext(handle)) {
-        for (const name of split(more)) names.push(name);
-      }
-      return names;
+    let runs = this.runs;
+    let count = binding.topicTrieExpandRuns(handle, pattern, runs);
+    if (count < 0) return null;
+    if (RUNS_HEADER + 2 * (runs[1] as number) > runs.length) {
+      this.runs = runs = new Uint32Array(RUNS_HEADER + 3 * (runs[1] as number));
+      count = binding.topicTrieExpandRuns(handle, pattern, runs);
     }
-    // Cutting at known offsets costs less than split('\0'), which searches for the separators.
+    if (runs[0] !== this.epoch) {
+      // The nodes moved: the names kept belong to the old positions.
+      this.byPosition = [];
+      this.epoch = runs[0] as number;
+    }
+    const known = this.byPosition;
     const names = new Array<string>(count);
+    let found = 0;
+    const end = RUNS_HEADER + 2 * (runs[1] as number);
+    for (let r = RUNS_HEADER; r < end && found < count; r += 2) {
+      const stop = Math.min(runs[r + 1] as number, known.length);
+      for (let at = runs[r] as number; at < stop; at++) {
+        const name = known[at];
+        if (name !== undefined) names[found++] = name;
+      }
+    }
+    // Only positions where a matched name ends hold one, so all are known when the counts agree.
+    return found === count ? names : this.expandWritten(pattern, count);
+  }
+
+  /**
+   * The `count` matching names as the walk writes them (new strings), in the order of the runs
+   * (the trie has not changed since they were asked for), kept by position for later calls.
+   */
+  private expandWritten(pattern: string, count: number): string[] {
+    const { binding, handle } = this;
+    if (this.positions.length < count) this.positions = new Uint32Array(count + (count >> 1));
+    if (this.ends.length <= count) this.ends = new Uint32Array(count + 1 + (count >> 1));
+    const { ends, positions } = this;
+    let text = binding.topicTrieExpandFirst(handle, pattern, ends, positions) as string;
+    const names = new Array<string>(count);
+    // Cutting at known offsets costs less than split('\0'), which searches for the separators.
     let start = 0;
     for (let i = 0; i < count; i++) {
       const end = ends[i + 1] as number;
-      names[i] = text.slice(start, end);
+      const name = text.slice(start, end);
+      names[i] = name;
+      this.keep(positions[i] as number, name);
       start = end + 1;
       if (start > text.length && i + 1 < count) {
         // That was the last name of this string.
@@ -160,6 +136,19 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
       }
     }
     return names;
+  }
+
+  private keep(position: number, name: string): void {
+    let known = this.byPosition;
+    if (position >= known.length) {
+      // A write far past the end would turn the array into a dictionary, and growing it a slot
+      // at a time costs tens of ms at a million nodes: make a filled array half again as long.
+      const grown = new Array<string | undefined>(Math.max(position + 1, known.length + (known.length >> 1), 1024));
+      grown.fill(undefined);
+      for (let at = 0; at < known.length; at++) grown[at] = known[at];
+      this.byPosition = known = grown;
+    }
+    known[position] = name;
   }
 
   expandInto(pattern: string, out: Uint32Array): number {
@@ -185,7 +174,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
 
   clear(): void {
     this.binding.topicTrieClear(this.handle);
-    this.names = [];
+    this.byPosition = [];
   }
 
   stats(): TopicTrieStats {

@@ -59,6 +59,7 @@ impl TopicTrie {
         self.free_nodes = Vec::new();
         self.children = ChildTable::rebuilt(&self.children, &self.nodes);
         self.placed_since_compaction = 0;
+        self.layout_epoch = self.layout_epoch.wrapping_add(1);
     }
 
     /// Whether every node's first child is the node right after it and the nodes hold no gaps:

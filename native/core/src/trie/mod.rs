@@ -85,6 +85,9 @@ pub struct TopicTrie {
     free_nodes: Vec<u32>,
     /// Nodes placed (new or in a freed position) since the last compaction: out of walk order.
     placed_since_compaction: usize,
+    /// Counts the times nodes moved (compactions and `clear`): node positions handed out hold
+    /// while it stays the same.
+    layout_epoch: u32,
     /// Per name id: its terminal node (`NONE` for a free id) and its last activity.
     name_nodes: Vec<u32>,
     last_active: Vec<u64>,
@@ -109,6 +112,7 @@ impl TopicTrie {
             nodes: vec![Node::new(NONE, NONE)],
             free_nodes: Vec::new(),
             placed_since_compaction: 0,
+            layout_epoch: 0,
             name_nodes: Vec::new(),
             last_active: Vec::new(),
             free_names: Vec::new(),
@@ -174,9 +178,13 @@ impl TopicTrie {
     /// Removes `name`; false if it was not there. Frees its nodes and segments unless other names
     /// still use them; its id may then be given to a later name.
     pub fn remove(&mut self, name: &str) -> bool {
-        let Some(id) = self.id_of(name) else {
-            return false;
-        };
+        self.remove_at(name).is_some()
+    }
+
+    /// [`remove`](Self::remove), returning the node position the name ended at (which a later
+    /// name may now take), or `None` if it was not stored.
+    pub fn remove_at(&mut self, name: &str) -> Option<u32> {
+        let id = self.id_of(name)?;
         self.idle.remove((self.last_active[id as usize], id));
         let node = self.free_name(id);
         self.adjust_counts(node, false);
@@ -185,7 +193,7 @@ impl TopicTrie {
             self.dollar_names -= 1;
         }
         self.prune(node);
-        true
+        Some(node)
     }
 
     /// The id of `name`, if stored.
@@ -285,7 +293,14 @@ impl TopicTrie {
 
     /// Removes every name and frees all memory but the root.
     pub fn clear(&mut self) {
+        let epoch = self.layout_epoch.wrapping_add(1);
         *self = TopicTrie::new(self.dialect, self.max_name_bytes);
+        self.layout_epoch = epoch;
+    }
+
+    /// Changes whenever nodes move (see [`expand_runs`](Self::expand_runs)).
+    pub fn layout_epoch(&self) -> u32 {
+        self.layout_epoch
     }
 
     pub fn stats(&self) -> TrieStats {

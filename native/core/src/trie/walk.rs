@@ -20,18 +20,49 @@ use crate::dialect::Dialect;
 use crate::error::Violation;
 use crate::pattern::{tokenize, Token};
 
-/// Where a walk puts what it finds: ids, or names written out during the walk.
+/// Where a walk puts what it finds: ids, runs of node positions, or names written out during the
+/// walk.
 trait Sink {
     /// Whether the walk keeps the path of the current node (the name so far) as it goes.
     const NAMES: bool;
-    /// The name with id `id` matched; `path` is its text when `NAMES`, empty otherwise.
-    fn name(&mut self, id: u32, path: &str);
+    /// The name with id `id`, ending at node position `node`, matched; `path` is its text when
+    /// `NAMES`, empty otherwise.
+    fn name(&mut self, node: u32, id: u32, path: &str);
+    /// Every name in `nodes`, the run of positions `start..` of one whole subtree of a trie laid
+    /// out depth first (see `collect_run`); `names` of them hold names.
+    fn run(&mut self, start: u32, nodes: &[Node], names: usize) {
+        let _ = names;
+        for (at, node) in (start..).zip(nodes) {
+            if node.name != NONE {
+                self.name(at, node.name, "");
+            }
+        }
+    }
 }
 
 impl Sink for Vec<u32> {
     const NAMES: bool = false;
-    fn name(&mut self, id: u32, _path: &str) {
+    fn name(&mut self, _node: u32, id: u32, _path: &str) {
         self.push(id);
+    }
+}
+
+/// Node positions as `(start, end)` pairs: a whole run for a subtree of a laid-out trie, one
+/// position otherwise.
+struct Runs<'a> {
+    runs: &'a mut Vec<u32>,
+    count: usize,
+}
+
+impl Sink for Runs<'_> {
+    const NAMES: bool = false;
+    fn name(&mut self, node: u32, _id: u32, _path: &str) {
+        self.runs.extend([node, node + 1]);
+        self.count += 1;
+    }
+    fn run(&mut self, start: u32, nodes: &[Node], names: usize) {
+        self.runs.extend([start, start + nodes.len() as u32]);
+        self.count += names;
     }
 }
 
@@ -40,6 +71,8 @@ struct Joined<'a> {
     out: &'a mut String,
     /// After each name, the length of `out` in bytes, from where this call started.
     ends: &'a mut Vec<u32>,
+    /// The node position of each name.
+    positions: &'a mut Vec<u32>,
     /// The length of `out` when this call started.
     start: usize,
     count: usize,
@@ -47,7 +80,8 @@ struct Joined<'a> {
 
 impl Sink for Joined<'_> {
     const NAMES: bool = true;
-    fn name(&mut self, _id: u32, path: &str) {
+    fn name(&mut self, node: u32, _id: u32, path: &str) {
+        self.positions.push(node);
         if self.count > 0 {
             self.out.push('\0');
         }
@@ -75,18 +109,34 @@ impl TopicTrie {
     /// under a trailing wildcard are written as the walk reaches them, from a path kept along the
     /// way; a name matched by the other tokens is rebuilt from its parents (the walk visits many
     /// nodes that lead to no name, so it keeps no path there).
+    /// `positions` receives the node position of each name, in the same order.
     pub fn expand_joined(
         &mut self,
         pattern: &str,
         out: &mut String,
         ends: &mut Vec<u32>,
+        positions: &mut Vec<u32>,
     ) -> Result<usize, Violation> {
         let mut sink = Joined {
             start: out.len(),
             out,
             ends,
+            positions,
             count: 0,
         };
+        self.expand_walk(pattern, &mut sink)?;
+        Ok(sink.count)
+    }
+
+    /// Appends to `runs` where the names `pattern` matches sit, as `(start, end)` pairs of node
+    /// positions in the order of [`expand_into`](Self::expand_into) (positions in a run that hold
+    /// no name are skipped by that order); returns how many names. A subtree under a trailing
+    /// wildcard is one run when the trie is laid out depth first with nothing placed since; every
+    /// other name is a run of one. Positions hold until [`layout_epoch`](Self::layout_epoch)
+    /// changes, but for the position of a name removed since (see [`remove_at`](Self::remove_at)),
+    /// which a later name may take.
+    pub fn expand_runs(&mut self, pattern: &str, runs: &mut Vec<u32>) -> Result<usize, Violation> {
+        let mut sink = Runs { runs, count: 0 };
         self.expand_walk(pattern, &mut sink)?;
         Ok(sink.count)
     }
@@ -113,7 +163,7 @@ impl TopicTrie {
                     path.clear();
                     self.write_path(node, &mut path);
                 }
-                sink.name(id, &path);
+                sink.name(node, id, &path);
                 found += 1;
             }
         }
@@ -303,7 +353,7 @@ impl TopicTrie {
         loop {
             let n = &self.nodes[node as usize];
             if n.is_name() {
-                sink.name(n.name, path);
+                sink.name(node, n.name, path);
                 found += 1;
             }
             if n.first_child != NONE {
@@ -348,14 +398,9 @@ impl TopicTrie {
     /// the first next sibling of `top` or of an ancestor.
     fn collect_run<S: Sink>(&self, top: u32, sink: &mut S) -> usize {
         let end = self.run_end(top) as usize;
-        let mut found = 0;
-        for node in &self.nodes[top as usize..end] {
-            if node.name != NONE {
-                sink.name(node.name, "");
-                found += 1;
-            }
-        }
-        found
+        let names = self.nodes[top as usize].names as usize;
+        sink.run(top, &self.nodes[top as usize..end], names);
+        names
     }
 
     /// The position after the subtree of `top` in a depth-first layout (see `collect_run`).

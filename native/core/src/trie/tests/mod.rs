@@ -26,10 +26,23 @@ pub(super) fn expand_in_walk_order(trie: &mut TopicTrie, pattern: &str) -> Vec<S
     let names: Vec<String> = ids.iter().map(|&id| trie.name_of(id).unwrap()).collect();
     let mut joined = String::from("before");
     let mut ends = vec![7];
+    let mut positions = Vec::new();
     assert_eq!(
-        trie.expand_joined(pattern, &mut joined, &mut ends).unwrap(),
+        trie.expand_joined(pattern, &mut joined, &mut ends, &mut positions)
+            .unwrap(),
         count
     );
+    // The runs hold the names' positions in the same order, and only those among named nodes.
+    let mut runs = Vec::new();
+    assert_eq!(trie.expand_runs(pattern, &mut runs).unwrap(), count);
+    let in_runs: Vec<u32> = runs
+        .chunks(2)
+        .flat_map(|run| run[0]..run[1])
+        .filter(|&at| trie.nodes[at as usize].is_name())
+        .collect();
+    assert_eq!(in_runs, positions, "{pattern}: runs");
+    let at_positions: Vec<u32> = positions.iter().map(|&at| trie.nodes[at as usize].name).collect();
+    assert_eq!(at_positions, ids, "{pattern}: positions");
     let rest = joined.strip_prefix("before").unwrap();
     let written: Vec<&str> = match rest {
         "" if count == 0 => Vec::new(),
@@ -287,11 +300,22 @@ fn trailing_wildcard_reads_runs_after_removals() {
         })
         .cloned()
         .collect();
+    let epoch = trie.layout_epoch();
     for name in &removed {
-        assert!(trie.remove(name));
+        let id = trie.id_of(name).unwrap();
+        let at = trie.remove_at(name).unwrap();
+        assert_ne!(
+            trie.nodes[at as usize].name, id,
+            "{name}: its node no longer names it"
+        );
     }
+    assert_eq!(trie.remove_at("t3__a2__s0"), None);
+    assert_eq!(trie.layout_epoch(), epoch, "removals move no node");
     live.retain(|n| !removed.contains(n));
     assert_eq!(trie.placed_since_compaction, 0, "the walks below read runs");
+    let mut runs = Vec::new();
+    assert_eq!(trie.expand_runs("t0__**", &mut runs).unwrap(), 18);
+    assert_eq!(runs.len(), 2 * 5, "one run per agent of t0");
     for pattern in [
         "**",
         "t0__**",
