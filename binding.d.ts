@@ -222,8 +222,8 @@ export declare function topicTrieExpandNext(handle: ExternalObject<'TopicTrie'>)
 /**
  * Where the matching names sit, as runs of node positions (`TopicTrie::expand_runs`): returns
  * how many names match, or -1 for an invalid pattern. `out[0]` receives the layout epoch the
- * positions belong to, `out[1]` the number of runs, and `out[2..]` the runs as `(start, end)`
- * pairs as far as there is room.
+ * positions belong to, `out[1]` the number of runs, and `out[2..]` the runs as
+ * `(start, end, names)` triples as far as there is room.
  */
 export declare function topicTrieExpandRuns(handle: ExternalObject<'TopicTrie'>, pattern: string, out: Uint32Array): number
 

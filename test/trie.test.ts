@@ -348,6 +348,20 @@ describe.each(ENGINES)('%s engine: names handed out before', (engine) => {
     expectExpansions(['t1__**', 't2__**', '**']);
     for (let i = 0; i < 3; i++) live.push(trie.nameOf(trie.add(`t0__late${i}`)) as string);
     expectExpansions(['t0__**']);
+    // Laid out again, with whole subtrees read as runs (twice: the second joins what the first
+    // kept; the subtrees are large enough that the native adapter joins them as blocks).
+    for (const tenant of ['t1', 't2', 'v']) {
+      for (let i = 0; i < 70; i++) live.push(trie.nameOf(trie.add(`${tenant}__w${i}`)) as string);
+    }
+    expectExpansions(['**', 't1__**', '**', 't1__**', '**']);
+    // Names at nodes that were only prefixes place no node: one name fewer and one more in t2's
+    // subtree (the same count), then one more in t1's.
+    trie.remove('t2__b2');
+    live.splice(live.indexOf('t2__b2'), 1);
+    live.push(trie.nameOf(trie.add('t2')) as string);
+    expectExpansions(['**', '**', '**']);
+    live.push(trie.nameOf(trie.add('t1')) as string);
+    expectExpansions(['**', 't1__**']);
     trie.clear();
     const first = trie.add('t5__fresh');
     expect(trie.nameOf(first)).toBe('t5__fresh');

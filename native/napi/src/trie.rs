@@ -64,12 +64,7 @@ fn limit(value: u32) -> usize {
 /// The names of `ids`, NUL-joined.
 fn joined_names(trie: &TopicTrie, ids: &[u32]) -> String {
     let mut joined = String::new();
-    for (i, &id) in ids.iter().enumerate() {
-        if i > 0 {
-            joined.push('\0');
-        }
-        trie.write_name(id, &mut joined);
-    }
+    trie.write_names_joined(ids, &mut joined);
     joined
 }
 
@@ -270,8 +265,8 @@ pub fn topic_trie_expand_into(
 
 /// Where the matching names sit, as runs of node positions (`TopicTrie::expand_runs`): returns
 /// how many names match, or -1 for an invalid pattern. `out[0]` receives the layout epoch the
-/// positions belong to, `out[1]` the number of runs, and `out[2..]` the runs as `(start, end)`
-/// pairs as far as there is room.
+/// positions belong to, `out[1]` the number of runs, and `out[2..]` the runs as
+/// `(start, end, names)` triples as far as there is room.
 #[napi(catch_unwind)]
 pub fn topic_trie_expand_runs(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
@@ -285,7 +280,7 @@ pub fn topic_trie_expand_runs(
     let Ok(count) = trie.expand_runs(&pattern, &mut runs) else {
         return -1;
     };
-    let header = [trie.layout_epoch(), (runs.len() / 2) as u32];
+    let header = [trie.layout_epoch(), (runs.len() / 3) as u32];
     for (slot, value) in out.iter_mut().zip(header.into_iter().chain(runs.iter().copied())) {
         *slot = value;
     }

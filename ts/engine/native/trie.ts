@@ -17,6 +17,20 @@ const INITIAL_EXPAND_ENDS = 1024;
 const INITIAL_EXPAND_RUNS = 256;
 /** `topicTrieExpandRuns` writes the layout epoch and the number of runs before the runs. */
 const RUNS_HEADER = 2;
+/** Each run is (start, end, names). */
+const RUN_SIZE = 3;
+/**
+ * At most this many kept whole runs are joined by one `concat` (which copies each as one block);
+ * more are copied name by name, so that the call's argument list stays small.
+ */
+const MAX_CONCAT_RUNS = 4096;
+/**
+ * Kept whole runs are joined by `concat` when they hold at least this many names on average:
+ * for shorter runs its per-array cost exceeds copying name by name (`tenant7__agent0__**`, 3,304
+ * names in 256 runs, took 18 µs by `concat` and 12 µs by the copy; `tenant7__**`, 16,822 names in
+ * 64 runs, 95 µs and 113 µs).
+ */
+const MIN_CONCAT_RUN_NAMES = 32;
 
 function split(joined: string): string[] {
   return joined === '' ? [] : joined.split('\0');
@@ -47,6 +61,15 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
    * one (`remove` clears its position; a new epoch starts empty).
    */
   private byPosition: (string | undefined)[] = [];
+  /**
+   * The names of whole subtrees read as one run (by the position the run starts at), in run order,
+   * so that a later `expand` copies them without skipping the positions of prefix nodes, as the js
+   * engine copies a run of its name list. Such runs exist only while nothing was placed since the
+   * last compaction; a run is taken as it is only while it holds as many names as the walk counts
+   * in it (a name added at an existing prefix node adds one), and all are dropped on a removal and
+   * with the epoch.
+   */
+  private runNames = new Map<number, string[]>();
   private epoch = -1;
 
   constructor(
@@ -66,6 +89,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     if (position < 0) return false;
     // A later name may end at this position.
     if (position < this.byPosition.length) this.byPosition[position] = undefined;
+    if (this.runNames.size > 0) this.runNames.clear();
     return true;
   }
 
@@ -86,28 +110,60 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     let runs = this.runs;
     let count = binding.topicTrieExpandRuns(handle, pattern, runs);
     if (count < 0) return null;
-    if (RUNS_HEADER + 2 * (runs[1] as number) > runs.length) {
-      this.runs = runs = new Uint32Array(RUNS_HEADER + 3 * (runs[1] as number));
+    const end = RUNS_HEADER + RUN_SIZE * (runs[1] as number);
+    if (end > runs.length) {
+      this.runs = runs = new Uint32Array(end + (end >> 1));
       count = binding.topicTrieExpandRuns(handle, pattern, runs);
     }
     if (runs[0] !== this.epoch) {
       // The nodes moved: the names kept belong to the old positions.
       this.byPosition = [];
+      this.runNames.clear();
       this.epoch = runs[0] as number;
     }
-    const known = this.byPosition;
+    // Long runs: joined as blocks from the names kept per run, once kept (see `runNames`).
+    const runCount = (end - RUNS_HEADER) / RUN_SIZE;
+    const joinable = runCount <= MAX_CONCAT_RUNS && count >= runCount * MIN_CONCAT_RUN_NAMES;
+    if (joinable) {
+      const wholes = this.keptWholeRuns(runs, end, count);
+      if (wholes !== undefined) return Array.prototype.concat.apply([], wholes) as string[];
+    }
+    const { byPosition: known, runNames } = this;
     const names = new Array<string>(count);
     let found = 0;
-    const end = RUNS_HEADER + 2 * (runs[1] as number);
-    for (let r = RUNS_HEADER; r < end && found < count; r += 2) {
-      const stop = Math.min(runs[r + 1] as number, known.length);
-      for (let at = runs[r] as number; at < stop; at++) {
+    for (let r = RUNS_HEADER; r < end && found < count; r += RUN_SIZE) {
+      const start = runs[r] as number;
+      const stop = runs[r + 1] as number;
+      const inRun = runs[r + 2] as number;
+      const first = found;
+      const last = Math.min(stop, known.length);
+      for (let at = start; at < last; at++) {
         const name = known[at];
         if (name !== undefined) names[found++] = name;
       }
+      if (joinable && stop - start > 1 && found - first === inRun) runNames.set(start, names.slice(first, found));
     }
     // Only positions where a matched name ends hold one, so all are known when the counts agree.
     return found === count ? names : this.expandWritten(pattern, count);
+  }
+
+  /**
+   * The kept names of every run of `runs` (up to `end`), when each run is a whole subtree whose
+   * names are kept (see `runNames`) and they add up to `count`; otherwise undefined.
+   */
+  private keptWholeRuns(runs: Uint32Array, end: number, count: number): string[][] | undefined {
+    if (this.runNames.size === 0) return undefined;
+    const wholes: string[][] = [];
+    let total = 0;
+    for (let r = RUNS_HEADER; r < end; r += RUN_SIZE) {
+      const whole = this.runNames.get(runs[r] as number);
+      if (whole === undefined || whole.length !== runs[r + 2] || (runs[r + 1] as number) - (runs[r] as number) < 2) {
+        return undefined;
+      }
+      wholes.push(whole);
+      total += whole.length;
+    }
+    return total === count ? wholes : undefined;
   }
 
   /**
@@ -175,6 +231,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   clear(): void {
     this.binding.topicTrieClear(this.handle);
     this.byPosition = [];
+    this.runNames.clear();
   }
 
   stats(): TopicTrieStats {

@@ -47,8 +47,8 @@ impl Sink for Vec<u32> {
     }
 }
 
-/// Node positions as `(start, end)` pairs: a whole run for a subtree of a laid-out trie, one
-/// position otherwise.
+/// Node positions as `(start, end, names)` triples: a whole run for a subtree of a laid-out trie,
+/// one position otherwise, with the number of names in it.
 struct Runs<'a> {
     runs: &'a mut Vec<u32>,
     count: usize,
@@ -57,11 +57,12 @@ struct Runs<'a> {
 impl Sink for Runs<'_> {
     const NAMES: bool = false;
     fn name(&mut self, node: u32, _id: u32, _path: &str) {
-        self.runs.extend([node, node + 1]);
+        self.runs.extend([node, node + 1, 1]);
         self.count += 1;
     }
     fn run(&mut self, start: u32, nodes: &[Node], names: usize) {
-        self.runs.extend([start, start + nodes.len() as u32]);
+        self.runs
+            .extend([start, start + nodes.len() as u32, names as u32]);
         self.count += names;
     }
 }
@@ -128,9 +129,10 @@ impl TopicTrie {
         Ok(sink.count)
     }
 
-    /// Appends to `runs` where the names `pattern` matches sit, as `(start, end)` pairs of node
-    /// positions in the order of [`expand_into`](Self::expand_into) (positions in a run that hold
-    /// no name are skipped by that order); returns how many names. A subtree under a trailing
+    /// Appends to `runs` where the names `pattern` matches sit, as `(start, end, names)` triples:
+    /// runs of node positions in the order of [`expand_into`](Self::expand_into) (positions in a
+    /// run that hold no name are skipped by that order) and how many names each holds; returns how
+    /// many names in all. A subtree under a trailing
     /// wildcard is one run when the trie is laid out depth first with nothing placed since; every
     /// other name is a run of one. Positions hold until [`layout_epoch`](Self::layout_epoch)
     /// changes, but for the position of a name removed since (see [`remove_at`](Self::remove_at)),

@@ -36,9 +36,14 @@ pub(super) fn expand_in_walk_order(trie: &mut TopicTrie, pattern: &str) -> Vec<S
     let mut runs = Vec::new();
     assert_eq!(trie.expand_runs(pattern, &mut runs).unwrap(), count);
     let in_runs: Vec<u32> = runs
-        .chunks(2)
-        .flat_map(|run| run[0]..run[1])
-        .filter(|&at| trie.nodes[at as usize].is_name())
+        .chunks(3)
+        .flat_map(|run| {
+            let named: Vec<u32> = (run[0]..run[1])
+                .filter(|&at| trie.nodes[at as usize].is_name())
+                .collect();
+            assert_eq!(named.len(), run[2] as usize, "{pattern}: names in a run");
+            named
+        })
         .collect();
     assert_eq!(in_runs, positions, "{pattern}: runs");
     let at_positions: Vec<u32> = positions.iter().map(|&at| trie.nodes[at as usize].name).collect();
@@ -315,7 +320,7 @@ fn trailing_wildcard_reads_runs_after_removals() {
     assert_eq!(trie.placed_since_compaction, 0, "the walks below read runs");
     let mut runs = Vec::new();
     assert_eq!(trie.expand_runs("t0__**", &mut runs).unwrap(), 18);
-    assert_eq!(runs.len(), 2 * 5, "one run per agent of t0");
+    assert_eq!(runs.len(), 3 * 5, "one run per agent of t0");
     for pattern in [
         "**",
         "t0__**",
@@ -331,4 +336,30 @@ fn trailing_wildcard_reads_runs_after_removals() {
         expected.sort();
         assert_eq!(expand(&mut trie, pattern), expected, "{pattern}");
     }
+}
+
+/// Names written in batches (level by level, see `write_names_joined`) are those of `name_of`, in
+/// order, over more than one batch, at several depths, with a freed id giving an empty name.
+#[test]
+fn names_joined_in_batches_match_name_of() {
+    let mut trie = lite();
+    let names: Vec<String> = (0..100)
+        .map(|i| match i % 3 {
+            0 => format!("t{}", i % 7),
+            1 => format!("t{}__a{i}", i % 7),
+            _ => format!("t{}__a{}__s{i}__x", i % 7, i % 5),
+        })
+        .collect();
+    let mut ids: Vec<u32> = names.iter().map(|n| trie.add(n, None).unwrap()).collect();
+    let gone = ids[10];
+    trie.remove(&names[10]);
+    ids.reverse();
+    let mut joined = String::from("x");
+    trie.write_names_joined(&ids, &mut joined);
+    let expected: Vec<String> = ids
+        .iter()
+        .map(|&id| trie.name_of(id).unwrap_or_default())
+        .collect();
+    assert_eq!(joined, format!("x{}", expected.join("\0")));
+    assert!(expected.iter().any(String::is_empty) && trie.name_of(gone).is_none());
 }
