@@ -45,8 +45,9 @@ function split(joined: string): string[] {
  * positions (a whole subtree under a trailing wildcard is one run once the trie is laid out), and
  * reads the names it keeps along them, as the js engine reads the strings its nodes hold; only
  * when one is missing does the walk write the answer out again. The cost is one string per name
- * handed out (the names the caller was given; a `**` over everything keeps them all) and one array
- * slot per node position up to the highest reached.
+ * handed out (the names the caller was given; a `**` over everything keeps them all), one array
+ * slot per node position up to the highest reached, and a pointer per name of each whole run kept
+ * (`runNames`). docs/TRIE.md has the figures.
  */
 export class NativeTopicTrieAdapter implements TopicTrieCore {
   private readonly handle: Handle;
@@ -54,8 +55,8 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   private ends = new Uint32Array(INITIAL_EXPAND_ENDS);
   /** Reused by `expand`: the node position of each name of a written answer. */
   private positions = new Uint32Array(INITIAL_EXPAND_ENDS);
-  /** Reused by `expand`: the layout epoch, the number of runs, then the runs as (start, end). */
-  private runs = new Uint32Array(RUNS_HEADER + 2 * INITIAL_EXPAND_RUNS);
+  /** Reused by `expand`: the layout epoch, the number of runs, then the runs as (start, end, names). */
+  private runs = new Uint32Array(RUNS_HEADER + RUN_SIZE * INITIAL_EXPAND_RUNS);
   /**
    * Name by node position in layout epoch `epoch`; only a position where that name ends now holds
    * one (`remove` clears its position; a new epoch starts empty).
