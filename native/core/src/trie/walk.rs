@@ -29,9 +29,8 @@ trait Sink {
     /// `NAMES`, empty otherwise.
     fn name(&mut self, node: u32, id: u32, path: &str);
     /// Every name in `nodes`, the run of positions `start..` of one whole subtree of a trie laid
-    /// out depth first (see `collect_run`); `names` of them hold names.
-    fn run(&mut self, start: u32, nodes: &[Node], names: usize) {
-        let _ = names;
+    /// out depth first (see `collect_run`); `names` of them hold names (the default reads each).
+    fn run(&mut self, start: u32, nodes: &[Node], _names: usize) {
         for (at, node) in (start..).zip(nodes) {
             if node.name != NONE {
                 self.name(at, node.name, "");
@@ -132,11 +131,10 @@ impl TopicTrie {
     /// Appends to `runs` where the names `pattern` matches sit, as `(start, end, names)` triples:
     /// runs of node positions in the order of [`expand_into`](Self::expand_into) (positions in a
     /// run that hold no name are skipped by that order) and how many names each holds; returns how
-    /// many names in all. A subtree under a trailing
-    /// wildcard is one run when the trie is laid out depth first with nothing placed since; every
-    /// other name is a run of one. Positions hold until [`layout_epoch`](Self::layout_epoch)
-    /// changes, but for the position of a name removed since (see [`remove_at`](Self::remove_at)),
-    /// which a later name may take.
+    /// many names in all. A subtree under a trailing wildcard is one run when the trie is laid out
+    /// depth first with nothing placed since; every other name is a run of one. Positions hold
+    /// until [`layout_epoch`](Self::layout_epoch) changes, but for the position of a name removed
+    /// since (see [`remove_at`](Self::remove_at)), which a later name may take.
     pub fn expand_runs(&mut self, pattern: &str, runs: &mut Vec<u32>) -> Result<usize, Violation> {
         let mut sink = Runs { runs, count: 0 };
         self.expand_walk(pattern, &mut sink)?;
