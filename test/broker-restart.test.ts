@@ -4,7 +4,7 @@
  * handles, the state journal's torn tail and its compaction. Each on every engine, on a manual clock.
  * Crashes with real processes are in test/broker-crash.test.ts.
  */
-import { appendFileSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
@@ -146,6 +146,26 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(await drain(d)).toEqual(['a#1', 'a#2']);
     await second.close();
     expect(statSync(file).size).toBeLessThan(size);
+  });
+
+  it('a second open of a directory in use fails without touching its state journal', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await open(engine, dir, clock);
+    first.createTopic('agents');
+    first.createGroup('g', { bindTopic: 'agents' });
+    const file = join(dir, 'broker-state');
+    // Under flush 'sync' a subscription resolves once every record so far is on disk: the owner's
+    // journal writer is idle from here on.
+    await first.consumer({ group: 'g', clientId: 'c' }).subscribe(['a']);
+    // A torn-looking tail and a compaction file: an open that truncated or removed them before
+    // taking the lock would break the live owner's journal (the journal is read while the log opens).
+    appendFileSync(file, Buffer.from([200, 0, 0, 0, 1, 2, 3, 4, 9, 9]));
+    writeFileSync(`${file}.tmp`, 'compaction in progress');
+    const before = readFileSync(file);
+    await expect(Broker.open({ engine, dir, clock, flush: 'sync' })).rejects.toMatchObject({ code: 'LOG_LOCKED' });
+    expect(readFileSync(file).equals(before)).toBe(true);
+    expect(readFileSync(`${file}.tmp`, 'utf8')).toBe('compaction in progress');
   });
 
   it('compacts the journal as it grows and restores the same state from the compacted file', async () => {

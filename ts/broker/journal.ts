@@ -75,6 +75,15 @@ export function decodeJournal(bytes: Buffer, file: string): { records: unknown[]
   return { records, validBytes: at };
 }
 
+/** A journal file as `StateJournal.read` found it. */
+export interface JournalContents {
+  records: unknown[];
+  /** Bytes up to the end of the last valid record (0: no valid header, a new journal). */
+  validBytes: number;
+  /** The file's size when read (0 when missing). */
+  fileBytes: number;
+}
+
 interface Waiter {
   seq: number;
   resolve(): void;
@@ -120,9 +129,12 @@ export class StateJournal {
     }
   }
 
-  /** Opens (creating if needed) the journal at `path`; returns it with the records it holds. */
-  static async open(path: string, options: JournalOptions): Promise<{ journal: StateJournal; records: unknown[] }> {
-    await rm(`${path}.tmp`, { force: true });
+  /**
+   * Reads and decodes the journal at `path` without changing anything, so it can run before the
+   * directory's lock is taken (the broker reads it while the commit log recovers). The result is
+   * only valid for `open` once the lock is held: until then another owner may still be writing.
+   */
+  static async read(path: string): Promise<JournalContents> {
     let bytes: Buffer;
     try {
       bytes = await readFile(path);
@@ -131,13 +143,28 @@ export class StateJournal {
       bytes = Buffer.alloc(0);
     }
     const { records, validBytes } = decodeJournal(bytes, path);
-    const handle = await open(path, bytes.length === 0 ? 'w+' : 'r+');
+    return { records, validBytes, fileBytes: bytes.length };
+  }
+
+  /**
+   * Opens (creating if needed) the journal at `path`; returns it with the records it holds. The
+   * caller holds the directory's lock. `contents`: what `read` returned for this file under that
+   * lock's protection (read while the lock was being taken); without it the file is read here.
+   */
+  static async open(
+    path: string,
+    options: JournalOptions,
+    contents?: JournalContents,
+  ): Promise<{ journal: StateJournal; records: unknown[] }> {
+    await rm(`${path}.tmp`, { force: true });
+    const { records, validBytes, fileBytes } = contents ?? (await StateJournal.read(path));
+    const handle = await open(path, fileBytes === 0 ? 'w+' : 'r+');
     let size = validBytes;
     if (validBytes === 0) {
       await handle.truncate(0);
       await handle.write(header(), 0, JOURNAL_HEADER_BYTES, 0);
       size = JOURNAL_HEADER_BYTES;
-    } else if (validBytes < bytes.length) {
+    } else if (validBytes < fileBytes) {
       await handle.truncate(validBytes); // the torn tail: later records must not follow garbage
     }
     await handle.datasync();
