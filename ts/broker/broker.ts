@@ -34,6 +34,7 @@ import {
   releaseInflight,
 } from './lifecycle.js';
 import { checkLiteTopic } from './names.js';
+import type { TopicProgress } from './offsets.js';
 import type { BrokerParts } from './parts.js';
 import {
   journalRecorder,
@@ -289,17 +290,15 @@ export class Broker {
     for (const [name, attributes] of restored.topics) maxOffsets.set(name, this.addTopic(name, attributes));
     for (const [name, config] of restored.groups) {
       const parent = this.parents.get(config.bindTopic);
-      if (parent !== undefined) this.addGroup(name, parent, config);
-    }
-    for (const [groupName, progress] of restored.progress) {
-      const group = this.groups.get(groupName);
-      if (group === undefined) continue;
+      if (parent === undefined) continue;
+      // The replayed map becomes the group's (100,000s of lite topics are not copied one by one).
+      const progress = restored.progress.get(name) ?? new Map<string, TopicProgress>();
+      const stored = maxOffsets.get(parent.name);
       for (const [liteTopic, entry] of progress) {
         // An LMQ shorter than the committed offset was deleted after the record: that progress is void.
-        const maxOffset = maxOffsets.get(group.parent.name)?.get(liteTopic) ?? 0;
-        if (maxOffset < entry.committed) continue;
-        group.progress.set(liteTopic, entry);
+        if ((stored?.get(liteTopic) ?? 0) < entry.committed) progress.delete(liteTopic);
       }
+      this.addGroup(name, parent, config, progress);
     }
   }
 
@@ -421,9 +420,14 @@ export class Broker {
     this.context.state.record(['group', name, config]);
   }
 
-  private addGroup(name: string, parent: ParentTopic, config: GroupConfig): void {
+  private addGroup(
+    name: string,
+    parent: ParentTopic,
+    config: GroupConfig,
+    progress?: Map<string, TopicProgress>,
+  ): void {
     const index = config.wildcard ? new PatternIndex({ engine: this.engine, dialect: config.dialect }) : undefined;
-    const group = new GroupState(name, parent, { ...config }, index);
+    const group = new GroupState(name, parent, { ...config }, index, progress);
     this.groups.set(name, group);
     parent.groups.add(group);
   }
