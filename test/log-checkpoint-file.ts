@@ -75,3 +75,32 @@ export function checkpointToV1(bytes: Buffer): Buffer {
   crc.writeUInt32LE(crc32c(body), 0);
   return Buffer.concat([body, crc]);
 }
+
+/** The same version 2 checkpoint with its directory (and blocks) in reverse order: still valid. */
+export function checkpointReversed(bytes: Buffer): Buffer {
+  const { entries, directoryEnd } = checkpointDirectory(bytes);
+  const segments = bytes.readUInt32LE(32);
+  const head = Buffer.from(bytes.subarray(0, 64 + 16 * segments));
+  const directory: Buffer[] = [];
+  const blocks: Buffer[] = [];
+  for (const entry of [...entries].reverse()) {
+    const name = Buffer.from(entry.name, 'utf8');
+    const part = Buffer.alloc(2 + name.length + 40);
+    part.writeUInt16LE(name.length, 0);
+    name.copy(part, 2);
+    let at = 2 + name.length;
+    for (const value of [entry.min, entry.next, entry.lastWrite, entry.firstPosition]) {
+      part.writeBigUInt64LE(BigInt(value), at);
+      at += 8;
+    }
+    part.writeUInt32LE(entry.crc, at);
+    directory.push(part);
+    blocks.push(bytes.subarray(entry.at, entry.at + 24 * (entry.next - entry.min)));
+  }
+  const out = Buffer.concat([head, ...directory, ...blocks]);
+  if (out.length !== bytes.length) throw new Error('reordering changed the size');
+  out.writeBigUInt64LE(BigInt(directoryEnd), 48);
+  out.writeUInt32LE(crc32c(out, 64, directoryEnd), 56);
+  out.writeUInt32LE(crc32c(out, 0, 60), 60);
+  return out;
+}

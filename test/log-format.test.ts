@@ -15,7 +15,7 @@ import {
   UnsupportedFormatError,
 } from '../ts/index.js';
 import { ENGINES } from './engines.js';
-import { checkpointDirectory, checkpointToV1 } from './log-checkpoint-file.js';
+import { checkpointDirectory, checkpointReversed, checkpointToV1 } from './log-checkpoint-file.js';
 import { bodyFor, flipByte, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';
 
 /** Writes the same varied history with any engine: rolls, multi-LMQ records, a deletion. */
@@ -92,6 +92,24 @@ describe.each(PAIRS)('written by %s, opened by %s', (writer, reader) => {
     const replayed = await openLog(dir, reader, { segmentBytes: MIN_SEGMENT_BYTES, clock });
     expect(replayed.stats().recovery.checkpoint).toBe('none');
     expect(snapshot(replayed)).toEqual(copied);
+  });
+
+  it('lists names in byte order whatever the order of the checkpoint directory', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await openLog(dir, writer, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    await writeHistory(first, clock, 0, 80);
+    await first.append([{ lmqs: ['Zeta', 'alpha', 'é', 'ÿ', '中'], body: 'names' }]);
+    const written = snapshot(first);
+    await first.close();
+    const path = join(dir, 'checkpoint');
+    const names = checkpointDirectory(readFileSync(path)).entries.map((e) => e.name);
+    expect(names).toEqual([...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))));
+    writeFileSync(path, checkpointReversed(readFileSync(path)));
+    const second = await openLog(dir, reader, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    expect(second.stats().recovery).toMatchObject({ checkpoint: 'loaded', replayedRecords: 0 });
+    expect(second.listLmqs().lmqs).toEqual(names);
+    expect(snapshot(second)).toEqual(written);
   });
 
   it('opens a version 1 checkpoint written by an earlier release', async () => {

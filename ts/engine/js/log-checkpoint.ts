@@ -90,12 +90,10 @@ export async function writeCheckpoint(
   queues: QueueSet,
   beforeInstall: () => Promise<void>,
 ): Promise<CopiedBlock[]> {
-  const names: string[] = [];
-  const list: ConsumeQueue[] = [];
-  queues.byName.forEach((queue, name) => {
-    names.push(name);
-    list.push(queue);
-  });
+  // In UTF-8 order (kept sorted incrementally by the queue set), so the next open lists names
+  // without sorting them.
+  const names = queues.names().slice();
+  const list = names.map((name) => queues.get(name) as ConsumeQueue);
   // Every queue taken is written, so the directory's size is known before any block.
   let directoryEnd = CHECKPOINT_HEADER_BYTES + 16 * segments.length;
   for (const name of names) directoryEnd += DIRECTORY_ENTRY_BYTES + Buffer.byteLength(name, 'utf8');
@@ -368,6 +366,7 @@ function readDirectory(
     segmentTimestamps.set(readU64(directory, at), readU64(directory, at + 8));
   }
   let blockAt = end;
+  const names: string[] = [];
   for (let i = 0; i < queueCount; i++) {
     if (at + 2 > end) return undefined;
     const nameEnd = at + 2 + readU16(directory, at);
@@ -386,8 +385,11 @@ function readDirectory(
     if (Number.isNaN(firstPosition) || (count === 0 && firstPosition !== 0)) return undefined;
     if (blockAt + STORED_ENTRY_BYTES * count > size) return undefined;
     queues.insert(name, ConsumeQueue.fromStored(min, count, lastWrite, { file, at: blockAt, crc, firstPosition }));
+    names.push(name);
     queues.entries += count;
     blockAt += STORED_ENTRY_BYTES * count;
   }
-  return at === end && blockAt === size ? { position, createdMs, segmentTimestamps, queues } : undefined;
+  if (at !== end || blockAt !== size) return undefined;
+  queues.adoptOrder(names);
+  return { position, createdMs, segmentTimestamps, queues };
 }
