@@ -90,10 +90,22 @@ export async function writeCheckpoint(
   queues: QueueSet,
   beforeInstall: () => Promise<void>,
 ): Promise<CopiedBlock[]> {
-  // In UTF-8 order (kept sorted incrementally by the queue set), so the next open lists names
-  // without sorting them.
-  const names = queues.names().slice();
-  const list = names.map((name) => queues.get(name) as ConsumeQueue);
+  // In UTF-8 order when the queue set has it at hand (after a listing), so the next open lists names
+  // without sorting them; otherwise in map order, which readers accept as well.
+  const ordered = queues.namesInOrder();
+  let names: string[];
+  let list: ConsumeQueue[];
+  if (ordered !== undefined) {
+    names = ordered.slice();
+    list = names.map((name) => queues.get(name) as ConsumeQueue);
+  } else {
+    names = [];
+    list = [];
+    queues.byName.forEach((queue, name) => {
+      names.push(name);
+      list.push(queue);
+    });
+  }
   // Every queue taken is written, so the directory's size is known before any block.
   let directoryEnd = CHECKPOINT_HEADER_BYTES + 16 * segments.length;
   for (const name of names) directoryEnd += DIRECTORY_ENTRY_BYTES + Buffer.byteLength(name, 'utf8');
