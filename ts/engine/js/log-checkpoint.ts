@@ -54,6 +54,8 @@ const PIECE_BYTES = 512 * 1024;
  * checkpoint take longer under load, and the log written meanwhile is what a crash then replays.
  */
 const SLICE_MS = 20;
+/** Queues encoded between two readings of the clock when pieces fill slowly. */
+const QUEUES_PER_CLOCK_CHECK = 1024;
 
 /** Lets the event loop run what is due before the next piece of a checkpoint is encoded. */
 function yieldTurn(): Promise<void> {
@@ -90,38 +92,40 @@ export async function writeCheckpoint(
   queues: QueueSet,
   beforeInstall: () => Promise<void>,
 ): Promise<CopiedBlock[]> {
-  // In UTF-8 order when the queue set has it at hand (after a listing), so the next open lists names
-  // without sorting them; otherwise in map order, which readers accept as well.
-  const ordered = queues.namesInOrder();
-  let names: string[];
-  let list: ConsumeQueue[];
-  if (ordered !== undefined) {
-    names = ordered.slice();
-    list = names.map((name) => queues.get(name) as ConsumeQueue);
-  } else {
-    names = [];
-    list = [];
-    queues.byName.forEach((queue, name) => {
-      names.push(name);
-      list.push(queue);
-    });
-  }
+  // The queues and the segments as they are now. The queues are taken in map order: name order
+  // (which the native engine writes, and an open can use) would cost a lookup per name in random
+  // order, a quarter of a second per million LMQs on the event loop.
+  const names: string[] = [];
+  const list: ConsumeQueue[] = [];
+  queues.byName.forEach((queue, name) => {
+    names.push(name);
+    list.push(queue);
+  });
+  const segmentTable = segments.map((segment) => [segment.base, Math.max(0, segment.lastTimestamp)] as const);
   // Every queue taken is written, so the directory's size is known before any block.
-  let directoryEnd = CHECKPOINT_HEADER_BYTES + 16 * segments.length;
-  for (const name of names) directoryEnd += DIRECTORY_ENTRY_BYTES + Buffer.byteLength(name, 'utf8');
-  const head = Buffer.alloc(directoryEnd);
+  let directoryEnd = CHECKPOINT_HEADER_BYTES + 16 * segmentTable.length;
+  let sliceStart = performance.now();
+  for (let i = 0; i < names.length; i++) {
+    directoryEnd += DIRECTORY_ENTRY_BYTES + Buffer.byteLength(names[i] as string, 'utf8');
+    if (i % QUEUES_PER_CLOCK_CHECK === 0 && performance.now() - sliceStart >= SLICE_MS) {
+      await yieldTurn();
+      sliceStart = performance.now();
+    }
+  }
+  // The header and segment table; the directory is written a piece at a time like the blocks (one
+  // buffer of a million LMQs' entries would be tens of MB, and a garbage collection with it).
+  const head = Buffer.alloc(CHECKPOINT_HEADER_BYTES + 16 * segmentTable.length);
   head.write(MAGIC, 0, 'latin1');
   writeU32(head, 8, CHECKPOINT_VERSION);
   writeU64(head, 16, position);
   writeU64(head, 24, nowMs);
-  writeU32(head, 32, segments.length);
+  writeU32(head, 32, segmentTable.length);
   writeU64(head, QUEUE_COUNT_AT, names.length);
   writeU64(head, DIRECTORY_END_AT, directoryEnd);
-  let headAt = CHECKPOINT_HEADER_BYTES;
-  for (const segment of segments) {
-    writeU64(head, headAt, segment.base);
-    writeU64(head, headAt + 8, Math.max(0, segment.lastTimestamp));
-    headAt += 16;
+  for (let i = 0, at = CHECKPOINT_HEADER_BYTES; i < segmentTable.length; i++, at += 16) {
+    const [base, lastTimestamp] = segmentTable[i] as readonly [number, number];
+    writeU64(head, at, base);
+    writeU64(head, at + 8, lastTimestamp);
   }
   const tmp = join(dir, CHECKPOINT_TMP_FILE);
   await storage.unlink(tmp).catch(() => undefined);
@@ -148,10 +152,22 @@ export async function writeCheckpoint(
     await Promise.all(all);
   };
   const copied: CopiedBlock[] = [];
+  // The directory's CRC covers the segment table, then each directory piece as it is written.
+  let directoryCrc = crc32c(head, CHECKPOINT_HEADER_BYTES, head.length);
+  let directoryAt = head.length;
+  let entries = Buffer.allocUnsafe(PIECE_BYTES);
+  let entriesUsed = 0;
+  const putEntries = () => {
+    directoryCrc = crc32c(entries, 0, entriesUsed, directoryCrc);
+    put(entries, entriesUsed, directoryAt);
+    directoryAt += entriesUsed;
+    entries = Buffer.allocUnsafe(PIECE_BYTES);
+    entriesUsed = 0;
+  };
   try {
     let piece = Buffer.allocUnsafe(PIECE_BYTES);
     let used = 0;
-    let sliceStart = performance.now();
+    sliceStart = performance.now();
     for (let i = 0; i < names.length; i++) {
       const queue = list[i] as ConsumeQueue;
       const stored = queue.stored;
@@ -160,7 +176,10 @@ export async function writeCheckpoint(
         while (count > 0 && queue.position(queue.min + count - 1) >= position) count--;
       }
       const need = STORED_ENTRY_BYTES * count;
-      if (used + need > piece.length) {
+      // The clock is read when a piece is full and every QUEUES_PER_CLOCK_CHECK queues (most LMQs
+      // are short: a piece can hold tens of thousands of them).
+      const full = used + need > piece.length;
+      if (full || (i % QUEUES_PER_CLOCK_CHECK === 0 && performance.now() - sliceStart >= SLICE_MS)) {
         if (used > 0) put(piece, used, fileAt - used);
         piece = Buffer.allocUnsafe(Math.max(need, PIECE_BYTES));
         used = 0;
@@ -184,10 +203,15 @@ export async function writeCheckpoint(
       }
       used += need;
       fileAt += need;
-      headAt = encodeDirectoryEntry(head, headAt, names[i] as string, queue, count, first, crc);
+      const name = names[i] as string;
+      // A name is at most 3 bytes per UTF-16 unit.
+      if (entriesUsed + DIRECTORY_ENTRY_BYTES + 3 * name.length > entries.length) putEntries();
+      entriesUsed = encodeDirectoryEntry(entries, entriesUsed, name, queue, count, first, crc);
     }
     if (used > 0) put(piece, used, fileAt - used);
-    writeU32(head, DIRECTORY_CRC_AT, crc32c(head, CHECKPOINT_HEADER_BYTES, directoryEnd));
+    if (entriesUsed > 0) putEntries();
+    if (directoryAt !== directoryEnd) throw new Error(`the directory ends at ${directoryAt}, not ${directoryEnd}`);
+    writeU32(head, DIRECTORY_CRC_AT, directoryCrc);
     writeU32(head, HEADER_CRC_AT, crc32c(head, 0, HEADER_CRC_AT));
     put(head, head.length, 0);
     await settle();

@@ -299,14 +299,6 @@ export class QueueSet {
     this.droppedSinceSort = false;
   }
 
-  /**
-   * Every name in UTF-8 order when that order is at hand (no name created or dropped since the last
-   * listing), else undefined: sorting a million names would hold the event loop for a second.
-   */
-  namesInOrder(): readonly string[] | undefined {
-    return this.added.length === 0 && !this.droppedSinceSort ? this.sorted : undefined;
-  }
-
   /** Adds a queue read from a checkpoint (its entries counted by the caller's pushes). */
   insert(name: string, queue: ConsumeQueue): void {
     this.byName.set(name, queue);
