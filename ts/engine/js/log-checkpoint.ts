@@ -92,9 +92,7 @@ export async function writeCheckpoint(
   queues: QueueSet,
   beforeInstall: () => Promise<void>,
 ): Promise<CopiedBlock[]> {
-  // The queues and the segments as they are now. The queues are taken in map order: name order
-  // (which the native engine writes, and an open can use) would cost a lookup per name in random
-  // order, a quarter of a second per million LMQs on the event loop.
+  // The queues and the segments as they are now.
   const names: string[] = [];
   const list: ConsumeQueue[] = [];
   queues.byName.forEach((queue, name) => {
@@ -402,7 +400,6 @@ function readDirectory(
     segmentTimestamps.set(readU64(directory, at), readU64(directory, at + 8));
   }
   let blockAt = end;
-  const names: string[] = [];
   for (let i = 0; i < queueCount; i++) {
     if (at + 2 > end) return undefined;
     const nameEnd = at + 2 + readU16(directory, at);
@@ -421,11 +418,8 @@ function readDirectory(
     if (Number.isNaN(firstPosition) || (count === 0 && firstPosition !== 0)) return undefined;
     if (blockAt + STORED_ENTRY_BYTES * count > size) return undefined;
     queues.insert(name, ConsumeQueue.fromStored(min, count, lastWrite, { file, at: blockAt, crc, firstPosition }));
-    names.push(name);
     queues.entries += count;
     blockAt += STORED_ENTRY_BYTES * count;
   }
-  if (at !== end || blockAt !== size) return undefined;
-  queues.adoptOrder(names);
-  return { position, createdMs, segmentTimestamps, queues };
+  return at === end && blockAt === size ? { position, createdMs, segmentTimestamps, queues } : undefined;
 }

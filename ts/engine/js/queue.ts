@@ -287,18 +287,6 @@ export class QueueSet {
     return queue;
   }
 
-  /**
-   * Takes `names` as the listing order when they are every name, strictly ascending in UTF-8 order
-   * (a checkpoint's directory, written in that order), sparing the first listing a sort.
-   */
-  adoptOrder(names: string[]): void {
-    if (names.length !== this.byName.size) return;
-    for (let i = 1; i < names.length; i++) if (compareUtf8(names[i - 1] as string, names[i] as string) >= 0) return;
-    this.sorted = names;
-    this.added = [];
-    this.droppedSinceSort = false;
-  }
-
   /** Adds a queue read from a checkpoint (its entries counted by the caller's pushes). */
   insert(name: string, queue: ConsumeQueue): void {
     this.byName.set(name, queue);

@@ -156,9 +156,7 @@ impl Encoder {
 /// Encodes every queue at once (tests and small logs; handle.rs encodes in batches).
 pub fn encode(position: u64, created_ms: u64, segments: &[(u64, u64)], queues: &Queues) -> Vec<u8> {
     let mut encoder = Encoder::new(position, created_ms, segments, ENTRY_BYTES * queues.entry_count());
-    let mut names = queues.names();
-    names.sort_unstable();
-    for name in names {
+    for name in queues.names() {
         if let Some(queue) = queues.get(&name) {
             encoder.queue(&name, queue);
         }
@@ -206,11 +204,6 @@ fn decode_v2(file: &Arc<CheckpointFile>) -> Result<Checkpoint, CheckpointProblem
     let mut at = HEADER_BYTES;
     let segments = read_segments(directory, &mut at, segment_count)?;
     let mut queues = Queues::default();
-    let mut order = Vec::with_capacity(
-        usize::try_from(queue_count)
-            .unwrap_or(0)
-            .min(directory.len() / 42),
-    );
     let mut block_at = directory_end;
     for _ in 0..queue_count {
         let (name, min_offset, next_offset, last_write_ms) = read_queue_head(directory, &mut at)?;
@@ -235,15 +228,12 @@ fn decode_v2(file: &Arc<CheckpointFile>) -> Result<Checkpoint, CheckpointProblem
             crc,
             first_position,
         };
-        let name: Arc<[u8]> = Arc::from(name);
-        order.push(Arc::clone(&name));
-        queues.restore_named(name, ConsumeQueue::from_stored(min_offset, last_write_ms, stored));
+        queues.restore(name, ConsumeQueue::from_stored(min_offset, last_write_ms, stored));
         block_at = block_end;
     }
     if at != directory_end || block_at != bytes.len() {
         return Err(invalid("checkpoint parts do not add up to its size"));
     }
-    queues.adopt_order(order);
     Ok(Checkpoint {
         position,
         created_ms,

@@ -157,7 +157,7 @@ impl LogHandle {
     /// log is synced after the encoding, so a queue's last-write time read during it never names a
     /// record that could be lost.
     pub fn checkpoint(&self, now_ms: u64) -> Result<(), LogError> {
-        let (dir, mut encoder, mut names) = {
+        let (dir, mut encoder, names) = {
             let log = self.lock();
             log.usable()?;
             let segments = log.segment_times();
@@ -171,8 +171,6 @@ impl LogHandle {
             let encoder = checkpoint::Encoder::new(log.write_position, now_ms, &segments, capacity);
             (dir, encoder, names)
         };
-        // In byte order, so the next open lists names without sorting them (checkpoint.rs).
-        names.sort_unstable();
         for batch in names.chunks(CHECKPOINT_BATCH) {
             let log = self.lock();
             log.usable()?;

@@ -12,15 +12,6 @@ pub struct NamePage {
 }
 
 impl Queues {
-    /// Takes `names` as the listing order when they are every name, strictly ascending (a
-    /// checkpoint's directory, written in that order), sparing the first listing a sort.
-    pub fn adopt_order(&mut self, names: Vec<Arc<[u8]>>) {
-        if names.len() == self.map.len() && names.windows(2).all(|pair| pair[0] < pair[1]) {
-            self.sorted = names;
-            self.sorted_valid = true;
-        }
-    }
-
     /// Up to `limit` names starting with `prefix`, strictly after `after` when given.
     pub fn list(&mut self, prefix: &[u8], after: Option<&[u8]>, limit: usize) -> NamePage {
         if !self.sorted_valid {

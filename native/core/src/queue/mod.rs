@@ -269,13 +269,8 @@ impl Queues {
 
     /// Puts a whole queue back, as a checkpoint held it.
     pub fn restore(&mut self, name: &[u8], queue: ConsumeQueue) {
-        self.restore_named(Arc::from(name), queue);
-    }
-
-    /// [`Queues::restore`] with the name already shared.
-    pub fn restore_named(&mut self, name: Arc<[u8]>, queue: ConsumeQueue) {
         self.entries += queue.len();
-        if let Some(old) = self.map.insert(name, queue) {
+        if let Some(old) = self.map.insert(Arc::from(name), queue) {
             self.entries -= old.len();
         }
         self.sorted_valid = false;
