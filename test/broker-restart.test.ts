@@ -4,9 +4,11 @@
  * handles, the state journal's torn tail and its compaction. Each on every engine, on a manual clock.
  * Crashes with real processes are in test/broker-crash.test.ts.
  */
-import { appendFileSync, readFileSync, statSync } from 'node:fs';
+import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { decodeJournal, encodeRecord } from '../ts/broker/journal.js';
+import { decodeBinary } from '../ts/broker/snapshot.js';
 import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
 import { bodies, drain, ManualClock, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
@@ -146,6 +148,107 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(await drain(d)).toEqual(['a#1', 'a#2']);
     await second.close();
     expect(statSync(file).size).toBeLessThan(size);
+  });
+
+  it('a second open of a directory in use fails without touching its state journal', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await open(engine, dir, clock);
+    first.createTopic('agents');
+    first.createGroup('g', { bindTopic: 'agents' });
+    const file = join(dir, 'broker-state');
+    // Under flush 'sync' a subscription resolves once every record so far is on disk: the owner's
+    // journal writer is idle from here on.
+    await first.consumer({ group: 'g', clientId: 'c' }).subscribe(['a']);
+    // A torn-looking tail and a compaction file: an open that truncated or removed them before
+    // taking the lock would break the live owner's journal (the journal is read while the log opens).
+    appendFileSync(file, Buffer.from([200, 0, 0, 0, 1, 2, 3, 4, 9, 9]));
+    writeFileSync(`${file}.tmp`, 'compaction in progress');
+    const before = readFileSync(file);
+    await expect(Broker.open({ engine, dir, clock, flush: 'sync' })).rejects.toMatchObject({ code: 'LOG_LOCKED' });
+    expect(readFileSync(file).equals(before)).toBe(true);
+    expect(readFileSync(`${file}.tmp`, 'utf8')).toBe('compaction in progress');
+  });
+
+  /** A broker directory with progress on three lite topics: acked, in flight and untouched messages. */
+  async function withProgress(dir: string, clock: ManualClock): Promise<unknown> {
+    const first = await open(engine, dir, clock);
+    first.createTopic('agents');
+    first.createGroup('g', { bindTopic: 'agents' });
+    first.createGroup('k', { bindTopic: 'agents', keyShared: { buckets: 16 } });
+    const c = first.consumer({ group: 'g', clientId: 'c' });
+    await c.subscribe(['a', 'b', 'c-1'], { offset: { policy: 'min' } });
+    await first.consumer({ group: 'k', clientId: 'kc' }).subscribe(['a'], { offset: { policy: 'min' } });
+    for (const lite of ['a', 'b', 'c-1']) await send(first, lite, 5);
+    for (const m of await c.pop({ maxNum: 8, invisibleTimeMs: 60_000 })) if (m.offset % 2 === 0) await c.ack(m);
+    const state = stateOf(first);
+    await first.close();
+    return state;
+  }
+
+  function stateOf(broker: Broker): unknown {
+    return ['g', 'k'].map((group) => {
+      const info = broker.admin.groupInfo(group);
+      return [info.totalLag, broker.admin.brokerInfo().inflight, info.liteTopics];
+    });
+  }
+
+  it('compacts progress into binary records and restores it; a version 1 journal of JSON records still opens', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const before = await withProgress(dir, clock);
+    const file = join(dir, 'broker-state');
+    const compacted = readFileSync(file);
+    expect(compacted.readUInt32LE(8)).toBe(2);
+    const { records } = decodeJournal(compacted, file);
+    expect(records.some((r) => r instanceof Uint8Array)).toBe(true);
+    expect(records.some((r) => Array.isArray(r) && r[0] === 'progress')).toBe(false);
+    // The same state as an earlier release wrote it: version 1, one JSON `progress` record per lite topic.
+    const json: unknown[] = [];
+    for (const record of records) {
+      if (!(record instanceof Uint8Array)) json.push(record);
+      else {
+        decodeBinary(record, {
+          progress(group, lite, committed, next, deliveries) {
+            const list: number[] = [];
+            deliveries((offset, attempt, until, acked) => list.push(offset, attempt, until, acked ? 1 : 0));
+            json.push(['progress', group, lite, committed, next, list]);
+          },
+        });
+      }
+    }
+    const v1 = Buffer.alloc(16);
+    v1.write('LTBSTATE', 0, 'latin1');
+    v1.writeUInt32LE(1, 8);
+    writeFileSync(file, Buffer.concat([v1, ...json.map(encodeRecord)]));
+    const second = await open(engine, dir, clock);
+    expect(stateOf(second)).toEqual(before);
+    await second.close();
+    const third = await open(engine, dir, clock);
+    expect(stateOf(third)).toEqual(before);
+    expect(readFileSync(file).readUInt32LE(8)).toBe(2);
+  });
+
+  it('cuts a journal inside a binary record like any torn tail, and refuses unknown versions', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    await withProgress(dir, clock);
+    const file = join(dir, 'broker-state');
+    const bytes = readFileSync(file);
+    writeFileSync(file, bytes.subarray(0, bytes.length - 10));
+    const second = await open(engine, dir, clock);
+    // Everything before the torn record survives (topics, groups, g's batch); k's batch, last, is gone.
+    expect(second.admin.groupInfo('g').liteTopics).toBe(3);
+    expect(second.admin.groupInfo('k').liteTopics).toBe(0);
+    expect(second.admin.topicInfo('agents').groups).toEqual(['g', 'k']);
+    await second.close();
+    const compacted = readFileSync(file);
+    compacted.writeUInt32LE(3, 8);
+    writeFileSync(file, compacted);
+    await expect(Broker.open({ engine, dir, clock })).rejects.toMatchObject({
+      code: 'UNSUPPORTED_FORMAT',
+      version: 3,
+    });
   });
 
   it('compacts the journal as it grows and restores the same state from the compacted file', async () => {

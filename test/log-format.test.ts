@@ -3,7 +3,7 @@
  * opens and reads identically in the other (and their segment files are byte for byte the same),
  * damaged tails are cut, damaged records are never returned, unknown versions are refused.
  */
-import { readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { crc32c } from '../ts/engine/js/crc32c.js';
@@ -15,6 +15,7 @@ import {
   UnsupportedFormatError,
 } from '../ts/index.js';
 import { ENGINES } from './engines.js';
+import { checkpointDirectory, checkpointReversed, checkpointToV1 } from './log-checkpoint-file.js';
 import { bodyFor, flipByte, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';
 
 /** Writes the same varied history with any engine: rolls, multi-LMQ records, a deletion. */
@@ -69,6 +70,64 @@ describe.each(PAIRS)('written by %s, opened by %s', (writer, reader) => {
 
     const third = await openLog(dir, writer, { segmentBytes: MIN_SEGMENT_BYTES, clock });
     expect(snapshot(third)).toEqual(extended);
+  });
+
+  it('copies the LMQs it has not read into its own checkpoint, which the writer then reads', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await openLog(dir, writer, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    await writeHistory(first, clock, 0, 80);
+    await first.close();
+    // Most LMQs stay in the checkpoint file: one is read, one written; the closing checkpoint
+    // copies the others' blocks as they are.
+    const second = await openLog(dir, reader, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    expect(second.read('t2', 0, 3).length).toBe(3);
+    await second.append([{ lmqs: ['t3'], body: 'after' }]);
+    await second.close();
+    const third = await openLog(dir, writer, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    expect(third.stats().recovery).toMatchObject({ checkpoint: 'loaded', replayedRecords: 0 });
+    const copied = snapshot(third);
+    await third.close();
+    rmSync(join(dir, 'checkpoint'));
+    const replayed = await openLog(dir, reader, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    expect(replayed.stats().recovery.checkpoint).toBe('none');
+    expect(snapshot(replayed)).toEqual(copied);
+  });
+
+  it('accepts a checkpoint directory in any order', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await openLog(dir, writer, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    await writeHistory(first, clock, 0, 80);
+    await first.append([{ lmqs: ['Zeta', 'alpha', 'é', 'ÿ', '中'], body: 'names' }]);
+    const written = snapshot(first);
+    await first.close();
+    const path = join(dir, 'checkpoint');
+    const names = checkpointDirectory(readFileSync(path))
+      .entries.map((e) => e.name)
+      .sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
+    writeFileSync(path, checkpointReversed(readFileSync(path)));
+    const second = await openLog(dir, reader, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    expect(second.stats().recovery).toMatchObject({ checkpoint: 'loaded', replayedRecords: 0 });
+    expect(second.listLmqs().lmqs).toEqual(names);
+    expect(snapshot(second)).toEqual(written);
+  });
+
+  it('opens a version 1 checkpoint written by an earlier release', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await openLog(dir, writer, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    await writeHistory(first, clock, 0, 80);
+    const written = snapshot(first);
+    await first.close();
+    const path = join(dir, 'checkpoint');
+    writeFileSync(path, checkpointToV1(readFileSync(path)));
+    const second = await openLog(dir, reader, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    expect(second.stats().recovery).toMatchObject({ checkpoint: 'loaded', replayedRecords: 0 });
+    expect(snapshot(second)).toEqual(written);
+    await second.close();
+    // Its closing checkpoint is version 2 again.
+    expect(readFileSync(path).toString('latin1', 0, 8)).toBe('LTCKPT02');
   });
 });
 
@@ -152,15 +211,79 @@ describe.each(ENGINES)('%s engine, damaged files', (engine) => {
     expect(reopened.read('t0', 3, 1)[0]?.offset).toBe(3);
   });
 
+  /** Flips a byte in the entry block of `lmq` in the checkpoint. */
+  function damageBlock(dir: string, lmq: string): void {
+    const path = join(dir, 'checkpoint');
+    const entry = checkpointDirectory(readFileSync(path)).entries.find((e) => e.name === lmq);
+    if (entry === undefined || entry.next === entry.min) throw new Error(`no block for ${lmq}`);
+    flipByte(path, entry.at + 9);
+  }
+
+  it('leaves LMQs in the checkpoint until used; a damaged block fails only its LMQ', async () => {
+    const { dir } = await written();
+    const reference = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    const before = snapshot(reference);
+    await reference.close();
+    damageBlock(dir, 't2');
+    const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    expect(log.stats().recovery).toMatchObject({ checkpoint: 'loaded', replayedRecords: 0 });
+    // Offsets come from the directory; reading or writing t2 needs its block.
+    expect([log.minOffset('t2'), log.maxOffset('t2')]).toEqual([0, log.maxOffset('t2')]);
+    expect(log.maxOffset('t2')).toBeGreaterThan(0);
+    expect(() => log.read('t2', 0, 1)).toThrow(LogCorruptError);
+    const end = log.stats().writePosition;
+    await expect(
+      log.append([
+        { lmqs: ['t0'], body: 'a' },
+        { lmqs: ['t2'], body: 'b' },
+      ]),
+    ).rejects.toMatchObject({
+      code: 'LOG_CORRUPT',
+    });
+    expect(log.stats().writePosition).toBe(end); // nothing of the batch was written
+    const others = (before as { lmq: string }[]).filter((q) => q.lmq !== 't2');
+    for (const lmq of others.map((q) => q.lmq)) expect(() => log.read(lmq, 0, 1000)).not.toThrow();
+    const [next] = await log.append([{ lmqs: ['t0'], body: 'c' }]);
+    expect(next?.position).toBe(end);
+  });
+
+  it('drops a checkpoint whose block fails its check while the log after it is replayed', async () => {
+    const { dir } = await written();
+    const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    await log.append([{ lmqs: ['t2'], body: 'after the checkpoint' }]);
+    const expected = snapshot(log);
+    // A copy now is what a crash leaves: the checkpoint, and a record of t2 after it.
+    const copy = tempDir();
+    cpSync(dir, copy, { recursive: true });
+    rmSync(join(copy, 'LOCK'));
+    damageBlock(copy, 't2');
+    const recovered = await openLog(copy, engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    expect(recovered.stats().recovery).toMatchObject({ checkpoint: 'invalid', replayedRecords: 43 });
+    expect(existsSync(join(copy, 'checkpoint'))).toBe(false);
+    expect(snapshot(recovered)).toEqual(expected);
+  });
+
+  it('ignores a checkpoint whose directory is damaged and replays the log', async () => {
+    const { dir } = await written();
+    const reference = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    const before = snapshot(reference);
+    await reference.close();
+    const path = join(dir, 'checkpoint');
+    flipByte(path, checkpointDirectory(readFileSync(path)).directoryEnd - 30);
+    const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    expect(log.stats().recovery).toMatchObject({ checkpoint: 'invalid', replayedRecords: 42 });
+    expect(snapshot(log)).toEqual(before);
+  });
+
   it('refuses segment and checkpoint versions it does not know', async () => {
     const { dir } = await written();
     const checkpoint = readFileSync(join(dir, 'checkpoint'));
-    checkpoint.writeUInt32LE(2, 8);
-    checkpoint.writeUInt32LE(crc32c(checkpoint, 0, checkpoint.length - 4), checkpoint.length - 4);
+    checkpoint.writeUInt32LE(3, 8);
+    checkpoint.writeUInt32LE(crc32c(checkpoint, 0, 60), 60);
     writeFileSync(join(dir, 'checkpoint'), checkpoint);
     const error = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UnsupportedFormatError);
-    expect(error).toMatchObject({ code: 'UNSUPPORTED_FORMAT', version: 2 });
+    expect(error).toMatchObject({ code: 'UNSUPPORTED_FORMAT', version: 3 });
 
     const other = (await written()).dir;
     const [segment] = segmentFiles(other);

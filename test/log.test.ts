@@ -3,7 +3,7 @@
  * without a checkpoint, LMQ deletion, retention, locking, and refusal of bad input with nothing
  * stored. Corruption, cross-engine and crash tests live in their own files.
  */
-import { cpSync, readdirSync, rmSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
@@ -14,7 +14,8 @@ import {
   MIN_SEGMENT_BYTES,
 } from '../ts/index.js';
 import { ENGINES } from './engines.js';
-import { bodyFor, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';
+import { checkpointDirectory } from './log-checkpoint-file.js';
+import { bodyFor, flipByte, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';
 
 describe.each(ENGINES)('%s engine', (engine) => {
   it('stores a record once for several LMQs and reads every field back', async () => {
@@ -234,6 +235,53 @@ describe.each(ENGINES)('%s engine', (engine) => {
     const [again] = await reopened.append([{ lmqs: ['gone'], body: 'c' }]);
     expect(again?.offsets).toEqual([0]);
     expect(reopened.read('gone', 0, 10).map((m) => m.body.toString())).toEqual(['c']);
+  });
+
+  it('retains segments under LMQs whose entries are still in the checkpoint file', async () => {
+    const clock = new ManualClock();
+    const dir = tempDir();
+    const first = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    for (let n = 0; n < 60; n++) {
+      clock.advance(1000);
+      // 'old' only in the first records, 'new' only in the last ones, 'all' everywhere.
+      const lmqs = n < 10 ? ['old', 'all'] : n >= 50 ? ['new', 'all'] : ['all'];
+      await first.append([{ lmqs, body: bodyFor('all', n, 500) }]);
+    }
+    await first.close();
+    const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    expect(log.stats().recovery).toMatchObject({ checkpoint: 'loaded', replayedRecords: 0 });
+    const retained = await log.retain({ maxAgeMs: 30_500 });
+    expect(retained.segments).toBeGreaterThan(0);
+    expect([log.minOffset('old'), log.maxOffset('old')]).toEqual([10, 10]);
+    expect(log.read('old', 0, 10)).toEqual([]);
+    const min = log.minOffset('all');
+    expect(min).toBeGreaterThan(10);
+    expect(log.read('all', 0, 100).map((m) => m.offset)).toEqual(Array.from({ length: 60 - min }, (_, i) => min + i));
+    expect(log.read('new', 0, 100).map((m) => m.offset)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect(log.stats().indexEntries).toBe(60 - min + 10);
+    await log.close();
+    const reopened = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    expect([reopened.minOffset('old'), reopened.maxOffset('old'), reopened.minOffset('all')]).toEqual([10, 10, min]);
+    expect(reopened.read('new', 9, 1)[0]?.body.equals(bodyFor('all', 59, 500))).toBe(true);
+  });
+
+  it('fails a retention that needs a damaged checkpoint block, changing nothing', async () => {
+    const clock = new ManualClock();
+    const dir = tempDir();
+    const first = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    for (let n = 0; n < 40; n++) {
+      clock.advance(1000);
+      await first.append([{ lmqs: ['q'], body: bodyFor('q', n, 500) }]);
+    }
+    await first.close();
+    const path = join(dir, 'checkpoint');
+    const entry = checkpointDirectory(readFileSync(path)).entries.find((e) => e.name === 'q');
+    flipByte(path, (entry?.at ?? 0) + 30);
+    const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, clock });
+    const oldest = segmentFiles(dir)[0];
+    await expect(log.retain({ maxBytes: 0 })).rejects.toMatchObject({ code: 'LOG_CORRUPT' });
+    expect(segmentFiles(dir)[0]).toBe(oldest); // no segment deleted
+    expect([log.minOffset('q'), log.maxOffset('q')]).toEqual([0, 40]);
   });
 
   it('retains by size and by age, never the segment being written', async () => {

@@ -6,7 +6,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { EngineName } from '../engine/contract.js';
 import { getEngine } from '../engine/load.js';
 import {
@@ -23,7 +23,7 @@ import { Admin } from './admin.js';
 import { Consumer } from './consumer.js';
 import { DEAD_LETTER_PREFIX, type DeadLetter, DeadLetters } from './deadletter.js';
 import { Dispatcher } from './dispatcher.js';
-import { StateJournal } from './journal.js';
+import { type JournalContents, StateJournal } from './journal.js';
 import { checkKeyShared, type KeySharedOptions } from './key-shared.js';
 import { newProgress } from './key-shared-progress.js';
 import {
@@ -34,6 +34,7 @@ import {
   releaseInflight,
 } from './lifecycle.js';
 import { checkLiteTopic } from './names.js';
+import type { TopicProgress } from './offsets.js';
 import type { BrokerParts } from './parts.js';
 import {
   journalRecorder,
@@ -233,19 +234,34 @@ export class Broker {
     if (maintenanceIntervalMs === 0) throw new InvalidArgumentError('maintenanceIntervalMs must be positive');
     const retention = checkRetention(options.retention);
     const flush = options.flush ?? 'async';
-    const store =
-      options.store ?? (await openStore(options.dir, { engine, flush, clock, segmentBytes: options.segmentBytes }));
+    const journalPath =
+      options.dir !== undefined && options.store === undefined ? join(options.dir, STATE_FILE) : undefined;
+    // The state journal is read and replayed while the commit log recovers (on the thread pool with
+    // the native engine), but only read: it is opened for writing once the log holds the lock.
+    const reading = journalPath === undefined ? undefined : readState(journalPath);
+    // Its failure is reported once the log is open (or not at all, when the log fails first).
+    reading?.catch(() => undefined);
+    let store: MessageStore;
+    try {
+      store =
+        options.store ?? (await openStore(options.dir, { engine, flush, clock, segmentBytes: options.segmentBytes }));
+    } catch (error) {
+      await reading?.catch(() => undefined); // let the read finish before the caller retries
+      throw error;
+    }
     let journal: StateJournal | undefined;
     let restored: RestoredState | undefined;
-    if (options.dir !== undefined && options.store === undefined) {
+    if (journalPath !== undefined && reading !== undefined) {
       try {
-        await mkdir(options.dir, { recursive: true });
-        const opened = await StateJournal.open(join(options.dir, STATE_FILE), {
-          flush,
-          compactBytes: options.stateCompactBytes,
-        });
+        await mkdir(dirname(journalPath), { recursive: true });
+        const read = await reading;
+        const opened = await StateJournal.open(
+          journalPath,
+          { flush, compactBytes: options.stateCompactBytes },
+          read.contents,
+        );
         journal = opened.journal;
-        restored = replay(opened.records);
+        restored = read.state;
       } catch (error) {
         await store.close();
         throw error;
@@ -274,17 +290,15 @@ export class Broker {
     for (const [name, attributes] of restored.topics) maxOffsets.set(name, this.addTopic(name, attributes));
     for (const [name, config] of restored.groups) {
       const parent = this.parents.get(config.bindTopic);
-      if (parent !== undefined) this.addGroup(name, parent, config);
-    }
-    for (const [groupName, progress] of restored.progress) {
-      const group = this.groups.get(groupName);
-      if (group === undefined) continue;
+      if (parent === undefined) continue;
+      // The replayed map becomes the group's (100,000s of lite topics are not copied one by one).
+      const progress = restored.progress.get(name) ?? new Map<string, TopicProgress>();
+      const stored = maxOffsets.get(parent.name);
       for (const [liteTopic, entry] of progress) {
         // An LMQ shorter than the committed offset was deleted after the record: that progress is void.
-        const maxOffset = maxOffsets.get(group.parent.name)?.get(liteTopic) ?? 0;
-        if (maxOffset < entry.committed) continue;
-        group.progress.set(liteTopic, entry);
+        if ((stored?.get(liteTopic) ?? 0) < entry.committed) progress.delete(liteTopic);
       }
+      this.addGroup(name, parent, config, progress);
     }
   }
 
@@ -406,9 +420,14 @@ export class Broker {
     this.context.state.record(['group', name, config]);
   }
 
-  private addGroup(name: string, parent: ParentTopic, config: GroupConfig): void {
+  private addGroup(
+    name: string,
+    parent: ParentTopic,
+    config: GroupConfig,
+    progress?: Map<string, TopicProgress>,
+  ): void {
     const index = config.wildcard ? new PatternIndex({ engine: this.engine, dialect: config.dialect }) : undefined;
-    const group = new GroupState(name, parent, { ...config }, index);
+    const group = new GroupState(name, parent, { ...config }, index, progress);
     this.groups.set(name, group);
     parent.groups.add(group);
   }
@@ -620,4 +639,10 @@ export class Broker {
   private checkOpen(): void {
     if (this.closed) throw new ClosedError('the broker is closed');
   }
+}
+
+/** The journal's records and the state they replay to, read without changing the file. */
+async function readState(path: string): Promise<{ contents: JournalContents; state: RestoredState }> {
+  const contents = await StateJournal.read(path);
+  return { contents, state: replay(contents.records) };
 }

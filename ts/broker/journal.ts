@@ -11,9 +11,13 @@ import { type FileHandle, open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { crc32c } from '../engine/js/crc32c.js';
 import { LogCorruptError, LogIoError, UnsupportedFormatError } from '../errors.js';
+import { BINARY_RECORD, checkBinary } from './snapshot.js';
 
 const MAGIC = Buffer.from('LTBSTATE', 'ascii');
-export const JOURNAL_VERSION = 1;
+/** Written: version 2 adds binary records (snapshot.ts), which compaction writes. */
+export const JOURNAL_VERSION = 2;
+/** Read as well: a version 1 file holds JSON records only, and gets version 2 at its next compaction. */
+const JOURNAL_VERSIONS_READ = [1, 2];
 export const JOURNAL_HEADER_BYTES = 16;
 /** Per record: u32 payload length, u32 CRC-32C of the payload. */
 const RECORD_HEADER_BYTES = 8;
@@ -31,17 +35,20 @@ function header(): Buffer {
   return bytes;
 }
 
-/** One framed record: length, CRC-32C, UTF-8 JSON. */
+/** One framed record: length, CRC-32C, then UTF-8 JSON, or the bytes of a binary record as they are. */
 export function encodeRecord(record: unknown): Buffer {
-  const payload = Buffer.from(JSON.stringify(record), 'utf8');
+  const payload = record instanceof Uint8Array ? record : Buffer.from(JSON.stringify(record), 'utf8');
   const bytes = Buffer.alloc(RECORD_HEADER_BYTES + payload.length);
   bytes.writeUInt32LE(payload.length, 0);
   bytes.writeUInt32LE(crc32c(payload), 4);
-  payload.copy(bytes, RECORD_HEADER_BYTES);
+  bytes.set(payload, RECORD_HEADER_BYTES);
   return bytes;
 }
 
-/** The records of a journal file and where the valid part ends (a torn or corrupt tail is cut there). */
+/**
+ * The records of a journal file and where the valid part ends (a torn or corrupt tail is cut there).
+ * A JSON record comes back parsed; a binary one (version 2) as its payload bytes, layout checked.
+ */
 export function decodeJournal(bytes: Buffer, file: string): { records: unknown[]; validBytes: number } {
   if (bytes.length < JOURNAL_HEADER_BYTES || !bytes.subarray(0, 8).equals(MAGIC)) {
     // A crash while the first header was written leaves a short or zero file: nothing was recorded.
@@ -52,7 +59,7 @@ export function decodeJournal(bytes: Buffer, file: string): { records: unknown[]
     throw new LogCorruptError('the broker state journal has no valid header', { file, position: 0 });
   }
   const version = bytes.readUInt32LE(8);
-  if (version !== JOURNAL_VERSION) {
+  if (!JOURNAL_VERSIONS_READ.includes(version)) {
     throw new UnsupportedFormatError(`the broker state journal has unknown version ${version}`, { file, version });
   }
   const records: unknown[] = [];
@@ -64,15 +71,29 @@ export function decodeJournal(bytes: Buffer, file: string): { records: unknown[]
     const payload = bytes.subarray(at + RECORD_HEADER_BYTES, end);
     if (crc32c(payload) !== bytes.readUInt32LE(at + 4)) break;
     let record: unknown;
-    try {
-      record = JSON.parse(payload.toString('utf8'));
-    } catch {
-      break;
+    if (payload[0] === BINARY_RECORD) {
+      if (version < 2 || !checkBinary(payload)) break;
+      record = payload;
+    } else {
+      try {
+        record = JSON.parse(payload.toString('utf8'));
+      } catch {
+        break;
+      }
     }
     records.push(record);
     at = end;
   }
   return { records, validBytes: at };
+}
+
+/** A journal file as `StateJournal.read` found it. */
+export interface JournalContents {
+  records: unknown[];
+  /** Bytes up to the end of the last valid record (0: no valid header, a new journal). */
+  validBytes: number;
+  /** The file's size when read (0 when missing). */
+  fileBytes: number;
 }
 
 interface Waiter {
@@ -120,9 +141,12 @@ export class StateJournal {
     }
   }
 
-  /** Opens (creating if needed) the journal at `path`; returns it with the records it holds. */
-  static async open(path: string, options: JournalOptions): Promise<{ journal: StateJournal; records: unknown[] }> {
-    await rm(`${path}.tmp`, { force: true });
+  /**
+   * Reads and decodes the journal at `path` without changing anything, so it can run before the
+   * directory's lock is taken (the broker reads it while the commit log recovers). The result is
+   * only valid for `open` once the lock is held: until then another owner may still be writing.
+   */
+  static async read(path: string): Promise<JournalContents> {
     let bytes: Buffer;
     try {
       bytes = await readFile(path);
@@ -131,13 +155,28 @@ export class StateJournal {
       bytes = Buffer.alloc(0);
     }
     const { records, validBytes } = decodeJournal(bytes, path);
-    const handle = await open(path, bytes.length === 0 ? 'w+' : 'r+');
+    return { records, validBytes, fileBytes: bytes.length };
+  }
+
+  /**
+   * Opens (creating if needed) the journal at `path`; returns it with the records it holds. The
+   * caller holds the directory's lock. `contents`: what `read` returned for this file under that
+   * lock's protection (read while the lock was being taken); without it the file is read here.
+   */
+  static async open(
+    path: string,
+    options: JournalOptions,
+    contents?: JournalContents,
+  ): Promise<{ journal: StateJournal; records: unknown[] }> {
+    await rm(`${path}.tmp`, { force: true });
+    const { records, validBytes, fileBytes } = contents ?? (await StateJournal.read(path));
+    const handle = await open(path, fileBytes === 0 ? 'w+' : 'r+');
     let size = validBytes;
     if (validBytes === 0) {
       await handle.truncate(0);
       await handle.write(header(), 0, JOURNAL_HEADER_BYTES, 0);
       size = JOURNAL_HEADER_BYTES;
-    } else if (validBytes < bytes.length) {
+    } else if (validBytes < fileBytes) {
       await handle.truncate(validBytes); // the torn tail: later records must not follow garbage
     }
     await handle.datasync();

@@ -29,8 +29,12 @@ export class TopicProgress {
   committed: number;
   /** The first offset never handed out. */
   next: number;
-  /** Deliveries of the offsets in [committed, next). */
-  readonly deliveries = new Map<number, Delivery>();
+  /**
+   * Deliveries of the offsets in [committed, next), made on first use: a reopen restores a progress
+   * per lite topic of every group, most of them with nothing in flight, and a Map each is what the
+   * young-generation collector then copies over and over.
+   */
+  private deliveryMap: Map<number, Delivery> | undefined;
   /** Cancels the timer that wakes the topic when its first hidden message becomes visible. */
   cancelWake: (() => void) | undefined;
   /** The deadline that timer is set for. */
@@ -41,6 +45,11 @@ export class TopicProgress {
   constructor(start: number) {
     this.committed = start;
     this.next = start;
+  }
+
+  get deliveries(): Map<number, Delivery> {
+    if (this.deliveryMap === undefined) this.deliveryMap = new Map();
+    return this.deliveryMap;
   }
 
   /** Skips offsets the store no longer holds (retention) so the group does not wait for them. */

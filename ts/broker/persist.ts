@@ -9,6 +9,7 @@
 import type { StateJournal } from './journal.js';
 import { newProgress } from './key-shared-progress.js';
 import type { TopicProgress } from './offsets.js';
+import { decodeBinary, encodeProgress, type ProgressSink } from './snapshot.js';
 import type { GroupConfig, GroupState, ParentTopic } from './state.js';
 
 /** Topic attributes that are persisted. */
@@ -79,10 +80,30 @@ function progressOf(state: RestoredState, group: string): Map<string, TopicProgr
   return map;
 }
 
-/** Replays records in order. A record of an unknown kind is skipped (written by a newer minor release). */
+/** Where a binary progress batch (snapshot.ts) goes: as a `progress` record would. */
+function progressSink(state: RestoredState): ProgressSink {
+  return {
+    progress(group, liteTopic, committed, next, deliveries) {
+      const progress = newProgress(state.groups.get(group), committed);
+      deliveries((offset, attempt, invisibleUntil, acked) => progress.restore(offset, attempt, invisibleUntil, acked));
+      progress.next = Math.max(progress.next, next);
+      progressOf(state, group).set(liteTopic, progress);
+    },
+  };
+}
+
+/**
+ * Replays records in order: JSON records, and binary progress batches (`Uint8Array`, checked by the
+ * journal's reader). A record of an unknown kind is skipped (written by a newer minor release).
+ */
 export function replay(records: readonly unknown[]): RestoredState {
   const state: RestoredState = { epoch: undefined, topics: new Map(), groups: new Map(), progress: new Map() };
+  const sink = progressSink(state);
   for (const item of records) {
+    if (item instanceof Uint8Array) {
+      decodeBinary(item, sink);
+      continue;
+    }
     if (!Array.isArray(item)) continue;
     const record = item as StateRecord;
     switch (record[0]) {
@@ -131,27 +152,21 @@ export function replay(records: readonly unknown[]): RestoredState {
   return state;
 }
 
-/** The records that describe the current state (what compaction writes). */
+/**
+ * The records that describe the current state (what compaction writes): epoch, topics and groups as
+ * JSON records, every group's progress as binary batches (snapshot.ts), which replay as `progress`
+ * records would.
+ */
 export function snapshot(
   epoch: string,
   parents: Iterable<ParentTopic>,
   groups: Iterable<GroupState>,
   topicAttributes: (parent: ParentTopic) => TopicAttributes,
-): StateRecord[] {
-  const records: StateRecord[] = [['epoch', epoch]];
+): (StateRecord | Uint8Array)[] {
+  const records: (StateRecord | Uint8Array)[] = [['epoch', epoch]];
   for (const parent of parents) records.push(['topic', parent.name, topicAttributes(parent)]);
   const all = [...groups];
   for (const group of all) records.push(['group', group.name, group.config]);
-  for (const group of all) {
-    for (const [liteTopic, progress] of group.progress) {
-      const list: number[] = [];
-      for (let offset = progress.committed; offset < progress.next; offset++) {
-        const delivery = progress.deliveries.get(offset);
-        if (delivery === undefined) continue;
-        list.push(offset, delivery.attempt, delivery.invisibleUntil, delivery.acked ? 1 : 0);
-      }
-      records.push(['progress', group.name, liteTopic, progress.committed, progress.next, list]);
-    }
-  }
+  for (const group of all) records.push(...encodeProgress(group.name, group.progress));
   return records;
 }

@@ -98,7 +98,8 @@ export class GroupState {
   readonly legacy = new Set<ClientState>();
   /** Wildcard groups: pattern → client ids, to find the clients of a new lite topic without a scan. */
   readonly patternIndex: PatternIndex | undefined;
-  readonly progress = new Map<string, TopicProgress>();
+  /** Lite topic → the group's progress on it (a restart hands over the replayed map as it is). */
+  readonly progress: Map<string, TopicProgress>;
   /** Lite topic → the client its event is queued at (one event per lite topic per group). */
   readonly queued = new Map<string, ClientState>();
   /** Lite topics with messages ready but no client with room; placed as clients make room. */
@@ -112,8 +113,10 @@ export class GroupState {
     readonly parent: ParentTopic,
     readonly config: GroupConfig,
     patternIndex: PatternIndex | undefined,
+    progress: Map<string, TopicProgress> = new Map(),
   ) {
     this.patternIndex = patternIndex;
+    this.progress = progress;
   }
 
   get wildcard(): boolean {

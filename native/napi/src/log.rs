@@ -141,7 +141,7 @@ pub fn log_read<'env>(
     }
     let mut name = [0u8; NAME_BUFFER_BYTES];
     let lmq = name_bytes(env, &lmq, &mut name)?;
-    let log = handle.lock();
+    let mut log = handle.lock();
     let span = log
         .read_span(lmq, from_offset as u64, max_count as usize)
         .map_err(js_error)?;

@@ -1,60 +1,85 @@
 /**
  * The index checkpoint of docs/FORMAT.md ("Checkpoint"): every consume queue as of a durable log
  * position P, so recovery replays only the log after P. Written to `checkpoint.tmp`, synced, renamed
- * over `checkpoint` and the directory synced: a crash leaves the old file or the new one. Mirrors
- * native/core/src/log/checkpoint.rs.
+ * over `checkpoint` and the directory synced: a crash leaves the old file or the new one.
+ *
+ * Version 2 (written) puts a directory of the LMQs, checksummed on its own, before their entry
+ * blocks, each with its own checksum: a reopen reads the directory and leaves each block in the file
+ * until its LMQ is used (queue.ts, `StoredEntries`). Version 1 is still read (log-checkpoint-v1.ts).
+ * Mirrors native/core/src/log/checkpoint.rs.
  */
 import { join } from 'node:path';
 import { UnsupportedFormatError } from '../../errors.js';
 import { crc32c } from './crc32c.js';
+import {
+  CHECKPOINT_V1_MAGIC,
+  CHECKPOINT_V1_VERSION,
+  type Checkpoint,
+  decodeCheckpointV1,
+} from './log-checkpoint-v1.js';
 import { readU16, readU32, readU64, writeU16, writeU32, writeU64 } from './log-record.js';
 import { ioError, type Segment } from './log-segment.js';
-import { ConsumeQueue, ENTRY_WORDS, QueueSet } from './queue.js';
+import {
+  type CheckpointFile,
+  ConsumeQueue,
+  ENTRY_WORDS,
+  QueueSet,
+  STORED_ENTRY_BYTES,
+  type StoredEntries,
+} from './queue.js';
 import type { Storage } from './storage.js';
+
+export type { Checkpoint } from './log-checkpoint-v1.js';
 
 export const CHECKPOINT_FILE = 'checkpoint';
 export const CHECKPOINT_TMP_FILE = 'checkpoint.tmp';
-const CHECKPOINT_VERSION = 1;
-const MAGIC = 'LTCKPT01';
-const HEADER_BYTES = 48;
-/** Bytes of one index entry in the file. */
-const FILE_ENTRY_BYTES = 24;
+const CHECKPOINT_VERSION = 2;
+const MAGIC = 'LTCKPT02';
+/** The fixed header of version 2. */
+export const CHECKPOINT_HEADER_BYTES = 64;
+const QUEUE_COUNT_AT = 40;
+const DIRECTORY_END_AT = 48;
+const DIRECTORY_CRC_AT = 56;
+const HEADER_CRC_AT = 60;
+/** A directory entry besides its name: u16 name length, min, next, last write, first position, CRC, zero. */
+const DIRECTORY_ENTRY_BYTES = 2 + 4 * 8 + 4 + 4;
+/** Shortest file that can be a checkpoint of either version. */
+const SHORTEST_BYTES = 52;
 const TWO_32 = 0x1_0000_0000;
 
-/** A checkpoint read back. */
-export interface Checkpoint {
-  position: number;
-  createdMs: number;
-  /** Newest store timestamp per segment base, for segments that existed at `position`. */
-  segmentTimestamps: Map<number, number>;
-  queues: QueueSet;
-}
-
-/** Words of one buffer the queues of a checkpoint being loaded share (4 MiB). */
-const SHARED_WORDS = 1 << 20;
-
-/** Bytes the checkpoint is written in: each piece is encoded, checksummed and written in one go. */
+/** Bytes the entry blocks are written in: each piece is encoded and written in one go. */
 const PIECE_BYTES = 512 * 1024;
 /**
  * Encoding time per turn of the event loop, ms. Shorter slices stall other work less but make the
  * checkpoint take longer under load, and the log written meanwhile is what a crash then replays.
  */
 const SLICE_MS = 20;
+/** Queues encoded between two readings of the clock when pieces fill slowly. */
+const QUEUES_PER_CLOCK_CHECK = 1024;
 
 /** Lets the event loop run what is due before the next piece of a checkpoint is encoded. */
 function yieldTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
+/** A queue whose block was copied from an older checkpoint file, and where the copy is. */
+export interface CopiedBlock {
+  queue: ConsumeQueue;
+  from: StoredEntries;
+  at: number;
+}
+
 /**
  * Writes the checkpoint of `queues` as of log position `position` to `dir/checkpoint`, a piece at a
  * time with turns of the event loop between pieces, so a large index never holds the loop for long.
+ * Returns the queues whose blocks were copied from an older checkpoint file, for `moveStored`.
  *
  * The queues and the segments are taken as they are at the call (before anything else can append);
  * appends, deletions and retention go on meanwhile. Each queue is written with its entries of
  * records before `position` only (entries are in position order, so later ones are cut from the
  * end); a queue deleted meanwhile is written as it was (its deletion record is after `position`,
- * so recovery replays it). `beforeInstall` runs once every piece is written, before the file is
+ * so recovery replays it). A queue still stored in an older checkpoint has its block copied as it is
+ * (all its records are older). `beforeInstall` runs once every piece is written, before the file is
  * synced and renamed over the old checkpoint: the caller makes the log durable there, so a queue's
  * last-write time read during the encoding never names a record that could be lost.
  */
@@ -66,25 +91,39 @@ export async function writeCheckpoint(
   segments: readonly Segment[],
   queues: QueueSet,
   beforeInstall: () => Promise<void>,
-): Promise<void> {
+): Promise<CopiedBlock[]> {
+  // The queues and the segments as they are now.
   const names: string[] = [];
   const list: ConsumeQueue[] = [];
   queues.byName.forEach((queue, name) => {
     names.push(name);
     list.push(queue);
   });
-  const header = Buffer.alloc(HEADER_BYTES + 16 * segments.length);
-  header.write(MAGIC, 0, 'latin1');
-  writeU32(header, 8, CHECKPOINT_VERSION);
-  writeU64(header, 16, position);
-  writeU64(header, 24, nowMs);
-  writeU32(header, 32, segments.length);
-  writeU64(header, 40, names.length);
-  let at = HEADER_BYTES;
-  for (const segment of segments) {
-    writeU64(header, at, segment.base);
-    writeU64(header, at + 8, Math.max(0, segment.lastTimestamp));
-    at += 16;
+  const segmentTable = segments.map((segment) => [segment.base, Math.max(0, segment.lastTimestamp)] as const);
+  // Every queue taken is written, so the directory's size is known before any block.
+  let directoryEnd = CHECKPOINT_HEADER_BYTES + 16 * segmentTable.length;
+  let sliceStart = performance.now();
+  for (let i = 0; i < names.length; i++) {
+    directoryEnd += DIRECTORY_ENTRY_BYTES + Buffer.byteLength(names[i] as string, 'utf8');
+    if (i % QUEUES_PER_CLOCK_CHECK === 0 && performance.now() - sliceStart >= SLICE_MS) {
+      await yieldTurn();
+      sliceStart = performance.now();
+    }
+  }
+  // The header and segment table; the directory is written a piece at a time like the blocks (one
+  // buffer of a million LMQs' entries would be tens of MB, and a garbage collection with it).
+  const head = Buffer.alloc(CHECKPOINT_HEADER_BYTES + 16 * segmentTable.length);
+  head.write(MAGIC, 0, 'latin1');
+  writeU32(head, 8, CHECKPOINT_VERSION);
+  writeU64(head, 16, position);
+  writeU64(head, 24, nowMs);
+  writeU32(head, 32, segmentTable.length);
+  writeU64(head, QUEUE_COUNT_AT, names.length);
+  writeU64(head, DIRECTORY_END_AT, directoryEnd);
+  for (let i = 0, at = CHECKPOINT_HEADER_BYTES; i < segmentTable.length; i++, at += 16) {
+    const [base, lastTimestamp] = segmentTable[i] as readonly [number, number];
+    writeU64(head, at, base);
+    writeU64(head, at + 8, lastTimestamp);
   }
   const tmp = join(dir, CHECKPOINT_TMP_FILE);
   await storage.unlink(tmp).catch(() => undefined);
@@ -94,38 +133,52 @@ export async function writeCheckpoint(
   } catch (error) {
     throw ioError(`cannot create ${tmp}`, error);
   }
-  let fileAt = 0;
-  let crc = 0;
+  let fileAt = directoryEnd;
   // Pieces are written as they are completed, several at once (each to its own place in the file);
   // they are waited for at the end of each slice.
   let writing: Promise<void>[] = [];
-  const put = (bytes: Uint8Array, length: number) => {
-    crc = crc32c(bytes, 0, length, crc);
-    const written = storage.writeAsync(fd, bytes, 0, length, fileAt).then((n) => {
+  const put = (bytes: Uint8Array, length: number, at: number) => {
+    const written = storage.writeAsync(fd, bytes, 0, length, at).then((n) => {
       if (n !== length) throw new Error('short write');
     });
     written.catch(() => undefined); // reported when the slice waits for it
     writing.push(written);
-    fileAt += length;
   };
   const settle = async () => {
     const all = writing;
     writing = [];
     await Promise.all(all);
   };
+  const copied: CopiedBlock[] = [];
+  // The directory's CRC covers the segment table, then each directory piece as it is written.
+  let directoryCrc = crc32c(head, CHECKPOINT_HEADER_BYTES, head.length);
+  let directoryAt = head.length;
+  let entries = Buffer.allocUnsafe(PIECE_BYTES);
+  let entriesUsed = 0;
+  const putEntries = () => {
+    directoryCrc = crc32c(entries, 0, entriesUsed, directoryCrc);
+    put(entries, entriesUsed, directoryAt);
+    directoryAt += entriesUsed;
+    entries = Buffer.allocUnsafe(PIECE_BYTES);
+    entriesUsed = 0;
+  };
   try {
-    put(header, header.length);
     let piece = Buffer.allocUnsafe(PIECE_BYTES);
     let used = 0;
-    let sliceStart = performance.now();
+    sliceStart = performance.now();
     for (let i = 0; i < names.length; i++) {
-      const name = names[i] as string;
       const queue = list[i] as ConsumeQueue;
+      const stored = queue.stored;
       let count = queue.count;
-      while (count > 0 && queue.position(queue.min + count - 1) >= position) count--;
-      const need = 2 + 3 * name.length + 24 + FILE_ENTRY_BYTES * count;
-      if (used + need > piece.length) {
-        if (used > 0) put(piece, used);
+      if (stored === undefined) {
+        while (count > 0 && queue.position(queue.min + count - 1) >= position) count--;
+      }
+      const need = STORED_ENTRY_BYTES * count;
+      // The clock is read when a piece is full and every QUEUES_PER_CLOCK_CHECK queues (most LMQs
+      // are short: a piece can hold tens of thousands of them).
+      const full = used + need > piece.length;
+      if (full || (i % QUEUES_PER_CLOCK_CHECK === 0 && performance.now() - sliceStart >= SLICE_MS)) {
+        if (used > 0) put(piece, used, fileAt - used);
         piece = Buffer.allocUnsafe(Math.max(need, PIECE_BYTES));
         used = 0;
         if (performance.now() - sliceStart >= SLICE_MS) {
@@ -134,13 +187,31 @@ export async function writeCheckpoint(
           sliceStart = performance.now();
         }
       }
-      used = encodeQueue(piece, used, name, queue, count);
+      let crc: number;
+      let first: number;
+      if (stored !== undefined) {
+        piece.set(stored.file.read(stored.at, need), used);
+        crc = stored.crc;
+        first = stored.firstPosition;
+        copied.push({ queue, from: stored, at: fileAt });
+      } else {
+        encodeEntries(piece, used, queue, count);
+        crc = crc32c(piece, used, used + need);
+        first = count > 0 ? queue.position(queue.min) : 0;
+      }
+      used += need;
+      fileAt += need;
+      const name = names[i] as string;
+      // A name is at most 3 bytes per UTF-16 unit.
+      if (entriesUsed + DIRECTORY_ENTRY_BYTES + 3 * name.length > entries.length) putEntries();
+      entriesUsed = encodeDirectoryEntry(entries, entriesUsed, name, queue, count, first, crc);
     }
-    const tail = Buffer.allocUnsafe(used + 4);
-    piece.copy(tail, 0, 0, used);
-    crc = crc32c(tail, 0, used, crc);
-    writeU32(tail, used, crc);
-    put(tail, tail.length);
+    if (used > 0) put(piece, used, fileAt - used);
+    if (entriesUsed > 0) putEntries();
+    if (directoryAt !== directoryEnd) throw new Error(`the directory ends at ${directoryAt}, not ${directoryEnd}`);
+    writeU32(head, DIRECTORY_CRC_AT, directoryCrc);
+    writeU32(head, HEADER_CRC_AT, crc32c(head, 0, HEADER_CRC_AT));
+    put(head, head.length, 0);
     await settle();
     await beforeInstall();
     await storage.datasync(fd);
@@ -157,112 +228,87 @@ export async function writeCheckpoint(
   } catch (error) {
     throw ioError(`cannot install ${tmp} as the checkpoint`, error);
   }
+  return copied;
 }
 
-/** Writes one queue (name, min, next, last write, its first `count` entries) at `at`; returns the end. */
-function encodeQueue(bytes: Buffer, at: number, name: string, queue: ConsumeQueue, count: number): number {
-  const length = bytes.write(name, at + 2, 'utf8');
-  writeU16(bytes, at, length);
-  at += 2 + length;
-  writeU64(bytes, at, queue.min);
-  writeU64(bytes, at + 8, queue.min + count);
-  writeU64(bytes, at + 16, Math.max(0, queue.lastWrite));
-  at += 24;
+/** Writes the first `count` entries of `queue` at `at` of `bytes`, 24 bytes each. */
+function encodeEntries(bytes: Buffer, at: number, queue: ConsumeQueue, count: number): void {
   const entries = queue.entries;
   for (let slot = queue.slot(queue.min), end = slot + count * ENTRY_WORDS; slot < end; slot += ENTRY_WORDS) {
     writeU64(bytes, at, (entries[slot + 1] as number) * TWO_32 + (entries[slot] as number));
     writeU32(bytes, at + 8, entries[slot + 2] as number);
     writeU32(bytes, at + 12, entries[slot + 3] as number);
     writeU32(bytes, at + 16, entries[slot + 4] as number);
-    at += FILE_ENTRY_BYTES;
+    writeU32(bytes, at + 20, 0);
+    at += STORED_ENTRY_BYTES;
   }
-  return at;
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+/** Writes one directory entry at `at`; returns its end. */
+function encodeDirectoryEntry(
+  head: Buffer,
+  at: number,
+  name: string,
+  queue: ConsumeQueue,
+  count: number,
+  firstPosition: number,
+  crc: number,
+): number {
+  const length = head.write(name, at + 2, 'utf8');
+  writeU16(head, at, length);
+  at += 2 + length;
+  writeU64(head, at, queue.min);
+  writeU64(head, at + 8, queue.min + count);
+  writeU64(head, at + 16, Math.max(0, queue.lastWrite));
+  writeU64(head, at + 24, firstPosition);
+  writeU32(head, at + 32, crc);
+  writeU32(head, at + 36, 0);
+  return at + 40;
+}
+
+/** Reads `length` bytes at `at` of an open file (fewer only at its end). */
+function readAt(storage: Storage, fd: number, at: number, length: number): Uint8Array {
+  const bytes = new Uint8Array(length);
+  let done = 0;
+  while (done < length) {
+    const n = storage.read(fd, bytes, done, length - done, at + done);
+    if (n === 0) break;
+    done += n;
+  }
+  return done === length ? bytes : bytes.subarray(0, done);
+}
+
+/** An open checkpoint file that stored queues read their blocks from; closed once nothing uses it. */
+export function checkpointFile(storage: Storage, fd: number, path: string): CheckpointFile {
+  let closed = false;
+  return {
+    path,
+    users: 0,
+    read(at: number, length: number): Uint8Array {
+      let bytes: Uint8Array;
+      try {
+        bytes = readAt(storage, fd, at, length);
+      } catch (error) {
+        throw ioError(`cannot read ${path}`, error);
+      }
+      // A block the directory places inside the file and that is no longer there: the file changed.
+      if (bytes.length !== length) throw ioError(`cannot read ${path}`, new Error('the file ends inside a block'));
+      return bytes;
+    },
+    close(): void {
+      if (closed) return;
+      closed = true;
+      storage.close(fd).catch(() => undefined);
+    },
+  };
+}
 
 /**
- * Reads a checkpoint file's bytes: the checkpoint, or undefined when its magic, checksum or layout is
- * wrong. A known magic with another version throws `UnsupportedFormatError`.
+ * Reads `dir/checkpoint`: undefined without one, 'invalid' when its magic, checksums or layout are
+ * wrong, else the checkpoint (a version 2 file stays open while its stored queues refer to it). A
+ * known magic with another version throws `UnsupportedFormatError`.
  */
-export function decodeCheckpoint(bytes: Uint8Array, file: string): Checkpoint | undefined {
-  if (bytes.length < HEADER_BYTES + 4 || Buffer.from(bytes.buffer, bytes.byteOffset, 8).toString('latin1') !== MAGIC) {
-    return undefined;
-  }
-  const version = readU32(bytes, 8);
-  if (version !== CHECKPOINT_VERSION) {
-    throw new UnsupportedFormatError(`${file} is checkpoint format version ${version}; this release reads 1`, {
-      file,
-      version,
-    });
-  }
-  const crcAt = bytes.length - 4;
-  if (readU32(bytes, crcAt) !== crc32c(bytes, 0, crcAt)) return undefined;
-  try {
-    return readBody(bytes, crcAt, new QueueSet());
-  } catch {
-    // A layout the checksum vouches for but that does not parse: written by a broken writer.
-    return undefined;
-  }
-}
-
-function readBody(bytes: Uint8Array, end: number, queues: QueueSet): Checkpoint | undefined {
-  const position = readU64(bytes, 16);
-  const createdMs = readU64(bytes, 24);
-  const segmentCount = readU32(bytes, 32);
-  const queueCount = readU64(bytes, 40);
-  if (Number.isNaN(position) || Number.isNaN(createdMs) || Number.isNaN(queueCount)) return undefined;
-  let at = HEADER_BYTES;
-  if (at + 16 * segmentCount > end) return undefined;
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  let shared = new Uint32Array(0);
-  let sharedUsed = 0;
-  const segmentTimestamps = new Map<number, number>();
-  for (let i = 0; i < segmentCount; i++, at += 16) segmentTimestamps.set(readU64(bytes, at), readU64(bytes, at + 8));
-  for (let i = 0; i < queueCount; i++) {
-    if (at + 2 > end) return undefined;
-    const nameEnd = at + 2 + readU16(bytes, at);
-    if (nameEnd + 24 > end) return undefined;
-    const name = utf8.decode(bytes.subarray(at + 2, nameEnd));
-    const min = readU64(bytes, nameEnd);
-    const next = readU64(bytes, nameEnd + 8);
-    const lastWrite = readU64(bytes, nameEnd + 16);
-    at = nameEnd + 24;
-    const count = next - min;
-    if (name.length === 0 || queues.get(name) !== undefined || !(count >= 0) || Number.isNaN(lastWrite))
-      return undefined;
-    if (at + FILE_ENTRY_BYTES * count > end) return undefined;
-    // Every queue starts in one shared buffer (one allocation, not one per LMQ); a queue that
-    // grows moves to its own array (queue.ts, makeRoom).
-    const words = Math.max(count, 1) * ENTRY_WORDS;
-    if (shared.length - sharedUsed < words) {
-      shared = new Uint32Array(Math.max(words, SHARED_WORDS));
-      sharedUsed = 0;
-    }
-    const queue = new ConsumeQueue(min, 0, shared.subarray(sharedUsed, sharedUsed + words));
-    sharedUsed += words;
-    queue.lastWrite = lastWrite;
-    // An entry in the file is the in-memory entry's five words (position low and high, size, tag
-    // hash, key hash) and a zero word: copied word by word, no per-entry arithmetic.
-    const entries = queue.entries;
-    for (let k = 0, slot = 0; k < count; k++, at += FILE_ENTRY_BYTES, slot += ENTRY_WORDS) {
-      const high = view.getUint32(at + 4, true);
-      if (high >= 0x20_0000) return undefined; // past 2^53: not a position this log writes
-      entries[slot] = view.getUint32(at, true);
-      entries[slot + 1] = high;
-      entries[slot + 2] = view.getUint32(at + 8, true);
-      entries[slot + 3] = view.getUint32(at + 12, true);
-      entries[slot + 4] = view.getUint32(at + 16, true);
-    }
-    queue.next = min + count;
-    queues.insert(name, queue);
-    queues.entries += count;
-  }
-  return at === end ? { position, createdMs, segmentTimestamps, queues } : undefined;
-}
-
-/** The bytes of `dir/checkpoint`, or undefined when there is none. */
-export async function readCheckpointFile(storage: Storage, dir: string): Promise<Uint8Array | undefined> {
+export async function readCheckpoint(storage: Storage, dir: string): Promise<Checkpoint | 'invalid' | undefined> {
   const path = join(dir, CHECKPOINT_FILE);
   let fd: number;
   try {
@@ -271,19 +317,109 @@ export async function readCheckpointFile(storage: Storage, dir: string): Promise
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw ioError(`cannot open ${path}`, error);
   }
+  const file = checkpointFile(storage, fd, path);
+  let result: Checkpoint | 'invalid' = 'invalid';
   try {
     const size = await storage.size(fd);
-    const bytes = new Uint8Array(size);
-    let read = 0;
-    while (read < size) {
-      const n = storage.read(fd, bytes, read, size - read, read);
-      if (n === 0) break;
-      read += n;
+    const head = readAt(storage, fd, 0, Math.min(size, CHECKPOINT_HEADER_BYTES));
+    const magic = Buffer.from(head.buffer, head.byteOffset, Math.min(8, head.length)).toString('latin1');
+    if (size < SHORTEST_BYTES || !magic.startsWith('LTCKPT')) return result;
+    const version = readU32(head, 8);
+    if (magic === MAGIC && version === CHECKPOINT_VERSION) {
+      result = decodeDirectory(storage, fd, file, size, head) ?? 'invalid';
+    } else if (magic === CHECKPOINT_V1_MAGIC && version === CHECKPOINT_V1_VERSION) {
+      result = decodeCheckpointV1(readAt(storage, fd, 0, size)) ?? 'invalid';
+    } else {
+      throw new UnsupportedFormatError(`${path} is checkpoint format version ${version}; this release reads 1 and 2`, {
+        file: path,
+        version,
+      });
     }
-    return bytes.subarray(0, read);
+    return result;
   } catch (error) {
+    if (error instanceof UnsupportedFormatError) throw error;
     throw ioError(`cannot read ${path}`, error);
   } finally {
-    await storage.close(fd);
+    if (result === 'invalid' || file.users === 0) {
+      if (result !== 'invalid') result.queues.forgetStored();
+      file.close();
+    }
   }
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Version 2: the header and directory, checked; the queues stay stored in `file`. */
+function decodeDirectory(
+  storage: Storage,
+  fd: number,
+  file: CheckpointFile,
+  size: number,
+  head: Uint8Array,
+): Checkpoint | undefined {
+  if (head.length < CHECKPOINT_HEADER_BYTES || readU32(head, HEADER_CRC_AT) !== crc32c(head, 0, HEADER_CRC_AT)) {
+    return undefined;
+  }
+  const position = readU64(head, 16);
+  const createdMs = readU64(head, 24);
+  const segmentCount = readU32(head, 32);
+  const queueCount = readU64(head, QUEUE_COUNT_AT);
+  const directoryEnd = readU64(head, DIRECTORY_END_AT);
+  if (Number.isNaN(position) || Number.isNaN(createdMs) || Number.isNaN(queueCount)) return undefined;
+  if (!(directoryEnd >= CHECKPOINT_HEADER_BYTES && directoryEnd <= size)) return undefined;
+  const directory = readAt(storage, fd, 0, directoryEnd);
+  if (directory.length !== directoryEnd) return undefined;
+  if (readU32(head, DIRECTORY_CRC_AT) !== crc32c(directory, CHECKPOINT_HEADER_BYTES, directoryEnd)) return undefined;
+  const queues = new QueueSet();
+  try {
+    const checkpoint = readDirectory(directory, file, queues, position, createdMs, segmentCount, queueCount, size);
+    if (checkpoint === undefined) queues.forgetStored();
+    return checkpoint;
+  } catch {
+    // A layout the checksum vouches for but that does not parse: written by a broken writer.
+    queues.forgetStored();
+    return undefined;
+  }
+}
+
+function readDirectory(
+  directory: Uint8Array,
+  file: CheckpointFile,
+  queues: QueueSet,
+  position: number,
+  createdMs: number,
+  segmentCount: number,
+  queueCount: number,
+  size: number,
+): Checkpoint | undefined {
+  const end = directory.length;
+  let at = CHECKPOINT_HEADER_BYTES;
+  if (at + 16 * segmentCount > end) return undefined;
+  const segmentTimestamps = new Map<number, number>();
+  for (let i = 0; i < segmentCount; i++, at += 16) {
+    segmentTimestamps.set(readU64(directory, at), readU64(directory, at + 8));
+  }
+  let blockAt = end;
+  for (let i = 0; i < queueCount; i++) {
+    if (at + 2 > end) return undefined;
+    const nameEnd = at + 2 + readU16(directory, at);
+    if (nameEnd + DIRECTORY_ENTRY_BYTES - 2 > end) return undefined;
+    const name = utf8.decode(directory.subarray(at + 2, nameEnd));
+    const min = readU64(directory, nameEnd);
+    const next = readU64(directory, nameEnd + 8);
+    const lastWrite = readU64(directory, nameEnd + 16);
+    const firstPosition = readU64(directory, nameEnd + 24);
+    const crc = readU32(directory, nameEnd + 32);
+    at = nameEnd + DIRECTORY_ENTRY_BYTES - 2;
+    const count = next - min;
+    if (name.length === 0 || queues.get(name) !== undefined || !(count >= 0) || Number.isNaN(lastWrite)) {
+      return undefined;
+    }
+    if (Number.isNaN(firstPosition) || (count === 0 && firstPosition !== 0)) return undefined;
+    if (blockAt + STORED_ENTRY_BYTES * count > size) return undefined;
+    queues.insert(name, ConsumeQueue.fromStored(min, count, lastWrite, { file, at: blockAt, crc, firstPosition }));
+    queues.entries += count;
+    blockAt += STORED_ENTRY_BYTES * count;
+  }
+  return at === end && blockAt === size ? { position, createdMs, segmentTimestamps, queues } : undefined;
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { LogCorruptError, UnsupportedFormatError } from '../../errors.js';
 import type { LogRecoveryStats } from '../contract.js';
 import { SEGMENT_HEADER_BYTES } from './limits.js';
-import { CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, decodeCheckpoint, readCheckpointFile } from './log-checkpoint.js';
+import { CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, readCheckpoint } from './log-checkpoint.js';
 import { applyRecord, replaySegment, type SegmentEnd } from './log-replay.js';
 import {
   checkSegmentHeader,
@@ -17,7 +17,7 @@ import {
   SEGMENTS_DIR,
   type Segment,
 } from './log-segment.js';
-import { QueueSet } from './queue.js';
+import { BadBlockError, QueueSet } from './queue.js';
 import type { Storage } from './storage.js';
 
 /** A recovered log: its segments, queues, and where the next record goes. */
@@ -125,33 +125,50 @@ async function listSegments(storage: Storage, segmentsDir: string, stats: LogRec
   return segments;
 }
 
+/** Removes an unusable checkpoint (reported as invalid). */
+async function dropCheckpoint(storage: Storage, dir: string, stats: LogRecoveryStats): Promise<undefined> {
+  // Left in place, an unusable checkpoint could be loaded once the log grows past its position
+  // (docs/FORMAT.md, "Checkpoint"): it goes.
+  stats.checkpoint = 'invalid';
+  await removeIfPresent(storage, join(dir, CHECKPOINT_FILE));
+  return undefined;
+}
+
 /**
  * Step 2: the checkpoint, when it is valid and describes this log: its position within the segments
  * (as the native engine requires, one before the first segment misses what retention deleted after
  * it, LMQ deletions included). A directory without segments takes any valid checkpoint and starts
- * its log at the checkpoint's position, so offsets and positions carry on.
+ * its log at the checkpoint's position, so offsets and positions carry on. Queues of a version 2
+ * file stay in it until used, but those with entries below the first segment are read now (their
+ * retired entries are dropped): one whose block fails its check makes the checkpoint unusable.
  */
 async function loadCheckpoint(storage: Storage, dir: string, segments: readonly Segment[], stats: LogRecoveryStats) {
-  const bytes = await readCheckpointFile(storage, dir);
-  if (bytes === undefined) return undefined;
-  const path = join(dir, CHECKPOINT_FILE);
-  const checkpoint = decodeCheckpoint(bytes, path);
+  const checkpoint = await readCheckpoint(storage, dir);
+  if (checkpoint === undefined) return undefined;
   const first = segments[0];
   const last = segments[segments.length - 1];
   const usable =
-    checkpoint !== undefined &&
+    checkpoint !== 'invalid' &&
     (first === undefined ||
       last === undefined ||
       (checkpoint.position >= first.base && checkpoint.position <= last.base + last.size));
   if (!usable) {
-    // Left in place, an unusable checkpoint could be loaded once the log grows past its position
-    // (docs/FORMAT.md, "Checkpoint"): it goes.
-    stats.checkpoint = 'invalid';
-    await removeIfPresent(storage, path);
-    return undefined;
+    if (checkpoint !== 'invalid') checkpoint.queues.forgetStored();
+    return dropCheckpoint(storage, dir, stats);
+  }
+  if (first === undefined) {
+    checkpoint.queues.emptyAll();
+  } else {
+    try {
+      checkpoint.queues.loadBelow(first.base);
+    } catch (error) {
+      checkpoint.queues.forgetStored();
+      if (error instanceof BadBlockError) return dropCheckpoint(storage, dir, stats);
+      throw error;
+    }
+    checkpoint.queues.dropBefore(first.base);
   }
   stats.checkpoint = 'loaded';
-  checkpoint.queues.dropBefore(first?.base ?? checkpoint.position);
   for (const segment of segments) {
     segment.lastTimestamp = checkpoint.segmentTimestamps.get(segment.base) ?? segment.lastTimestamp;
   }
@@ -266,17 +283,21 @@ export async function recoverLog(
       recovery.durationMs = performance.now() - began;
       return { segments, queues: checkpoint?.queues ?? new QueueSet(), endOffset: SEGMENT_HEADER_BYTES, recovery };
     }
-    const queues = checkpoint?.queues ?? new QueueSet();
-    const start = checkpoint?.position ?? 0;
-    const endOffset = await replayAndCut(
-      storage,
-      segmentsDir,
-      segments,
-      queues,
-      start,
-      { segmentBytes, nowMs },
-      recovery,
-    );
+    let queues = checkpoint?.queues ?? new QueueSet();
+    const next = { segmentBytes, nowMs };
+    let endOffset: number;
+    try {
+      endOffset = await replayAndCut(storage, segmentsDir, segments, queues, checkpoint?.position ?? 0, next, recovery);
+    } catch (error) {
+      // A queue's block in the checkpoint failed its check while the log after it was replayed
+      // (nothing is cut before replay ends): the checkpoint goes and the whole log is replayed.
+      if (!(error instanceof BadBlockError)) throw error;
+      queues.forgetStored();
+      await dropCheckpoint(storage, dir, recovery);
+      recovery.replayedRecords = 0;
+      queues = new QueueSet();
+      endOffset = await replayAndCut(storage, segmentsDir, segments, queues, 0, next, recovery);
+    }
     recovery.durationMs = performance.now() - began;
     return { segments, queues, endOffset, recovery };
   } catch (error) {

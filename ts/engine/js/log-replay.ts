@@ -98,7 +98,9 @@ export function applyRecord(queues: QueueSet, segment: Segment, position: number
   for (let j = 0; j < info.lmqCount; j++) {
     const name = info.lmqs[j] as string;
     const offset = info.offsets[j] as number;
-    let queue = queues.get(name);
+    // A queue still in the checkpoint file is read first: a block that fails its check throws
+    // `BadBlockError`, and recovery then replays the log without the checkpoint.
+    let queue = queues.load(name);
     if (queue === undefined) {
       queue = queues.obtain(name, offset);
     } else if (offset > queue.next) {

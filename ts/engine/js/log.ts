@@ -15,7 +15,7 @@ import type {
   LogRecoveryStats,
 } from '../contract.js';
 import { SEGMENT_HEADER_BYTES } from './limits.js';
-import { writeCheckpoint } from './log-checkpoint.js';
+import { CHECKPOINT_FILE, type CopiedBlock, checkpointFile, writeCheckpoint } from './log-checkpoint.js';
 import { acquireLock, releaseLock } from './log-lock.js';
 import { readQueue } from './log-read.js';
 import {
@@ -144,8 +144,17 @@ class JsLog implements LogCore {
         });
       }
     }
-    if (this.activeFull && !this.roll()) return from;
     const queues = this.queues;
+    // Queues whose entries are still in the checkpoint file are read before anything is written:
+    // a block that fails its check fails the whole batch, none of it stored.
+    for (let i = from; i < count; i++) {
+      const start = starts[i] as number;
+      if (bytes[start + 12] === RECORD_TYPE_DELETE) continue;
+      for (let j = 0, first = lmqStarts[i] as number, n = readU16(bytes, start + 14); j < n; j++) {
+        queues.load(lmqs[first + j] as string);
+      }
+    }
+    if (this.activeFull && !this.roll()) return from;
     const hashes = this.hashes;
     let base = this.active.base;
     let segmentSize = this.active.size;
@@ -259,7 +268,7 @@ class JsLog implements LogCore {
 
   read(lmq: string, fromOffset: number, maxNum: number): LogReadResult {
     this.usable();
-    return readQueue(this.storage, this.segments, lmq, this.queues.get(lmq), fromOffset, maxNum);
+    return readQueue(this.storage, this.segments, lmq, this.queues.load(lmq), fromOffset, maxNum);
   }
 
   maxOffset(lmq: string): number {
@@ -311,6 +320,9 @@ class JsLog implements LogCore {
       for (; count < last && total > maxBytes; count++) total -= (segments[count] as Segment).size;
     }
     if (count === 0) return { segments: 0, bytes: 0 };
+    // Queues still in the checkpoint file with entries in segments about to go are read first,
+    // before anything changes, so a block that fails its check fails the retention.
+    this.queues.loadBelow((segments[count] as Segment).base);
     const removed = segments.splice(0, count);
     this.queues.dropBefore((segments[0] as Segment).base);
     this.unsynced = this.unsynced.filter((segment) => !removed.includes(segment));
@@ -347,9 +359,39 @@ class JsLog implements LogCore {
     // The position, the segments and the set of queues are taken together, before anything else
     // can append; the queues are then written a piece at a time (log-checkpoint.ts).
     const position = this.writePosition;
-    await writeCheckpoint(this.storage, this.dir, position, nowMs, this.segments, this.queues, async () => {
-      await this.sync();
-    });
+    const copied = await writeCheckpoint(
+      this.storage,
+      this.dir,
+      position,
+      nowMs,
+      this.segments,
+      this.queues,
+      async () => {
+        await this.sync();
+      },
+    );
+    await this.moveStored(copied);
+  }
+
+  /**
+   * Points the queues still stored in an older checkpoint at their copies in the one just
+   * installed, so the older file (renamed over, kept open while used) is let go. If the new file
+   * cannot be opened they stay where they are: still valid, only holding the old file.
+   */
+  private async moveStored(copied: readonly CopiedBlock[]): Promise<void> {
+    if (copied.length === 0) return;
+    const path = join(this.dir, CHECKPOINT_FILE);
+    let fd: number;
+    try {
+      fd = await this.storage.open(path);
+    } catch {
+      return;
+    }
+    const file = checkpointFile(this.storage, fd, path);
+    if (!this.closed) {
+      for (const { queue, from, at } of copied) if (queue.stored === from) queue.moveStored(file, at);
+    }
+    if (file.users === 0) file.close();
   }
 
   stats(): LogCoreStats {
@@ -378,6 +420,7 @@ class JsLog implements LogCore {
     let syncError: unknown;
     if (this.failure === undefined) await this.sync().catch((error: unknown) => (syncError = error));
     this.closed = true;
+    this.queues.forgetStored();
     for (const segment of this.segments) await this.storage.close(segment.fd).catch(() => undefined);
     const spare = this.spare;
     this.spare = undefined;

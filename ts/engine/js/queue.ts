@@ -2,8 +2,11 @@
  * The consume queues (LMQs) of docs/FORMAT.md, in memory: each LMQ is a run of fixed-size index
  * entries whose logical offset is implicit (`min` plus the entry's place). An LMQ is one small object
  * and one Uint32Array of five words per entry (position low and high, size, tag hash, key hash), so an
- * idle LMQ costs a few hundred bytes and no file or handle. Mirrors native/core/src/queue/.
+ * idle LMQ costs a few hundred bytes and no file or handle. A queue read from a checkpoint keeps its
+ * entries in the checkpoint file until first used (`StoredEntries`). Mirrors native/core/src/queue/.
  */
+import { LogCorruptError } from '../../errors.js';
+import { crc32c } from './crc32c.js';
 
 /** u32 words per entry in memory: position low, position high, size, tag hash, key hash. */
 export const ENTRY_WORDS = 5;
@@ -16,6 +19,41 @@ export const ENTRY_BYTES = ENTRY_WORDS * 4;
 export const LMQ_OVERHEAD_BYTES = 240;
 const INITIAL_ENTRIES = 2;
 const TWO_32 = 0x1_0000_0000;
+/** Bytes of one entry in a checkpoint file: position, size, tag hash, key hash, zero. */
+export const STORED_ENTRY_BYTES = 24;
+const NO_ENTRIES = new Uint32Array(0);
+
+/**
+ * An open checkpoint file that queues read their entries from. It stays open while a queue still
+ * refers to it: a newer checkpoint renamed over it leaves its inode alive until then.
+ */
+export interface CheckpointFile {
+  readonly path: string;
+  /** Reads `length` bytes at `at` (throws on a short read). */
+  read(at: number, length: number): Uint8Array;
+  /** Queues referring to it; it is closed when this drops to 0. */
+  users: number;
+  close(): void;
+}
+
+/** Where a queue's entries are while they are still in a checkpoint file. */
+export interface StoredEntries {
+  file: CheckpointFile;
+  /** Byte offset of the block in the file. */
+  at: number;
+  /** CRC-32C of the block. */
+  crc: number;
+  /** Position of the record of the first entry (0 when there is none). */
+  firstPosition: number;
+}
+
+/** A checkpoint block that failed its check when its LMQ was first used (code `LOG_CORRUPT`). */
+export class BadBlockError extends LogCorruptError {}
+
+function release(file: CheckpointFile): void {
+  file.users--;
+  if (file.users === 0) file.close();
+}
 
 export class ConsumeQueue {
   /** Offset of the oldest entry held (the entry at `head`). */
@@ -27,6 +65,8 @@ export class ConsumeQueue {
   /** Entry slots, ENTRY_WORDS words each; live ones are `head .. head + next - min`. */
   entries: Uint32Array;
   head = 0;
+  /** While set, the entries are in a checkpoint file and `entries` is empty: `load()` reads them. */
+  stored: StoredEntries | undefined;
 
   /** `entries`: storage to start with (a checkpoint's queues share one buffer); else `capacity` entries. */
   constructor(offset: number, capacity = INITIAL_ENTRIES, entries?: Uint32Array) {
@@ -39,7 +79,70 @@ export class ConsumeQueue {
     return this.next - this.min;
   }
 
-  /** Appends the entry for offset `next`. */
+  /** A queue of `count` entries from `min` still in a checkpoint file. */
+  static fromStored(min: number, count: number, lastWrite: number, stored: StoredEntries): ConsumeQueue {
+    const queue = new ConsumeQueue(min, 0, NO_ENTRIES);
+    queue.next = min + count;
+    queue.lastWrite = lastWrite;
+    queue.stored = stored;
+    stored.file.users++;
+    return queue;
+  }
+
+  /**
+   * Reads the entries from the checkpoint file if they are still there, checking the block's
+   * checksum and that positions never go back; a block that fails throws `LogCorruptError` and
+   * leaves the queue as it was.
+   */
+  load(): void {
+    const stored = this.stored;
+    if (stored === undefined) return;
+    const count = this.next - this.min;
+    const bytes = stored.file.read(stored.at, count * STORED_ENTRY_BYTES);
+    const bad = (why: string) =>
+      new BadBlockError(`${stored.file.path}: ${why}`, { file: stored.file.path, position: stored.at });
+    if (crc32c(bytes) !== stored.crc) throw bad('checkpoint entry block checksum mismatch');
+    const words = new Uint32Array(Math.max(count, INITIAL_ENTRIES) * ENTRY_WORDS);
+    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    let previous = -1;
+    for (let k = 0, at = 0, slot = 0; k < count; k++, at += STORED_ENTRY_BYTES, slot += ENTRY_WORDS) {
+      const low = view.getUint32(at, true);
+      const high = view.getUint32(at + 4, true);
+      const position = high * TWO_32 + low;
+      if (high >= 0x20_0000 || position < previous || (k === 0 && position !== stored.firstPosition)) {
+        throw bad('checkpoint entry block disagrees with its directory');
+      }
+      previous = position;
+      words[slot] = low;
+      words[slot + 1] = high;
+      words[slot + 2] = view.getUint32(at + 8, true);
+      words[slot + 3] = view.getUint32(at + 12, true);
+      words[slot + 4] = view.getUint32(at + 16, true);
+    }
+    this.entries = words;
+    this.head = 0;
+    this.stored = undefined;
+    release(stored.file);
+  }
+
+  /** Points a stored queue at a copy of its block in a newer checkpoint file. */
+  moveStored(file: CheckpointFile, at: number): void {
+    const old = this.stored;
+    if (old === undefined) return;
+    file.users++;
+    this.stored = { ...old, file, at };
+    release(old.file);
+  }
+
+  /** Lets go of the checkpoint file of a queue that is dropped while still stored. */
+  forget(): void {
+    const stored = this.stored;
+    if (stored === undefined) return;
+    this.stored = undefined;
+    release(stored.file);
+  }
+
+  /** Appends the entry for offset `next` (a stored queue must be loaded first). */
   push(position: number, size: number, tagHash: number, keyHash: number): void {
     let at = (this.head + this.next - this.min) * ENTRY_WORDS;
     if (at === this.entries.length) at = this.makeRoom();
@@ -81,13 +184,18 @@ export class ConsumeQueue {
 
   /** Forgets every entry, starting again at `offset` (older records were retired). */
   restart(offset: number): void {
+    this.forget();
     this.min = offset;
     this.next = offset;
     this.head = 0;
   }
 
-  /** Drops the entries of records before `position` (their segments were deleted); returns how many. */
+  /**
+   * Drops the entries of records before `position` (their segments were deleted); returns how many.
+   * A stored queue with such entries must be loaded first (`QueueSet.loadBelow`).
+   */
   dropBefore(position: number): number {
+    if (this.stored !== undefined) return 0;
     let dropped = 0;
     while (this.min < this.next && this.position(this.min) < position) {
       this.min++;
@@ -188,6 +296,7 @@ export class QueueSet {
   drop(name: string): void {
     const queue = this.byName.get(name);
     if (queue === undefined) return;
+    queue.forget();
     this.entries -= queue.count;
     this.byName.delete(name);
     this.droppedSinceSort = true;
@@ -196,6 +305,38 @@ export class QueueSet {
   /** Drops every entry of a record before `position` (retention deleted its segment). */
   dropBefore(position: number): void {
     for (const queue of this.byName.values()) this.entries -= queue.dropBefore(position);
+  }
+
+  /** Reads the entries of `name` from the checkpoint file if they are still there. */
+  load(name: string): ConsumeQueue | undefined {
+    const queue = this.byName.get(name);
+    queue?.load();
+    return queue;
+  }
+
+  /** Loads every stored queue with an entry of a record before `position`, for `dropBefore`. */
+  loadBelow(position: number): void {
+    for (const queue of this.byName.values()) {
+      const stored = queue.stored;
+      if (stored !== undefined && queue.next > queue.min && stored.firstPosition < position) queue.load();
+    }
+  }
+
+  /** Lets go of every checkpoint file still referred to (the log is closing). */
+  forgetStored(): void {
+    for (const queue of this.byName.values()) queue.forget();
+  }
+
+  /**
+   * Empties every queue, keeping its offsets (its next offset becomes its minimum): a log with no
+   * segment left holds none of the records a checkpoint indexed. Stored queues are not read.
+   */
+  emptyAll(): void {
+    for (const queue of this.byName.values()) {
+      queue.forget();
+      queue.restart(queue.next);
+    }
+    this.entries = 0;
   }
 
   /** Up to `limit` names starting with `prefix`, in UTF-8 order, strictly after `after` when given. */

@@ -154,6 +154,18 @@ impl Log {
                 "offsets has fewer slots than the records' LMQs".into(),
             ));
         }
+        // Queues whose entries are still in the checkpoint file are read before anything is
+        // written: a block that fails its check fails the whole batch, none of it stored.
+        let mut at = 0usize;
+        for layout in &self.layouts {
+            let bytes = &batch[at..at + layout.size as usize];
+            at += layout.size as usize;
+            if layout.kind != TYPE_DELETE {
+                for name in record::lmq_names(bytes, layout) {
+                    self.queues.load(name)?;
+                }
+            }
+        }
         Ok(())
     }
 

@@ -33,6 +33,13 @@ pub enum LogError {
     InvalidArgument(String),
 }
 
+/// A checkpoint block that failed its check when its LMQ was first used.
+impl From<crate::queue::BadBlock> for LogError {
+    fn from(bad: crate::queue::BadBlock) -> LogError {
+        LogError::corrupt(Some(bad.file), Some(bad.at), bad.why)
+    }
+}
+
 impl LogError {
     pub fn code(&self) -> ErrorCode {
         match self {

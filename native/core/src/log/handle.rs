@@ -8,6 +8,7 @@ use super::error::LogError;
 use super::segment::{Segment, SegmentHeader};
 use super::storage::Storage;
 use super::{Log, LogOptions, Retired};
+use crate::queue::{CheckpointFile, StoredEntries};
 use memmap2::MmapRaw;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -179,24 +180,57 @@ impl LogHandle {
                 }
             }
         }
-        let bytes = encoder.finish();
+        let encoded = encoder.finish();
         self.sync()?;
         let tmp = dir.join(CHECKPOINT_TMP_FILE);
+        let path = dir.join(CHECKPOINT_FILE);
         let written = self
             .storage
             .create(&tmp)
             .and_then(|file| {
-                self.storage.write_at(&file, &bytes, 0)?;
+                self.storage.write_at(&file, &encoded.head, 0)?;
+                self.storage
+                    .write_at(&file, &encoded.blocks, encoded.head.len() as u64)?;
                 self.storage.sync(&file)
             })
-            .and_then(|()| self.storage.rename(&tmp, &dir.join(CHECKPOINT_FILE)))
+            .and_then(|()| self.storage.rename(&tmp, &path))
             .and_then(|()| self.storage.sync_dir(&dir));
         // A checkpoint that could not be written leaves the log as it was (its records are synced
         // above, where a failure does fail the log): the error goes to the caller, the tmp file goes.
         written.map_err(|e| {
             let _ = self.storage.remove(&tmp);
             LogError::io("writing the checkpoint", &e)
-        })
+        })?;
+        drop(encoded.head);
+        drop(encoded.blocks);
+        self.move_stored(&path, encoded.copied);
+        Ok(())
+    }
+
+    /// Points the queues still stored in an older checkpoint at their copies in the one just
+    /// installed, so the older file (renamed over, kept alive by its mapping) is let go. If the new
+    /// file cannot be mapped they stay where they are: still valid, only holding the old file.
+    fn move_stored(&self, path: &Path, copied: Vec<(Arc<[u8]>, StoredEntries, usize)>) {
+        if copied.is_empty() {
+            return;
+        }
+        let Ok(file) = self.storage.open(path) else {
+            return;
+        };
+        // SAFETY: checkpoint files are replaced by rename, never changed in place (recovery.rs).
+        let Ok(map) = (unsafe { memmap2::Mmap::map(&file) }) else {
+            return;
+        };
+        let mapped = Arc::new(CheckpointFile {
+            path: path.to_path_buf(),
+            map,
+        });
+        for batch in copied.chunks(CHECKPOINT_BATCH) {
+            let mut log = self.lock();
+            for (name, old, at) in batch {
+                log.queues.move_stored(name, old, &mapped, *at);
+            }
+        }
     }
 
     /// Syncs, then releases the files and mappings and removes the lock. Closing twice is a no-op.

@@ -40,7 +40,7 @@ const PREFETCH_RECORD_BYTES: usize = 2048;
 impl Log {
     /// Up to `max` records of `lmq` from offset `from`. An unknown LMQ or `from` at or past the end
     /// gives no records.
-    pub fn read(&self, lmq: &[u8], from: u64, max: usize) -> Result<ReadResult, LogError> {
+    pub fn read(&mut self, lmq: &[u8], from: u64, max: usize) -> Result<ReadResult, LogError> {
         let span = self.read_span(lmq, from, max)?;
         let mut result = ReadResult {
             bytes: vec![0; span.bytes],
@@ -55,9 +55,11 @@ impl Log {
     }
 
     /// The span of a read of up to `max` records of `lmq` from offset `from`, from the index; then
-    /// [`Log::read_into`], under the same lock, copies the records.
-    pub fn read_span(&self, lmq: &[u8], from: u64, max: usize) -> Result<ReadSpan, LogError> {
+    /// [`Log::read_into`], under the same lock, copies the records. An LMQ whose entries are still
+    /// in the checkpoint file has them read first (a block that fails its check fails the read).
+    pub fn read_span(&mut self, lmq: &[u8], from: u64, max: usize) -> Result<ReadSpan, LogError> {
         self.usable()?;
+        self.queues.load(lmq)?;
         let Some(queue) = self.queues.get(lmq) else {
             return Ok(ReadSpan {
                 first_offset: from,

@@ -10,7 +10,7 @@ use super::segment::{parse_segment_file_name, HeaderProblem, Segment, SegmentHea
 use super::storage::Storage;
 use super::{Log, LogOptions};
 use crate::limits::{MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES, SEGMENT_HEADER_BYTES};
-use crate::queue::{IndexEntry, Queues};
+use crate::queue::{CheckpointFile, IndexEntry, Queues, ReplayError};
 use std::collections::VecDeque;
 use std::io::ErrorKind;
 use std::os::unix::fs::FileExt;
@@ -71,7 +71,13 @@ impl Log {
             .create_dir_all(&segments_dir)
             .map_err(io_error("creating the log directory"))?;
         let lock = DirLock::acquire(storage.as_ref(), dir, options.now_ms)?;
-        match recover(dir, options, storage.as_ref()) {
+        let recovered = match recover(dir, options, storage.as_ref(), true) {
+            // An LMQ's block in the checkpoint failed its check while the log after it was
+            // replayed: the checkpoint is dropped and the whole log replayed instead.
+            Err(Retry::WithoutCheckpoint) => recover(dir, options, storage.as_ref(), false),
+            other => other,
+        };
+        match recovered.map_err(Retry::into_error) {
             Ok(mut state) => {
                 state.stats.duration_ms = started.elapsed().as_millis() as u64;
                 Ok(Log {
@@ -107,7 +113,35 @@ struct Recovered {
     stats: RecoveryStats,
 }
 
-fn recover(dir: &Path, options: LogOptions, storage: &dyn Storage) -> Result<Recovered, LogError> {
+/// Why `recover` stopped: a failure, or a checkpoint block that failed its check during replay.
+enum Retry {
+    Failed(LogError),
+    WithoutCheckpoint,
+}
+
+impl From<LogError> for Retry {
+    fn from(error: LogError) -> Retry {
+        Retry::Failed(error)
+    }
+}
+
+impl Retry {
+    fn into_error(self) -> LogError {
+        match self {
+            Retry::Failed(error) => error,
+            Retry::WithoutCheckpoint => {
+                LogError::corrupt(None, None, "recovery could not use the checkpoint")
+            }
+        }
+    }
+}
+
+fn recover(
+    dir: &Path,
+    options: LogOptions,
+    storage: &dyn Storage,
+    use_checkpoint: bool,
+) -> Result<Recovered, Retry> {
     let segments_dir = dir.join("segments");
     let mut stats = RecoveryStats {
         checkpoint: CheckpointState::None,
@@ -120,7 +154,9 @@ fn recover(dir: &Path, options: LogOptions, storage: &dyn Storage) -> Result<Rec
     };
     let tmp = dir.join(CHECKPOINT_TMP_FILE);
     match storage.remove(&tmp) {
-        Err(e) if e.kind() != ErrorKind::NotFound => return Err(LogError::io("removing checkpoint.tmp", &e)),
+        Err(e) if e.kind() != ErrorKind::NotFound => {
+            return Err(LogError::io("removing checkpoint.tmp", &e).into())
+        }
         _ => {}
     }
     let mut segments = open_segments(storage, &segments_dir, &mut stats)?;
@@ -128,7 +164,11 @@ fn recover(dir: &Path, options: LogOptions, storage: &dyn Storage) -> Result<Rec
         mut queues,
         position,
         segment_times,
-    } = load_checkpoint(storage, dir, &segments, &mut stats)?;
+    } = if use_checkpoint {
+        load_checkpoint(storage, dir, &segments, &mut stats)?
+    } else {
+        drop_checkpoint(storage, dir, &mut stats)?
+    };
     for segment in &mut segments {
         let known = segment_times.iter().find(|(base, _)| *base == segment.base());
         segment.last_store_ms = known.map_or(segment.header.created_ms, |&(_, last)| last);
@@ -136,7 +176,7 @@ fn recover(dir: &Path, options: LogOptions, storage: &dyn Storage) -> Result<Rec
     let Some(first) = segments.front() else {
         // An empty directory (or one whose only segment was being prepared): start the log.
         let base = position.unwrap_or(0);
-        queues.drop_below(base);
+        queues.empty_all();
         let header = SegmentHeader {
             base,
             size: options.segment_bytes,
@@ -154,7 +194,14 @@ fn recover(dir: &Path, options: LogOptions, storage: &dyn Storage) -> Result<Rec
     };
     let start = position.unwrap_or(0).max(first.base() + HEADER);
     stats.replayed_from = start;
-    let end = replay(&mut segments, &mut queues, start, &mut stats)?;
+    let end = match replay(&mut segments, &mut queues, start, &mut stats) {
+        Err(Replay::BadBlock) if use_checkpoint => return Err(Retry::WithoutCheckpoint),
+        Err(Replay::BadBlock) => {
+            return Err(LogError::corrupt(None, None, "a queue without a checkpoint").into())
+        }
+        Err(Replay::Failed(error)) => return Err(error.into()),
+        Ok(end) => end,
+    };
     let write_position = match end {
         LogEnd::At { segment, offset } => cut(storage, &mut segments, segment, offset, &mut stats)?,
         LogEnd::AfterLast => {
@@ -272,8 +319,10 @@ struct LoadedCheckpoint {
     segment_times: Vec<(u64, u64)>,
 }
 
-/// Loads the checkpoint if there is a usable one (step 2): its queues, its position and its
-/// segment timestamps.
+/// Loads the checkpoint if there is a usable one (step 2): its queues (a version 2 file's stay in
+/// the mapped file until used), its position and its segment timestamps. Queues with entries below
+/// the first segment are loaded now, so that their retired entries can be dropped: one whose block
+/// fails its check makes the checkpoint unusable.
 fn load_checkpoint(
     storage: &dyn Storage,
     dir: &Path,
@@ -281,21 +330,39 @@ fn load_checkpoint(
     stats: &mut RecoveryStats,
 ) -> Result<LoadedCheckpoint, LogError> {
     let path = dir.join(CHECKPOINT_FILE);
-    let bytes = match storage.read(&path) {
-        Ok(bytes) => bytes,
+    let file = match storage.open(&path) {
+        Ok(file) => file,
         Err(e) if e.kind() == ErrorKind::NotFound => return Ok(LoadedCheckpoint::default()),
-        Err(e) => return Err(LogError::io("reading the checkpoint", &e)),
+        Err(e) => return Err(LogError::io("opening the checkpoint", &e)),
     };
-    match checkpoint::decode(&bytes) {
+    let length = file
+        .metadata()
+        .map_err(io_error("reading the checkpoint's size"))?
+        .len();
+    if length == 0 {
+        return drop_checkpoint(storage, dir, stats);
+    }
+    // SAFETY: the file is only ever replaced by renaming a new one over it, never written or
+    // truncated in place, so the mapped bytes do not change under the mapping.
+    let map = unsafe { memmap2::Mmap::map(&file) }.map_err(io_error("mapping the checkpoint"))?;
+    drop(file);
+    let mapped = Arc::new(CheckpointFile {
+        path: path.clone(),
+        map,
+    });
+    let first_base = segments.front().map(Segment::base);
+    let usable = |loaded: &checkpoint::Checkpoint| {
+        first_base.is_none_or(|first| first <= loaded.position)
+            && loaded.position <= segments.back().map_or(loaded.position, Segment::end)
+    };
+    match checkpoint::decode(&mapped) {
         // A checkpoint past the end of the segments describes records that are not there; one
         // before the first segment misses what retention deleted after it, LMQ deletions included,
         // so the queues could not be rebuilt from it.
-        Ok(loaded)
-            if segments
-                .front()
-                .is_none_or(|first| first.base() <= loaded.position)
-                && loaded.position <= segments.back().map_or(loaded.position, Segment::end) =>
-        {
+        Ok(mut loaded) if usable(&loaded) => {
+            if loaded.queues.load_below(first_base.unwrap_or(0)).is_err() {
+                return drop_checkpoint(storage, dir, stats);
+            }
             stats.checkpoint = CheckpointState::Loaded;
             Ok(LoadedCheckpoint {
                 queues: loaded.queues,
@@ -303,20 +370,26 @@ fn load_checkpoint(
                 segment_times: loaded.segments,
             })
         }
-        Ok(_) | Err(CheckpointProblem::Invalid(_)) => {
-            // Left in place, an unusable checkpoint could be loaded once the log grows past its
-            // position (docs/FORMAT.md, "Checkpoint"): it goes.
-            stats.checkpoint = CheckpointState::Invalid;
-            match storage.remove(&path) {
-                Ok(()) => Ok(LoadedCheckpoint::default()),
-                Err(e) if e.kind() == ErrorKind::NotFound => Ok(LoadedCheckpoint::default()),
-                Err(e) => Err(LogError::io("removing an unusable checkpoint", &e)),
-            }
-        }
+        Ok(_) | Err(CheckpointProblem::Invalid(_)) => drop_checkpoint(storage, dir, stats),
         Err(CheckpointProblem::Version(version)) => Err(LogError::UnsupportedFormat {
             file: path.display().to_string(),
             version,
         }),
+    }
+}
+
+/// Removes an unusable checkpoint: left in place, it could be loaded once the log grows past its
+/// position (docs/FORMAT.md, "Checkpoint").
+fn drop_checkpoint(
+    storage: &dyn Storage,
+    dir: &Path,
+    stats: &mut RecoveryStats,
+) -> Result<LoadedCheckpoint, LogError> {
+    stats.checkpoint = CheckpointState::Invalid;
+    match storage.remove(&dir.join(CHECKPOINT_FILE)) {
+        Ok(()) => Ok(LoadedCheckpoint::default()),
+        Err(e) if e.kind() == ErrorKind::NotFound => Ok(LoadedCheckpoint::default()),
+        Err(e) => Err(LogError::io("removing an unusable checkpoint", &e)),
     }
 }
 
@@ -328,13 +401,20 @@ enum LogEnd {
     AfterLast,
 }
 
+/// Why replay stopped short of the end of the log.
+enum Replay {
+    Failed(LogError),
+    /// A queue's block in the checkpoint failed its check.
+    BadBlock,
+}
+
 /// Replays the records from `start` into the queues (step 3), segment after segment.
 fn replay(
     segments: &mut VecDeque<Segment>,
     queues: &mut Queues,
     start: u64,
     stats: &mut RecoveryStats,
-) -> Result<LogEnd, LogError> {
+) -> Result<LogEnd, Replay> {
     let mut k = segments
         .partition_point(|s| s.end() <= start)
         .min(segments.len().saturating_sub(1));
@@ -370,16 +450,22 @@ fn replay(
         for (i, name) in record::lmq_names(bytes, &layout).enumerate() {
             if layout.kind == TYPE_DELETE {
                 queues.remove(name);
-            } else if let Err(went_back) = queues.replay(name, record::offset(bytes, i), entry, store_ms) {
-                let why = format!(
-                    "LMQ offset {} where {} was expected",
-                    went_back.found, went_back.expected
-                );
-                return Err(LogError::corrupt(
-                    Some(segment.path.display().to_string()),
-                    Some(position),
-                    why,
-                ));
+            } else {
+                match queues.replay(name, record::offset(bytes, i), entry, store_ms) {
+                    Ok(()) => {}
+                    Err(ReplayError::BadBlock(_)) => return Err(Replay::BadBlock),
+                    Err(ReplayError::WentBack(went_back)) => {
+                        let why = format!(
+                            "LMQ offset {} where {} was expected",
+                            went_back.found, went_back.expected
+                        );
+                        return Err(Replay::Failed(LogError::corrupt(
+                            Some(segment.path.display().to_string()),
+                            Some(position),
+                            why,
+                        )));
+                    }
+                }
             }
         }
         segment.last_store_ms = segment.last_store_ms.max(store_ms);

@@ -53,6 +53,27 @@ impl Log {
         self.usable()?;
         let mut detached = Vec::new();
         let mut total: u64 = self.segments.iter().map(Segment::size).sum();
+        // The queues still in the checkpoint file with entries in segments about to go are read
+        // first, before anything changes, so a block that fails its check fails the retention.
+        let mut keep_from = None;
+        let mut remaining = total;
+        for (k, segment) in self
+            .segments
+            .iter()
+            .enumerate()
+            .take(self.segments.len().saturating_sub(1))
+        {
+            let too_old = cutoff_ms.is_some_and(|cutoff| segment.last_store_ms < cutoff);
+            let too_big = max_bytes.is_some_and(|max| remaining > max);
+            if !too_old && !too_big {
+                break;
+            }
+            remaining -= segment.size();
+            keep_from = self.segments.get(k + 1).map(Segment::base);
+        }
+        if let Some(base) = keep_from {
+            self.queues.load_below(base)?;
+        }
         while self.segments.len() > 1 {
             let Some(oldest) = self.segments.front() else {
                 break;

@@ -1,11 +1,14 @@
 //! Consume queues: one light queue (LMQ) per name, each a run of fixed-size index entries pointing
 //! into the commit log, its logical offsets implicit (the queue's minimum offset plus the place).
 //! All queues live in one hash map keyed by name bytes, so the append path looks a name up without
-//! building a `String`, and no queue owns a file (docs/FORMAT.md, "Consume queues").
+//! building a `String`, and no queue owns a file (docs/FORMAT.md, "Consume queues"). A queue read
+//! from a checkpoint keeps its entries in the checkpoint file until first used (stored.rs).
 
 mod list;
+mod stored;
 
 pub use list::NamePage;
+pub use stored::{decode_entry, encode_entry, BadBlock, CheckpointFile, StoredEntries, STORED_ENTRY_BYTES};
 
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
@@ -21,12 +24,42 @@ pub struct IndexEntry {
 }
 
 /// One LMQ. An empty queue keeps its offsets: the next message continues where the last one ended.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct ConsumeQueue {
     pub(crate) min_offset: u64,
     /// Store timestamp of the newest record, 0 before the first.
     pub(crate) last_write_ms: u64,
     pub(crate) entries: VecDeque<IndexEntry>,
+    /// While set, the entries are in a checkpoint file, not in `entries` (which is empty):
+    /// [`Queues::load`] reads them on first use.
+    pub(crate) stored: Option<StoredEntries>,
+}
+
+impl std::fmt::Debug for ConsumeQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConsumeQueue")
+            .field("min_offset", &self.min_offset)
+            .field("next_offset", &self.next_offset())
+            .field("last_write_ms", &self.last_write_ms)
+            .field("stored", &self.stored.is_some())
+            .finish()
+    }
+}
+
+/// Two queues are equal when they hold the same entries, loaded or not (a stored block that fails
+/// to load compares unequal).
+impl PartialEq for ConsumeQueue {
+    fn eq(&self, other: &Self) -> bool {
+        let entries = |q: &ConsumeQueue| match &q.stored {
+            Some(stored) => stored.load().ok(),
+            None => Some(q.entries.clone()),
+        };
+        self.min_offset == other.min_offset
+            && self.last_write_ms == other.last_write_ms
+            && self.next_offset() == other.next_offset()
+            && entries(self).is_some()
+            && entries(self) == entries(other)
+    }
 }
 
 impl ConsumeQueue {
@@ -35,13 +68,49 @@ impl ConsumeQueue {
     }
 
     pub fn next_offset(&self) -> u64 {
-        self.min_offset + self.entries.len() as u64
+        self.min_offset + self.len() as u64
+    }
+
+    /// Entries held, loaded or still stored.
+    pub fn len(&self) -> usize {
+        self.stored
+            .as_ref()
+            .map_or(self.entries.len(), |stored| stored.count)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Where the entries are while they are still in a checkpoint file.
+    pub fn stored(&self) -> Option<&StoredEntries> {
+        self.stored.as_ref()
+    }
+
+    /// A queue whose entries stay in a checkpoint file until first used.
+    pub fn from_stored(min_offset: u64, last_write_ms: u64, stored: StoredEntries) -> ConsumeQueue {
+        ConsumeQueue {
+            min_offset,
+            last_write_ms,
+            entries: VecDeque::new(),
+            stored: Some(stored),
+        }
+    }
+
+    /// Reads the stored entries, if any; nothing changes when they fail their check.
+    fn load(&mut self) -> Result<(), BadBlock> {
+        if let Some(stored) = &self.stored {
+            self.entries = stored.load()?;
+            self.stored = None;
+        }
+        Ok(())
     }
 
     pub fn last_write_ms(&self) -> u64 {
         self.last_write_ms
     }
 
+    /// The loaded entries (none while they are stored: see [`Queues::load`]).
     pub fn entries(&self) -> &VecDeque<IndexEntry> {
         &self.entries
     }
@@ -69,8 +138,13 @@ impl ConsumeQueue {
         (first, self.entries.range(skip..skip + take))
     }
 
-    /// Forgets the entries of records before `position`; returns how many.
+    /// Forgets the entries of records before `position`; returns how many. A stored queue must
+    /// have been loaded first if it has any ([`Queues::load_below`]).
     fn drop_below(&mut self, position: u64) -> usize {
+        debug_assert!(self
+            .stored
+            .as_ref()
+            .is_none_or(|s| s.count == 0 || s.first_position >= position));
         let keep_from = self.entries.partition_point(|e| e.position < position);
         self.entries.drain(..keep_from);
         self.min_offset += keep_from as u64;
@@ -83,6 +157,14 @@ impl ConsumeQueue {
 pub struct OffsetWentBack {
     pub expected: u64,
     pub found: u64,
+}
+
+/// Why a record could not be replayed into its queue.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ReplayError {
+    WentBack(OffsetWentBack),
+    /// The queue's stored entries failed their check.
+    BadBlock(BadBlock),
 }
 
 /// Every LMQ of a log, by name.
@@ -124,10 +206,12 @@ impl Queues {
     }
 
     /// Appends an entry at the queue's next offset, creating the queue at 0; returns the offset.
+    /// A stored queue must have been loaded ([`Queues::load`]) first.
     #[inline]
     pub fn append(&mut self, name: &[u8], entry: IndexEntry, timestamp_ms: u64) -> u64 {
         self.entries += 1;
         if let Some(queue) = self.map.get_mut(name) {
+            debug_assert!(queue.stored.is_none(), "append to a queue that was not loaded");
             queue.entries.push_back(entry);
             queue.last_write_ms = timestamp_ms;
             return queue.next_offset() - 1;
@@ -145,18 +229,19 @@ impl Queues {
         offset: u64,
         entry: IndexEntry,
         timestamp_ms: u64,
-    ) -> Result<(), OffsetWentBack> {
+    ) -> Result<(), ReplayError> {
         let Some(queue) = self.map.get_mut(name) else {
             self.entries += 1;
             self.insert(name, offset, entry, timestamp_ms);
             return Ok(());
         };
+        queue.load().map_err(ReplayError::BadBlock)?;
         let expected = queue.next_offset();
         if offset < expected {
-            return Err(OffsetWentBack {
+            return Err(ReplayError::WentBack(OffsetWentBack {
                 expected,
                 found: offset,
-            });
+            }));
         }
         if offset > expected {
             self.entries -= queue.entries.len();
@@ -176,6 +261,7 @@ impl Queues {
             min_offset,
             last_write_ms: timestamp_ms,
             entries,
+            stored: None,
         };
         self.map.insert(Arc::from(name), queue);
         self.sorted_valid = false;
@@ -183,9 +269,9 @@ impl Queues {
 
     /// Puts a whole queue back, as a checkpoint held it.
     pub fn restore(&mut self, name: &[u8], queue: ConsumeQueue) {
-        self.entries += queue.entries.len();
+        self.entries += queue.len();
         if let Some(old) = self.map.insert(Arc::from(name), queue) {
-            self.entries -= old.entries.len();
+            self.entries -= old.len();
         }
         self.sorted_valid = false;
     }
@@ -193,16 +279,74 @@ impl Queues {
     /// Drops a queue; returns it if it existed.
     pub fn remove(&mut self, name: &[u8]) -> Option<ConsumeQueue> {
         let queue = self.map.remove(name)?;
-        self.entries -= queue.entries.len();
+        self.entries -= queue.len();
         self.sorted_valid = false;
         Some(queue)
     }
 
+    /// Reads the entries of `name` from its checkpoint file if they are still there. An unknown or
+    /// loaded queue is left alone; a block that fails its check leaves the queue stored.
+    pub fn load(&mut self, name: &[u8]) -> Result<(), BadBlock> {
+        match self.map.get_mut(name) {
+            Some(queue) => queue.load(),
+            None => Ok(()),
+        }
+    }
+
+    /// Loads every stored queue with an entry of a record before `position`, so that
+    /// [`Queues::drop_below`] can then forget them; nothing is forgotten here.
+    pub fn load_below(&mut self, position: u64) -> Result<(), BadBlock> {
+        for queue in self.map.values_mut() {
+            if queue
+                .stored
+                .as_ref()
+                .is_some_and(|s| s.count > 0 && s.first_position < position)
+            {
+                queue.load()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Empties every queue, keeping its offsets (its next offset becomes its minimum): a log with
+    /// no segment left holds none of the records a checkpoint indexed. Stored queues are not read.
+    pub fn empty_all(&mut self) {
+        for queue in self.map.values_mut() {
+            queue.min_offset = queue.next_offset();
+            queue.entries.clear();
+            queue.stored = None;
+        }
+        self.entries = 0;
+    }
+
+    /// Points a stored queue at a copy of its block in a newer checkpoint file, if it is still
+    /// stored at `old` (the same file and offset); returns whether it was moved.
+    pub fn move_stored(
+        &mut self,
+        name: &[u8],
+        old: &StoredEntries,
+        new_file: &Arc<CheckpointFile>,
+        new_at: usize,
+    ) -> bool {
+        let Some(stored) = self.map.get_mut(name).and_then(|q| q.stored.as_mut()) else {
+            return false;
+        };
+        if !Arc::ptr_eq(&stored.file, &old.file) || stored.at != old.at {
+            return false;
+        }
+        stored.file = Arc::clone(new_file);
+        stored.at = new_at;
+        true
+    }
+
     /// Forgets every entry of a record before `position` (its segment was retired). Queues stay,
-    /// with their minimum offsets moved past what was forgotten.
+    /// with their minimum offsets moved past what was forgotten. Stored queues with such entries
+    /// must have been loaded first ([`Queues::load_below`]).
     pub fn drop_below(&mut self, position: u64) {
         for queue in self.map.values_mut() {
-            self.entries -= queue.drop_below(position);
+            if queue.stored.is_none() {
+                self.entries -= queue.drop_below(position);
+            }
         }
     }
 
@@ -211,6 +355,7 @@ impl Queues {
     pub fn approximate_bytes(&self) -> usize {
         let slot = std::mem::size_of::<(Arc<[u8]>, ConsumeQueue)>() + 1;
         let entry = std::mem::size_of::<IndexEntry>();
+        // A stored queue's block reference is inside its slot (`ConsumeQueue::stored`).
         let per_queue: usize = self
             .map
             .iter()

@@ -37,10 +37,10 @@ fn replay_starts_appends_restarts_and_refuses_going_back() {
     assert_eq!(queues.entry_count(), 1);
     assert_eq!(
         queues.replay(b"q", 3, entry(184), 1),
-        Err(OffsetWentBack {
+        Err(ReplayError::WentBack(OffsetWentBack {
             expected: 13,
             found: 3
-        })
+        }))
     );
 }
 

@@ -170,11 +170,11 @@ fn unknown_versions_are_refused() {
     log.close().expect("close");
     let path = dir.0.join("checkpoint");
     let mut bytes = fs::read(&path).expect("read");
-    bytes[8] = 2;
+    bytes[8] = 3;
     fs::write(&path, &bytes).expect("write");
     let refused = open_with(&dir.0, Arc::new(RealStorage));
     assert!(
-        matches!(refused, Err(LogError::UnsupportedFormat { version: 2, .. })),
+        matches!(refused, Err(LogError::UnsupportedFormat { version: 3, .. })),
         "{:?}",
         refused.err()
     );

@@ -27,7 +27,7 @@ fn offsets_and_reads_follow_appends_across_rolls() {
         assert_eq!((*offset, *position), (i as u64, written[i].0));
         assert!(body.starts_with(format!("body {i} ").as_bytes()));
     }
-    let guard = log.lock();
+    let mut guard = log.lock();
     assert_eq!(guard.max_offset(b"odd"), Ok(150));
     assert_eq!(guard.min_offset(b"odd"), Ok(0));
     assert_eq!(guard.last_write_timestamp(b"odd"), Ok(Some(100)));
@@ -153,7 +153,7 @@ fn a_read_refuses_an_index_entry_that_names_another_intact_record() {
         key_hash: 0,
     };
     log.lock().queues.append(b"a", fake, 3);
-    let guard = log.lock();
+    let mut guard = log.lock();
     assert_eq!(
         guard
             .read(b"a", 0, 1)

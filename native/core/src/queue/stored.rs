@@ -1,0 +1,96 @@
+//! Index entries still in a checkpoint file (docs/FORMAT.md, "Checkpoint", version 2): an LMQ
+//! loaded from a checkpoint keeps only its offsets and where its entry block is until it is first
+//! used, so reopening costs one pass over the LMQ directory rather than every entry of every LMQ.
+
+use super::IndexEntry;
+use crate::hash::crc32c;
+use memmap2::Mmap;
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Bytes of one entry in a checkpoint: position, size, tag hash, key hash, zero.
+pub const STORED_ENTRY_BYTES: usize = 24;
+
+/// A checkpoint file, mapped read only. It stays mapped while an LMQ's block is read from it: a
+/// newer checkpoint renamed over it leaves this one's inode alive until the last user lets go.
+pub struct CheckpointFile {
+    pub path: PathBuf,
+    pub map: Mmap,
+}
+
+/// Where an LMQ's entries are, and what they must checksum to.
+#[derive(Clone)]
+pub struct StoredEntries {
+    pub file: Arc<CheckpointFile>,
+    /// Byte offset of the block in the file.
+    pub at: usize,
+    pub count: usize,
+    /// CRC-32C of the block.
+    pub crc: u32,
+    /// Position of the record of the first entry (0 when there is none).
+    pub first_position: u64,
+}
+
+/// A block that failed its checksum or layout: the file, the offset and why.
+#[derive(Debug, PartialEq, Eq)]
+pub struct BadBlock {
+    pub file: String,
+    pub at: u64,
+    pub why: &'static str,
+}
+
+impl StoredEntries {
+    /// The block's bytes (checked to be inside the file when the directory was read).
+    pub fn bytes(&self) -> &[u8] {
+        let end = self.at + self.count * STORED_ENTRY_BYTES;
+        self.file.map.get(self.at..end).unwrap_or(&[])
+    }
+
+    /// Reads the entries, checking the block's checksum and that positions never go back (a record
+    /// that names an LMQ twice gives it two entries at one position).
+    pub fn load(&self) -> Result<VecDeque<IndexEntry>, BadBlock> {
+        let bad = |why| BadBlock {
+            file: self.file.path.display().to_string(),
+            at: self.at as u64,
+            why,
+        };
+        let bytes = self.bytes();
+        if bytes.len() != self.count * STORED_ENTRY_BYTES {
+            return Err(bad("checkpoint entry block overruns the file"));
+        }
+        if crc32c(bytes) != self.crc {
+            return Err(bad("checkpoint entry block checksum mismatch"));
+        }
+        let entries: VecDeque<IndexEntry> =
+            bytes.chunks_exact(STORED_ENTRY_BYTES).map(decode_entry).collect();
+        let in_order = entries
+            .iter()
+            .zip(entries.iter().skip(1))
+            .all(|(a, b)| a.position <= b.position);
+        if !in_order || entries.front().is_some_and(|e| e.position != self.first_position) {
+            return Err(bad("checkpoint entry block disagrees with its directory"));
+        }
+        Ok(entries)
+    }
+}
+
+/// One 24-byte entry (its length is checked by the caller).
+pub fn decode_entry(bytes: &[u8]) -> IndexEntry {
+    let word = |at: usize| u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]);
+    IndexEntry {
+        position: u64::from(word(0)) | (u64::from(word(4)) << 32),
+        size: word(8),
+        tag_hash: word(12),
+        key_hash: word(16),
+    }
+}
+
+/// Appends one entry's 24 bytes to `out`.
+pub fn encode_entry(out: &mut Vec<u8>, entry: &IndexEntry) {
+    out.extend_from_slice(&entry.position.to_le_bytes());
+    out.extend_from_slice(&entry.size.to_le_bytes());
+    out.extend_from_slice(&entry.tag_hash.to_le_bytes());
+    out.extend_from_slice(&entry.key_hash.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+}

@@ -1,0 +1,130 @@
+/**
+ * The binary form of group progress in the state journal (docs/FORMAT.md, "Broker state", version
+ * 2): compaction writes every group's progress as a few large binary records instead of one JSON
+ * record per lite topic, so a reopen with 100,000 lite topics decodes them straight into progress
+ * objects, without 100,000 `JSON.parse` calls and the arrays they build. A binary payload starts
+ * with a 0 byte, which no JSON record can (they start with `[`).
+ *
+ * Layout of one record's payload (little-endian):
+ *   u8 0, u8 kind 1 (progress batch), u16 group name length, group name (UTF-8), u32 count n, then n ×
+ *   { u16 lite topic length, lite topic (UTF-8), f64 committed, f64 next, u32 deliveries d,
+ *     d × (f64 offset, u32 attempt, f64 invisible until, u8 acked) }
+ * Numbers that are offsets or times are f64: integers up to 2^53, as everywhere in the broker.
+ */
+import type { TopicProgress } from './offsets.js';
+
+export const BINARY_RECORD = 0;
+const PROGRESS_BATCH = 1;
+/** A batch is closed once it reaches this size (records stay far below MAX_JOURNAL_RECORD_BYTES). */
+const BATCH_BYTES = 1024 * 1024;
+const TOPIC_FIXED_BYTES = 2 + 8 + 8 + 4;
+const DELIVERY_BYTES = 8 + 4 + 8 + 1;
+
+/** The deliveries a progress record keeps: every one in [committed, next), acked or not. */
+function deliveryCount(progress: TopicProgress): number {
+  let count = 0;
+  for (let offset = progress.committed; offset < progress.next; offset++) {
+    if (progress.deliveries.has(offset)) count++;
+  }
+  return count;
+}
+
+/** The binary records holding `progress` (lite topic → progress) of group `group`. */
+export function encodeProgress(group: string, progress: ReadonlyMap<string, TopicProgress>): Uint8Array[] {
+  const groupName = Buffer.from(group, 'utf8');
+  const records: Uint8Array[] = [];
+  let batch: [Buffer, TopicProgress, number][] = [];
+  let bytes = 0;
+  const flush = () => {
+    const out = Buffer.alloc(4 + groupName.length + 4 + bytes);
+    out[0] = BINARY_RECORD;
+    out[1] = PROGRESS_BATCH;
+    out.writeUInt16LE(groupName.length, 2);
+    groupName.copy(out, 4);
+    let at = 4 + groupName.length;
+    out.writeUInt32LE(batch.length, at);
+    at += 4;
+    for (const [name, entry, count] of batch) {
+      out.writeUInt16LE(name.length, at);
+      name.copy(out, at + 2);
+      at += 2 + name.length;
+      out.writeDoubleLE(entry.committed, at);
+      out.writeDoubleLE(entry.next, at + 8);
+      out.writeUInt32LE(count, at + 16);
+      at += 20;
+      for (let offset = entry.committed; offset < entry.next; offset++) {
+        const delivery = entry.deliveries.get(offset);
+        if (delivery === undefined) continue;
+        out.writeDoubleLE(offset, at);
+        out.writeUInt32LE(delivery.attempt, at + 8);
+        out.writeDoubleLE(delivery.invisibleUntil, at + 12);
+        out[at + 20] = delivery.acked ? 1 : 0;
+        at += DELIVERY_BYTES;
+      }
+    }
+    records.push(out);
+    batch = [];
+    bytes = 0;
+  };
+  for (const [liteTopic, entry] of progress) {
+    const name = Buffer.from(liteTopic, 'utf8');
+    const count = deliveryCount(entry);
+    batch.push([name, entry, count]);
+    bytes += TOPIC_FIXED_BYTES + name.length + DELIVERY_BYTES * count;
+    if (bytes >= BATCH_BYTES) flush();
+  }
+  if (batch.length > 0) flush();
+  return records;
+}
+
+/** Whether `payload` is a well-formed binary record of a kind this release knows. */
+export function checkBinary(payload: Uint8Array): boolean {
+  if (payload.length < 8 || payload[0] !== BINARY_RECORD || payload[1] !== PROGRESS_BATCH) return false;
+  const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  let at = 4 + view.getUint16(2, true);
+  if (at + 4 > payload.length) return false;
+  const count = view.getUint32(at, true);
+  at += 4;
+  for (let i = 0; i < count; i++) {
+    if (at + TOPIC_FIXED_BYTES > payload.length) return false;
+    at += 2 + view.getUint16(at, true);
+    if (at + 20 > payload.length) return false;
+    at += 20 + DELIVERY_BYTES * view.getUint32(at + 16, true);
+  }
+  return at === payload.length;
+}
+
+/** Receives what a progress batch holds, one lite topic at a time. */
+export interface ProgressSink {
+  /** A whole progress of `group` on `liteTopic`; `deliveries` calls back once per delivery. */
+  progress(
+    group: string,
+    liteTopic: string,
+    committed: number,
+    next: number,
+    deliveries: (each: (offset: number, attempt: number, invisibleUntil: number, acked: boolean) => void) => void,
+  ): void;
+}
+
+/** Replays a binary record checked by `checkBinary` into `sink`. */
+export function decodeBinary(payload: Uint8Array, sink: ProgressSink): void {
+  const buffer = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+  let at = 4 + buffer.readUInt16LE(2);
+  const group = buffer.toString('utf8', 4, at);
+  const count = buffer.readUInt32LE(at);
+  at += 4;
+  for (let i = 0; i < count; i++) {
+    const nameEnd = at + 2 + buffer.readUInt16LE(at);
+    const liteTopic = buffer.toString('utf8', at + 2, nameEnd);
+    const committed = buffer.readDoubleLE(nameEnd);
+    const next = buffer.readDoubleLE(nameEnd + 8);
+    const deliveries = buffer.readUInt32LE(nameEnd + 16);
+    const first = nameEnd + 20;
+    sink.progress(group, liteTopic, committed, next, (each) => {
+      for (let k = 0, d = first; k < deliveries; k++, d += DELIVERY_BYTES) {
+        each(buffer.readDoubleLE(d), buffer.readUInt32LE(d + 8), buffer.readDoubleLE(d + 12), buffer[d + 20] === 1);
+      }
+    });
+    at = first + DELIVERY_BYTES * deliveries;
+  }
+}
