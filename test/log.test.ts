@@ -181,6 +181,31 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(snapshots[0]).toEqual(snapshots[1]);
   });
 
+  it('starts a checkpoint that fell due while another ran once that one ends, with no further append', async () => {
+    const dir = tempDir();
+    const every = 64 * 1024;
+    const log = await openLog(dir, engine, { checkpointBytes: every });
+    // Enough LMQs that a checkpoint takes a while; each batch is over `every` bytes.
+    const lmqs = Array.from({ length: 30_000 }, (_, i) => `%LMQ%$agents$tenant${i % 97}__session${i}`);
+    const batch = (n: number) => lmqs.map((lmq) => ({ lmqs: [lmq], body: bodyFor(lmq, n, 16) }));
+    await log.append(batch(0)); // the first checkpoint starts after this batch
+    await log.append(batch(1)); // due again while it runs; then the writer goes idle
+    const end = log.stats().writePosition;
+    // The checkpoint's log position P (docs/FORMAT.md) reaches the end without another append.
+    const position = () => {
+      try {
+        return Number(readFileSync(join(dir, 'checkpoint')).readBigUInt64LE(16));
+      } catch {
+        return -1; // not written yet, or being renamed into place
+      }
+    };
+    for (let waited = 0; position() < end && waited < 20_000; waited += 20) {
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(position()).toBe(end);
+    await log.close();
+  });
+
   it('takes a checkpoint as of its position while appends and deletions go on', async () => {
     const dir = tempDir();
     const log = await openLog(dir, engine, { checkpointBytes: 0 });

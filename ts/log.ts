@@ -376,8 +376,17 @@ export class CommitLog {
   private afterWrite(batch: EncodedBatch): void {
     if (!this.core.spareReady) void this.prepareSpare();
     this.bytesSinceCheckpoint += batch.bytes.length;
+    this.checkpointIfDue();
+  }
+
+  /**
+   * Starts a checkpoint once `checkpointBytes` were written since the last one started, unless one
+   * is running: that one starts the next as it ends, so a writer that goes idle meanwhile does not
+   * leave more than that to replay (the next append would otherwise be the only trigger).
+   */
+  private checkpointIfDue(): void {
     const every = this.options.checkpointBytes;
-    if (every > 0 && this.bytesSinceCheckpoint >= every && this.checkpointing === undefined) {
+    if (every > 0 && this.bytesSinceCheckpoint >= every && this.checkpointing === undefined && !this.closed) {
       this.runCheckpoint().catch((error: unknown) => {
         this.backgroundError = error;
       });
@@ -402,7 +411,9 @@ export class CommitLog {
     if (this.checkpointing === undefined) {
       this.bytesSinceCheckpoint = 0;
       const work: Promise<void> = this.core.checkpoint(this.now()).finally(() => {
-        if (this.checkpointing === work) this.checkpointing = undefined;
+        if (this.checkpointing !== work) return;
+        this.checkpointing = undefined;
+        this.checkpointIfDue();
       });
       this.checkpointing = work;
     }
