@@ -76,13 +76,14 @@ pub struct Encoded {
 impl Encoder {
     pub fn new(position: u64, created_ms: u64, segments: &[(u64, u64)], capacity: usize) -> Encoder {
         let mut head = Vec::with_capacity(HEADER_BYTES + 16 * segments.len() + capacity / 8);
-        head.extend_from_slice(&CHECKPOINT_MAGIC);
-        head.extend_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
-        head.extend_from_slice(&0u32.to_le_bytes());
-        head.extend_from_slice(&position.to_le_bytes());
-        head.extend_from_slice(&created_ms.to_le_bytes());
-        head.extend_from_slice(&(segments.len() as u32).to_le_bytes());
-        head.extend_from_slice(&0u32.to_le_bytes());
+        write_header_start(
+            &mut head,
+            CHECKPOINT_MAGIC,
+            CHECKPOINT_VERSION,
+            position,
+            created_ms,
+            segments.len(),
+        );
         // The queue count, the directory's end and the two checksums, set by `finish`.
         head.resize(HEADER_BYTES, 0);
         for &(base, last_store_ms) in segments {
@@ -327,17 +328,37 @@ fn decode_v1(bytes: &[u8]) -> Result<Checkpoint, CheckpointProblem> {
     })
 }
 
+/// The first 40 bytes both versions share: magic, version, zero, position P, creation time, segment
+/// count, zero (docs/FORMAT.md).
+fn write_header_start(
+    out: &mut Vec<u8>,
+    magic: [u8; 8],
+    version: u32,
+    position: u64,
+    created_ms: u64,
+    segments: usize,
+) {
+    out.extend_from_slice(&magic);
+    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+    out.extend_from_slice(&position.to_le_bytes());
+    out.extend_from_slice(&created_ms.to_le_bytes());
+    out.extend_from_slice(&(segments as u32).to_le_bytes());
+    out.extend_from_slice(&0u32.to_le_bytes());
+}
+
 /// A version 1 checkpoint of `queues` (all loaded), as releases before version 2 wrote it: tests
 /// check that such files still open.
 pub fn encode_v1(position: u64, created_ms: u64, segments: &[(u64, u64)], queues: &Queues) -> Vec<u8> {
     let mut out = Vec::new();
-    out.extend_from_slice(&CHECKPOINT_V1_MAGIC);
-    out.extend_from_slice(&CHECKPOINT_V1_VERSION.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&position.to_le_bytes());
-    out.extend_from_slice(&created_ms.to_le_bytes());
-    out.extend_from_slice(&(segments.len() as u32).to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
+    write_header_start(
+        &mut out,
+        CHECKPOINT_V1_MAGIC,
+        CHECKPOINT_V1_VERSION,
+        position,
+        created_ms,
+        segments.len(),
+    );
     out.extend_from_slice(&(queues.len() as u64).to_le_bytes());
     for &(base, last) in segments {
         out.extend_from_slice(&base.to_le_bytes());
