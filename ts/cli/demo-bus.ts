@@ -186,6 +186,13 @@ class Run {
   private readonly retired = new Set<string>();
   private lastSent = 0;
   private lastReportAt = this.started;
+  /**
+   * Numbers the sessions, so every new session name differs. (`created.size + names.length` counted
+   * the names of the current call twice, since each is added to `created` as it is made: two calls
+   * could then number sessions alike, and a name made twice sat in `sessions` twice, its first copy
+   * retired and unsubscribed while the second still received messages that no one consumed.)
+   */
+  private nextSession = 0;
 
   constructor(
     private readonly broker: Broker,
@@ -330,7 +337,7 @@ class Run {
       } else {
         const tenant = Math.floor(bus.random() * TENANTS);
         const agent = Math.floor(bus.random() * AGENTS_PER_TENANT);
-        names.push(`tenant${tenant}__agent${agent}__session${created.size + names.length}`);
+        names.push(`tenant${tenant}__agent${agent}__session${this.nextSession++}`);
       }
       created.add(names[names.length - 1] as string);
     }
