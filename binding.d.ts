@@ -24,7 +24,7 @@ export declare function limits(): Array<[string, number]>
 
 /**
  * Writes records `from..count` of an encoded batch (see `EncodedBatch` in ts/engine/contract.ts)
- * in one crossing; returns the index after the last record written.
+ * in one crossing, sealing them in `bytes`; returns the index after the last record written.
  */
 export declare function logAppend(handle: ExternalObject<'Log'>, bytes: Uint8Array, starts: Uint32Array, lmqStarts: Uint32Array, from: number, count: number, storeTimestampMs: number, positions: Float64Array, offsets: Float64Array): number
 

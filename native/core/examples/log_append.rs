@@ -70,7 +70,7 @@ fn round(dir: &std::path::Path, body_bytes: usize, records: usize) -> Round {
     let names: Vec<String> = (0..LMQS).map(lmq_name).collect();
     let body = vec![b'x'; body_bytes];
     let mut state = 0x2545_f491_u64;
-    let batches: Vec<Vec<u8>> = (0..records / BATCH)
+    let mut batches: Vec<Vec<u8>> = (0..records / BATCH)
         .map(|_| {
             let mut bytes = Vec::new();
             for _ in 0..BATCH {
@@ -112,13 +112,13 @@ fn round(dir: &std::path::Path, body_bytes: usize, records: usize) -> Round {
     let faults = minor_faults();
     let started = Instant::now();
     let mut stalls = 0;
-    for batch in &batches {
+    for batch in &mut batches {
         let mut from = 0;
         loop {
             let start = batch_offset(batch, from);
             let written = append_batch(
                 &log,
-                &batch[start..],
+                &mut batch[start..],
                 BATCH - from,
                 &mut positions[from..],
                 &mut offsets[from..],
@@ -167,7 +167,7 @@ fn round(dir: &std::path::Path, body_bytes: usize, records: usize) -> Round {
 #[inline(never)]
 fn append_batch(
     log: &LogHandle,
-    batch: &[u8],
+    batch: &mut [u8],
     count: usize,
     positions: &mut [f64],
     offsets: &mut [f64],

@@ -73,12 +73,12 @@ fn invalid(message: &str) -> Error {
 }
 
 /// Writes records `from..count` of an encoded batch (see `EncodedBatch` in ts/engine/contract.ts)
-/// in one crossing; returns the index after the last record written.
+/// in one crossing, sealing them in `bytes`; returns the index after the last record written.
 #[napi(catch_unwind)]
 #[allow(clippy::too_many_arguments)] // the flat batch: one crossing instead of an object to unpack
 pub fn log_append(
     #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
-    bytes: Uint8Array,
+    mut bytes: Uint8Array,
     starts: Uint32Array,
     lmq_starts: Uint32Array,
     from: u32,
@@ -93,8 +93,12 @@ pub fn log_append(
     else {
         return Err(invalid("from or count outside the batch"));
     };
+    // SAFETY: as in `crate::out_f64_slice`: the engine seals each record (offsets, store time,
+    // checksum) in the caller's encoded batch before writing it; nothing else uses the batch
+    // during the call.
+    let bytes = unsafe { bytes.as_mut() };
     let batch = bytes
-        .get(start as usize..end as usize)
+        .get_mut(start as usize..end as usize)
         .ok_or_else(|| invalid("starts outside the bytes"))?;
     let positions = crate::out_f64_slice(&mut positions);
     let offsets = crate::out_f64_slice(&mut offsets);

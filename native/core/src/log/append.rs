@@ -1,6 +1,7 @@
 //! The append path: one call per batch of records encoded by the caller. The whole batch is checked
-//! first, so a malformed one writes nothing; then each record is copied into the active segment's
-//! mapping, given its LMQ offsets, store timestamp and checksum there, and indexed.
+//! first, so a malformed one writes nothing; then each record is given its LMQ offsets, store
+//! timestamp and checksum in the batch itself and indexed, and the sealed records are written to
+//! the active segment's file in one positional write per segment.
 
 use super::error::LogError;
 use super::record::{self, check_layout, record_size, Layout, END_MARKER, TYPE_DELETE};
@@ -14,12 +15,15 @@ const WARM_RECORDS: usize = 32;
 
 impl Log {
     /// Appends the `count` records of `batch` (complete records back to back), stamping
-    /// `store_ms`. Fills `positions[i]` for each record written and `offsets` with each record's LMQ
-    /// offsets, flattened in record order. Stops at a record boundary when the active segment is
-    /// full and no spare is ready; returns the number of records written.
+    /// `store_ms`. Each record's LMQ offsets, store timestamp and checksum are filled in `batch`
+    /// itself, which is then written to the active segment's file in one positional write per
+    /// segment it reaches (see [`Log::write_run`]). Fills `positions[i]` for each record written and
+    /// `offsets` with each record's LMQ offsets, flattened in record order. Stops at a record
+    /// boundary when the active segment is full and no spare is ready; returns the number of
+    /// records written. A failed write fails the log.
     pub fn append(
         &mut self,
-        batch: &[u8],
+        batch: &mut [u8],
         count: usize,
         store_ms: u64,
         positions: &mut [f64],
@@ -37,13 +41,15 @@ impl Log {
 
     fn write_records(
         &mut self,
-        batch: &[u8],
+        batch: &mut [u8],
         layouts: &[Layout],
         store_ms: u64,
         positions: &mut [f64],
         offsets: &mut [f64],
     ) -> Result<usize, LogError> {
         let mut at = 0usize;
+        // The records from `run_start` to `at` are sealed in `batch` and not yet written.
+        let mut run_start = 0usize;
         let mut next_offset_slot = 0usize;
         for (i, (layout, position_out)) in layouts.iter().zip(positions.iter_mut()).enumerate() {
             if i % WARM_RECORDS == 0 {
@@ -51,11 +57,14 @@ impl Log {
                 self.warm_queues(&batch[at..], next);
             }
             let size = layout.size as usize;
-            if !self.make_room(size as u64) {
-                return Ok(i);
+            // The run not yet written counts against the room left.
+            if !self.has_room((at - run_start + size) as u64) {
+                self.write_run(&batch[run_start..at], store_ms)?;
+                run_start = at;
+                if !self.roll()? {
+                    return Ok(i);
+                }
             }
-            let source = &batch[at..at + size];
-            at += size;
             let position = self.write_position;
             let entry = IndexEntry {
                 position,
@@ -63,29 +72,46 @@ impl Log {
                 tag_hash: layout.tag_hash,
                 key_hash: layout.key_hash,
             };
-            let Some(active) = self.segments.back_mut() else {
-                return Err(LogError::Closed);
-            };
-            let start = active.written as usize;
-            let target = &mut active.bytes_mut()[start..start + size];
-            target.copy_from_slice(source);
-            for (slot, name) in record::lmq_names(source, layout).enumerate() {
+            let record = &mut batch[at..at + size];
+            at += size;
+            let first_slot = next_offset_slot;
+            for name in record::lmq_names(record, layout) {
                 let offset = if layout.kind == TYPE_DELETE {
                     self.queues.remove(name).map_or(0, |q| q.next_offset())
                 } else {
                     self.queues.append(name, entry, store_ms)
                 };
-                record::set_offset(target, slot, offset);
                 offsets[next_offset_slot] = offset as f64;
                 next_offset_slot += 1;
             }
-            record::seal(target, store_ms);
-            active.written += size as u64;
-            active.last_store_ms = active.last_store_ms.max(store_ms);
+            // Offsets are below 2^53 (positions and counts of a log), so they pass through f64 whole.
+            for (slot, &offset) in offsets[first_slot..next_offset_slot].iter().enumerate() {
+                record::set_offset(record, slot, offset as u64);
+            }
+            record::seal(record, store_ms);
             *position_out = position as f64;
             self.write_position = position + size as u64;
         }
+        self.write_run(&batch[run_start..at], store_ms)?;
         Ok(layouts.len())
+    }
+
+    /// Writes sealed records at the end of the active segment in one positional write (see
+    /// [`Segment::append_bytes`]). A failure fails the log: what the file holds past the last
+    /// record is then unknown, and the index already names the records of the run.
+    fn write_run(&mut self, run: &[u8], store_ms: u64) -> Result<(), LogError> {
+        if run.is_empty() {
+            return Ok(());
+        }
+        let Some(active) = self.segments.back_mut() else {
+            return Err(LogError::Closed);
+        };
+        if let Err(e) = active.append_bytes(self.storage.as_ref(), run) {
+            let error = LogError::io("writing to the log", &e);
+            return Err(self.failed.get_or_insert(error).clone());
+        }
+        active.last_store_ms = active.last_store_ms.max(store_ms);
+        Ok(())
     }
 
     /// Looks up the queues of the records of `layouts` (encoded back to back at the start of
@@ -169,30 +195,33 @@ impl Log {
         Ok(())
     }
 
-    /// Makes sure the active segment has `size` bytes free for a record, rolling to the spare when
-    /// it does not (after closing the active one with an end marker). False when it is full and no
-    /// spare is ready: the caller stops there.
-    fn make_room(&mut self, size: u64) -> bool {
+    /// Whether the active segment is open and has `size` bytes free.
+    fn has_room(&self, size: u64) -> bool {
+        self.segments
+            .back()
+            .is_some_and(|active| !active.complete && size <= active.size() - active.written)
+    }
+
+    /// Completes the active segment (with an end marker where 4 bytes are left) and moves to the
+    /// spare. False when no spare is ready: the caller stops there. A failed write fails the log.
+    fn roll(&mut self) -> Result<bool, LogError> {
         let Some(active) = self.segments.back_mut() else {
-            return false;
+            return Ok(false);
         };
-        let room = active.size() - active.written;
-        if !active.complete && size <= room {
-            return true;
-        }
         if !active.complete {
-            if room >= END_MARKER.len() as u64 {
-                let at = active.written as usize;
-                active.bytes_mut()[at..at + END_MARKER.len()].copy_from_slice(&END_MARKER);
-                active.written += END_MARKER.len() as u64;
+            if active.size() - active.written >= END_MARKER.len() as u64 {
+                if let Err(e) = active.append_bytes(self.storage.as_ref(), &END_MARKER) {
+                    let error = LogError::io("writing to the log", &e);
+                    return Err(self.failed.get_or_insert(error).clone());
+                }
             }
             active.complete = true;
         }
         let Some(spare) = self.spare.take() else {
-            return false;
+            return Ok(false);
         };
         self.write_position = spare.base() + SEGMENT_HEADER_BYTES as u64;
         self.segments.push_back(spare);
-        true
+        Ok(true)
     }
 }

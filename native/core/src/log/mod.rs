@@ -2,8 +2,8 @@
 //! consume queues (`crate::queue`) indexing them per LMQ. docs/FORMAT.md is the contract with the js
 //! engine; this module follows it byte for byte.
 //!
-//! [`Log`] is the state; every call on it is short and in memory (appends copy into a mapping that
-//! is already there). [`LogHandle`] shares a `Log` between the JavaScript thread and background
+//! [`Log`] is the state; every call on it is short (an append is one positional write into the page
+//! cache, a read copies out of the segment's mapping). [`LogHandle`] shares a `Log` between the JavaScript thread and background
 //! tasks and runs the slow parts (file creation, sync, checkpoint, file removal) without holding
 //! the lock while the disk works.
 
@@ -35,6 +35,7 @@ use record::Layout;
 use segment::Segment;
 use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// One LMQ as `Log::lmq_summaries` reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +92,8 @@ pub struct Log {
     recovery: RecoveryStats,
     /// Layouts of the batch being appended, reused between calls.
     layouts: Vec<Layout>,
+    /// Where appends write (the file system, or one that injects faults in tests).
+    storage: Arc<dyn Storage>,
 }
 
 impl Log {

@@ -94,6 +94,7 @@ impl Log {
                     closed: false,
                     recovery: state.stats,
                     layouts: Vec::new(),
+                    storage,
                 })
             }
             Err(error) => {

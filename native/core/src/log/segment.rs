@@ -105,9 +105,8 @@ pub struct Segment {
 impl Segment {
     /// Creates a zero-filled segment file with its blocks reserved, writes its header and makes
     /// both durable (the file's directory entry included) before the segment is used: a segment
-    /// with an invalid header then never held a record (docs/FORMAT.md). Then faults in every page
-    /// of the mapping (see [`Segment::populate`]), so this slow part runs where the segment is
-    /// created (a background task), not in the appends that fill it.
+    /// with an invalid header then never held a record (docs/FORMAT.md). Appends write with
+    /// [`Segment::append_bytes`], so no page of the mapping is faulted in here.
     pub fn create(storage: &dyn Storage, dir: &Path, header: SegmentHeader) -> io::Result<Segment> {
         let path = dir.join(segment_file_name(header.base));
         let file = storage.create_new(&path)?;
@@ -115,9 +114,7 @@ impl Segment {
         storage.write_at(&file, &header.encode(), 0)?;
         storage.sync(&file)?;
         storage.sync_dir(dir)?;
-        let segment = Segment::map(path, file, header)?;
-        segment.populate(0);
-        Ok(segment)
+        Segment::map(path, file, header)
     }
 
     /// Maps an existing segment file whose header was read and checked.
@@ -145,40 +142,9 @@ impl Segment {
         })
     }
 
-    /// Makes every page of the mapping from byte `from` on present, writable and in the page
-    /// cache (`MADV_POPULATE_WRITE`): the first write to a page of a fresh file otherwise costs a
-    /// page fault, a page-cache page to allocate and zero and a block to reserve, which made up most
-    /// of an append's time. The pages hold zeros, as the file does, and are dirty: the kernel may
-    /// write those zeros back before records overwrite them, which costs disk time but never
-    /// changes what the file holds. They are not synced here, so a durable append waits only for
-    /// its own bytes. Best effort: a kernel without it (before Linux 5.14) or a failure leaves the
-    /// pages to fault in as they are written.
-    pub fn populate(&self, from: usize) {
-        #[cfg(target_os = "linux")]
-        {
-            const PAGE_BYTES: usize = 4096;
-            let start = from / PAGE_BYTES * PAGE_BYTES;
-            if start >= self.map.len() {
-                return;
-            }
-            // SAFETY: the range lies inside the mapping (the mapping starts page-aligned, so
-            // `start` is too); MADV_POPULATE_WRITE only faults pages in and leaves their contents.
-            unsafe {
-                libc::madvise(
-                    self.map.as_mut_ptr().add(start).cast(),
-                    self.map.len() - start,
-                    libc::MADV_POPULATE_WRITE,
-                );
-            }
-        }
-        #[cfg(not(target_os = "linux"))]
-        let _ = from;
-    }
-
     /// Gives back the pages and blocks past the records of a segment that is no longer written
-    /// (`FALLOC_FL_PUNCH_HOLE`), so the zeros [`Segment::populate`] dirtied there are not written
-    /// to disk after the log closes. The file keeps its size and still reads as zeros there, as
-    /// docs/FORMAT.md requires. Best effort: a file system without holes keeps the zeros.
+    /// (`FALLOC_FL_PUNCH_HOLE`): the blocks reserved for records that never came. The file keeps
+    /// its size and still reads as zeros there, as docs/FORMAT.md requires. Best effort: a file system without holes keeps the zeros.
     pub fn release_tail(&self) {
         #[cfg(target_os = "linux")]
         {
@@ -230,16 +196,21 @@ impl Segment {
 
     /// The whole file as bytes.
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: the mapping lives as long as `self.map`, and its bytes are only written through
-        // `bytes_mut`, which needs `&mut self`, so no write overlaps this borrow. Sync tasks hold
-        // clones of the mapping but only pass it to `msync`, which reads no Rust-visible memory.
-        // The file keeps its size while mapped: only recovery truncates, before the log is shared.
+        // SAFETY: the mapping lives as long as `self.map`. The file's bytes change only through
+        // `append_bytes`, which needs `&mut self`, so no write overlaps this borrow (no process
+        // but the one holding the directory lock writes the file). Sync tasks hold clones of the
+        // mapping but only pass it to `msync`, which reads no Rust-visible memory. The file keeps
+        // its size while mapped: only recovery truncates, before the log is shared.
         unsafe { std::slice::from_raw_parts(self.map.as_ptr(), self.map.len()) }
     }
 
-    /// The whole file as bytes to write.
-    pub fn bytes_mut(&mut self) -> &mut [u8] {
-        // SAFETY: as in `bytes`; `&mut self` makes this the only borrow of the mapping's bytes.
-        unsafe { std::slice::from_raw_parts_mut(self.map.as_mut_ptr(), self.map.len()) }
+    /// Writes `bytes` where the segment's records end and counts them as written: one positional
+    /// write through the page cache, which the mapping shares. A write of whole pages neither
+    /// faults them into a mapping nor zeroes them first, as stores into the mapping would; so a
+    /// new segment needs no pages prepared ahead of its appends.
+    pub fn append_bytes(&mut self, storage: &dyn Storage, bytes: &[u8]) -> io::Result<()> {
+        storage.write_at(&self.file, bytes, self.written)?;
+        self.written += bytes.len() as u64;
+        Ok(())
     }
 }

@@ -124,11 +124,13 @@ impl Storage for RealStorage {
     }
 }
 
-/// The real file system with switchable faults: syncs and file creations that fail with `EIO`.
+/// The real file system with switchable faults: syncs and file creations that fail with `EIO`, and
+/// torn writes, which write the first third of their bytes and then fail with `EIO`.
 #[derive(Debug, Default)]
 pub struct FaultyStorage {
     pub fail_syncs: AtomicBool,
     pub fail_creates: AtomicBool,
+    pub tear_writes: AtomicBool,
 }
 
 impl FaultyStorage {
@@ -173,6 +175,10 @@ impl Storage for FaultyStorage {
     }
 
     fn write_at(&self, file: &File, bytes: &[u8], at: u64) -> io::Result<()> {
+        if self.tear_writes.load(Ordering::SeqCst) {
+            RealStorage.write_at(file, &bytes[..bytes.len() / 3], at)?;
+            return Err(io::Error::from_raw_os_error(libc::EIO));
+        }
         RealStorage.write_at(file, bytes, at)
     }
 

@@ -178,8 +178,10 @@ fn a_bad_block_fails_the_reads_and_appends_of_its_lmq_only() {
     let end = log.lock().write_position().expect("position");
     let mut positions = [0.0];
     let mut offsets = [0.0];
-    let record = message(&["lmq-2"], b"x");
-    let failed = log.lock().append(&record, 1, 30, &mut positions, &mut offsets);
+    let mut record = message(&["lmq-2"], b"x");
+    let failed = log
+        .lock()
+        .append(&mut record, 1, 30, &mut positions, &mut offsets);
     assert!(matches!(failed, Err(LogError::Corrupt { .. })), "{failed:?}");
     assert_eq!(
         log.lock().write_position(),

@@ -46,13 +46,44 @@ fn a_failed_sync_fails_the_log_until_reopened() {
     let (mut positions, mut offsets) = (vec![0.0], vec![0.0]);
     let later = log
         .lock()
-        .append(&message(&["q"], b"two"), 1, 1, &mut positions, &mut offsets);
+        .append(&mut message(&["q"], b"two"), 1, 1, &mut positions, &mut offsets);
     assert_eq!(later.err(), failed.clone().err());
     assert_eq!(log.lock().read(b"q", 0, 1).err(), failed.err());
     drop(log);
     std::fs::remove_file(dir.0.join("LOCK")).expect("unlock");
     let log = open(&dir.0);
     assert_eq!(read_all(&log, "q").len(), 1);
+}
+
+#[test]
+fn a_torn_write_fails_the_append_and_the_log_and_the_reopen_cuts_the_torn_record() {
+    let dir = TempDir::new();
+    let storage = Arc::new(FaultyStorage::default());
+    let log = open_with(&dir.0, storage.clone()).expect("open");
+    append_all(&log, &[message(&["q"], b"one")], 1);
+    storage.tear_writes.store(true, Ordering::SeqCst);
+    let mut batch = [message(&["q"], &[7; 300]), message(&["q"], &[8; 300])].concat();
+    let (mut positions, mut offsets) = (vec![0.0; 2], vec![0.0; 2]);
+    let failed = log.lock().append(&mut batch, 2, 1, &mut positions, &mut offsets);
+    assert!(
+        matches!(&failed, Err(LogError::Io { errno: Some(errno), .. }) if errno == "EIO"),
+        "{failed:?}"
+    );
+    storage.tear_writes.store(false, Ordering::SeqCst);
+    // The index already named the torn records: the log refuses everything until reopened.
+    assert_eq!(log.lock().read(b"q", 0, 1).err(), failed.clone().err());
+    assert_eq!(log.sync().err(), failed.err());
+    drop(log);
+    std::fs::remove_file(dir.0.join("LOCK")).expect("unlock");
+    let log = open(&dir.0);
+    let records = read_all(&log, "q");
+    assert_eq!(records.len(), 1, "the torn record is cut");
+    assert_eq!(records[0].2, b"one");
+    let one_ends = records[0].1 + message(&["q"], b"one").len() as u64;
+    assert_eq!(
+        log.lock().stats().expect("stats").recovery.cut_position,
+        Some(one_ends)
+    );
 }
 
 #[test]

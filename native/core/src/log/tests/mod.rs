@@ -83,7 +83,7 @@ pub fn append_all(log: &LogHandle, records: &[Vec<u8>], store_ms: u64) -> Writte
     let mut written = Vec::new();
     let mut from = 0;
     while from < records.len() {
-        let batch: Vec<u8> = records[from..].concat();
+        let mut batch: Vec<u8> = records[from..].concat();
         let lmq_counts: Vec<usize> = records[from..]
             .iter()
             .map(|r| usize::from(u16::from_le_bytes([r[14], r[15]])))
@@ -93,7 +93,7 @@ pub fn append_all(log: &LogHandle, records: &[Vec<u8>], store_ms: u64) -> Writte
         let done = log
             .lock()
             .append(
-                &batch,
+                &mut batch,
                 records.len() - from,
                 store_ms,
                 &mut positions,

@@ -43,12 +43,12 @@ fn a_full_segment_without_spare_stops_at_a_record_boundary_after_an_end_marker()
     let dir = TempDir::new();
     let log = open(&dir.0);
     let records: Vec<Vec<u8>> = (0..20).map(|_| message(&["q"], &[1; 500])).collect();
-    let batch = records.concat();
+    let mut batch = records.concat();
     let mut positions = vec![0.0; 20];
     let mut offsets = vec![0.0; 20];
     let done = log
         .lock()
-        .append(&batch, 20, 1, &mut positions, &mut offsets)
+        .append(&mut batch, 20, 1, &mut positions, &mut offsets)
         .expect("append");
     let record_bytes = records[0].len() as u64;
     assert_eq!(done as u64, (4096 - 64) / record_bytes);
@@ -56,17 +56,22 @@ fn a_full_segment_without_spare_stops_at_a_record_boundary_after_an_end_marker()
     let segment = std::fs::read(&dir.segments()[0]).expect("segment");
     assert_eq!(segment[end as usize..end as usize + 4], END_MARKER);
     // Nothing more fits until a spare is ready, then writing continues after its header.
-    let rest = records[done..].concat();
+    let mut rest = records[done..].concat();
     assert_eq!(
         log.lock()
-            .append(&rest, 20 - done, 1, &mut positions, &mut offsets),
+            .append(&mut rest, 20 - done, 1, &mut positions, &mut offsets),
         Ok(0)
     );
     log.prepare_segment(1).expect("prepare");
     assert!(log.lock().stats().expect("stats").spare_ready);
     assert_eq!(
-        log.lock()
-            .append(&rest[..record_bytes as usize], 1, 1, &mut positions, &mut offsets),
+        log.lock().append(
+            &mut rest[..record_bytes as usize],
+            1,
+            1,
+            &mut positions,
+            &mut offsets
+        ),
         Ok(1)
     );
     assert_eq!(positions[0] as u64, 4096 + 64);
@@ -82,12 +87,12 @@ fn a_malformed_batch_writes_nothing() {
     bad[12] = 9;
     batch.extend_from_slice(&bad);
     let (mut positions, mut offsets) = (vec![0.0; 2], vec![0.0; 2]);
-    let result = log.lock().append(&batch, 2, 1, &mut positions, &mut offsets);
+    let result = log.lock().append(&mut batch, 2, 1, &mut positions, &mut offsets);
     assert!(matches!(result, Err(LogError::InvalidArgument(_))), "{result:?}");
     assert_eq!(log.lock().max_offset(b"q"), Ok(0));
     assert_eq!(log.lock().write_position(), Ok(64));
-    let huge = message(&["q"], &[0; 4096]);
-    let result = log.lock().append(&huge, 1, 1, &mut positions, &mut offsets);
+    let mut huge = message(&["q"], &[0; 4096]);
+    let result = log.lock().append(&mut huge, 1, 1, &mut positions, &mut offsets);
     assert!(matches!(result, Err(LogError::InvalidArgument(_))), "{result:?}");
 }
 
