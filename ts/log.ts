@@ -73,6 +73,9 @@ export interface CommitLogStats extends LogCoreStats {
 export const DEFAULT_FLUSH_INTERVAL_MS = 200;
 export const DEFAULT_CHECKPOINT_BYTES = 64 * 1024 * 1024;
 const DEFAULT_LIST_LIMIT = 1000;
+/** Bounds of the buffer kept for encoding appends: small batches share one of the minimum size. */
+const MIN_SCRATCH_BYTES = 64 * 1024;
+const MAX_SCRATCH_BYTES = 4 * 1024 * 1024;
 
 function integerOption(value: unknown, name: string, min: number, max: number, fallback: number): number {
   if (value === undefined) return fallback;
@@ -102,6 +105,8 @@ export class CommitLog {
   /** A background failure (flush, preparation, checkpoint) not yet reported to a caller. */
   private backgroundError: unknown;
   private readonly timer: NodeJS.Timeout | undefined;
+  /** The buffer the next append encodes into (see `keepScratch`). */
+  private scratch: Buffer | undefined;
   private readonly maxRecordBytes: number;
 
   private constructor(
@@ -159,8 +164,14 @@ export class CommitLog {
   async append(records: readonly AppendRecord[]): Promise<AppendResult[]> {
     this.checkOpen();
     const now = this.now();
-    const batch = encodeBatch(records, now, this.maxRecordBytes);
-    await this.write(batch, now);
+    // The scratch buffer is lent to this batch; it comes back once the engine is done with the
+    // bytes, which is at once unless the write has to wait for a segment.
+    const scratch = this.scratch;
+    this.scratch = undefined;
+    const batch = encodeBatch(records, now, this.maxRecordBytes, scratch);
+    const waiting = this.write(batch, now);
+    if (waiting === undefined) this.keepScratch(batch.bytes, scratch);
+    else await waiting;
     const { positions, offsets, lmqStarts } = batch;
     const results: AppendResult[] = new Array(batch.count);
     for (let i = 0; i < batch.count; i++) {
@@ -326,6 +337,17 @@ export class CommitLog {
       // Whatever failed above, the files, mappings and the lock are released.
       await this.core.close();
     }
+  }
+
+  /**
+   * Keeps the buffer `bytes` was encoded into for the next append: `scratch` when the batch fit in
+   * it, else a buffer of its own sized for this batch, up to `MAX_SCRATCH_BYTES`.
+   */
+  private keepScratch(bytes: Uint8Array, scratch: Buffer | undefined): void {
+    if (scratch !== undefined && bytes.buffer === scratch.buffer) this.scratch = scratch;
+    else if (bytes.length <= MAX_SCRATCH_BYTES)
+      this.scratch = Buffer.allocUnsafeSlow(Math.max(bytes.length, MIN_SCRATCH_BYTES));
+    else this.scratch = scratch;
   }
 
   private checkOpen(): void {
