@@ -37,6 +37,15 @@ export async function openBroker(engine: EngineName, options: BrokerOptions = {}
   };
 }
 
+/**
+ * The LMQ names the broker keeps for the lite topics of `agents` (white box: at most one per
+ * existing lite topic, so they must go when a lite topic does).
+ */
+export function keptLmqs(broker: Broker): Map<string, string> {
+  const parents = (broker as unknown as { parents: Map<string, { lmqs: Map<string, string> }> }).parents;
+  return parents.get('agents')?.lmqs ?? new Map();
+}
+
 /** Sends `count` messages to `liteTopic` with bodies `<liteTopic>#<i>` from `from`. */
 export async function sendMany(broker: Broker, liteTopic: string, count: number, from = 0): Promise<void> {
   const messages = Array.from({ length: count }, (_, i) => ({ liteTopic, body: `${liteTopic}#${from + i}` }));

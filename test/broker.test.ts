@@ -3,8 +3,9 @@
  * on a manual clock.
  */
 import { describe, expect, it } from 'vitest';
+import { openStore } from '../ts/broker/store.js';
 import { Broker, type Consumer, type UnsubscribedEvent } from '../ts/index.js';
-import { bodies, drain, openBroker, sendMany } from './broker-helpers.js';
+import { bodies, drain, keptLmqs, openBroker, sendMany } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
 
 function events(consumer: Consumer): UnsubscribedEvent[] {
@@ -30,6 +31,21 @@ describe.each(ENGINES)('%s engine', (engine) => {
         ['t1__s2', 0],
         ['t1__s1', 2],
       ]);
+    });
+
+    it('forgets a lite topic whose first send the store failed; the next send starts it at offset 0', async () => {
+      const store = await openStore(undefined, { clock: { now: () => 1 } });
+      const append = store.append.bind(store);
+      let failures = 1;
+      store.append = (records) => (failures-- > 0 ? Promise.reject(new Error('disk full')) : append(records));
+      const { broker } = await openBroker(engine, { store });
+      await expect(broker.send('agents', { liteTopic: 't', body: 'lost' })).rejects.toThrow('disk full');
+      expect(broker.admin.topicInfo('agents').liteTopics).toBe(0);
+      expect(broker.admin.liteTopicInfo('agents', 't')).toBeNull();
+      expect(keptLmqs(broker).size).toBe(0);
+      expect(await broker.send('agents', { liteTopic: 't', body: 'kept' })).toMatchObject({ offset: 0 });
+      expect(broker.admin.topicInfo('agents').liteTopics).toBe(1);
+      expect([...keptLmqs(broker).keys()]).toEqual(['t']);
     });
 
     it('refuses an unknown parent, a bad name or a bad message with typed errors and stores nothing', async () => {

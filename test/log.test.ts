@@ -181,7 +181,9 @@ describe.each(ENGINES)('%s engine', (engine) => {
     for (const [lmq, count] of next) {
       const messages = log.read(lmq, 0, 10_000);
       expect(messages.length).toBe(count);
-      messages.forEach((m, offset) => expect(m.body.equals(bodyFor(lmq, offset, 500))).toBe(true));
+      messages.forEach((m, offset) => {
+        expect(m.body.equals(bodyFor(lmq, offset, 500))).toBe(true);
+      });
     }
     await log.close();
   });

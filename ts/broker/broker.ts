@@ -53,6 +53,8 @@ import {
   ClientState,
   type GroupConfig,
   GroupState,
+  keptLmqOf,
+  lmqOf,
   type ParentTopic,
   type SubModel,
 } from './state.js';
@@ -359,6 +361,7 @@ export class Broker {
       trie,
       groups: new Set(),
       expiring: new Map(),
+      lmqs: new Map(),
     });
     return maxOffsets;
   }
@@ -469,7 +472,7 @@ export class Broker {
     for (const name of created) parent.trie.add(name, now);
     for (const name of new Set(names)) parent.trie.touch(name, now);
     const records = messages.map((message, i) => ({
-      lmqs: [lmqName(parent.name, names[i] as string)],
+      lmqs: [keptLmqOf(parent, names[i] as string)],
       body: message.body,
       key: message.key,
       tag: message.tag,
@@ -480,7 +483,10 @@ export class Broker {
       results = await this.context.store.append(records);
     } catch (error) {
       for (const name of created) {
-        if (this.context.store.maxOffset(lmqName(parent.name, name)) === 0) parent.trie.remove(name);
+        if (this.context.store.maxOffset(lmqOf(parent, name)) === 0) {
+          parent.trie.remove(name);
+          parent.lmqs.delete(name);
+        }
       }
       throw error;
     }

@@ -8,8 +8,7 @@
  */
 import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
-import type { BrokerContext, ClientState, GroupState } from './state.js';
-import { lmqName } from './store.js';
+import { type BrokerContext, type ClientState, type GroupState, lmqOf } from './state.js';
 
 /** Stale entries a drain list may hold beyond twice the backlog before it is pruned. */
 const PRUNE_SLACK = 64;
@@ -51,7 +50,7 @@ export class Dispatcher {
       return;
     }
     const { store } = this.context;
-    const lmq = lmqName(group.parent.name, liteTopic);
+    const lmq = lmqOf(group.parent, liteTopic);
     this.skipRetired(progress, lmq);
     if (progress instanceof KeySharedProgress) {
       this.readyKeyShared(group, liteTopic, progress, lmq, now);

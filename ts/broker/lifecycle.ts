@@ -158,6 +158,7 @@ export class Lifecycle {
   private expire(parent: ParentTopic, names: readonly string[]): Promise<void> {
     for (const name of names) {
       parent.trie.remove(name);
+      parent.lmqs.delete(name);
       for (const group of parent.groups) {
         const progress = group.progress.get(name);
         progress?.dropAll();

@@ -13,8 +13,7 @@ import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progres
 import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import { checkQuota } from './quota.js';
 import { decodeReceipt, encodeReceipt, type Receipt } from './receipt.js';
-import type { BrokerContext, ClientState, GroupState } from './state.js';
-import { lmqName } from './store.js';
+import { type BrokerContext, type ClientState, type GroupState, lmqOf } from './state.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from './types.js';
 
 /** Recently acked handles kept per group, so a second ack of a committed message stays harmless. */
@@ -127,7 +126,7 @@ export class Popper {
         touched.push(liteTopic);
         const progress = group.progress.get(liteTopic);
         if (progress === undefined || group.parent.expiring.has(liteTopic)) continue;
-        const lmq = lmqName(group.parent.name, liteTopic);
+        const lmq = lmqOf(group.parent, liteTopic);
         const { store } = this.context;
         this.dispatcher.skipRetired(progress, lmq);
         const dying: Delivery[] = [];

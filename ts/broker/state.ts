@@ -7,6 +7,7 @@ import type { Matcher, PatternIndex } from '../pattern.js';
 import type { TopicTrie } from '../trie.js';
 import type { KeySharedConfig } from './key-shared.js';
 import type { TopicProgress } from './offsets.js';
+import { lmqName } from './store.js';
 
 export type SubModel = 'shared' | 'exclusive';
 
@@ -19,6 +20,28 @@ export interface ParentTopic {
   /** Names of the existing lite topics of this parent. */
   trie: TopicTrie;
   groups: Set<GroupState>;
+  /**
+   * LMQ names of lite topics written to since the broker opened, kept by `sendBatch` and dropped
+   * with the lite topic (expiry, a failed first send), so at most one per existing lite topic. A
+   * fresh concatenation is a new string the store must flatten and hash on every lookup, which an
+   * arrival, a dispatch and a POP each made.
+   */
+  lmqs: Map<string, string>;
+}
+
+/** The LMQ of `liteTopic`: the kept string (see `ParentTopic.lmqs`), else a new one. */
+export function lmqOf(parent: ParentTopic, liteTopic: string): string {
+  return parent.lmqs.get(liteTopic) ?? lmqName(parent.name, liteTopic);
+}
+
+/** The LMQ of an existing lite topic of `parent`, kept for the calls after this one. */
+export function keptLmqOf(parent: ParentTopic, liteTopic: string): string {
+  let lmq = parent.lmqs.get(liteTopic);
+  if (lmq === undefined) {
+    lmq = lmqName(parent.name, liteTopic);
+    parent.lmqs.set(liteTopic, lmq);
+  }
+  return lmq;
 }
 
 /** A POP waiting for events (long poll). */
