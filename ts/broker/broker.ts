@@ -459,7 +459,8 @@ export class Broker {
         this.checkOpen();
       }
     }
-    const created = [...new Set(names)].filter((name) => !parent.trie.has(name));
+    // A kept LMQ name means an existing lite topic (`ParentTopic.lmqs`): no trie lookup for those.
+    const created = [...new Set(names)].filter((name) => !parent.lmqs.has(name) && !parent.trie.has(name));
     if (created.length > 0) {
       let existing = 0;
       for (const p of this.parents.values()) existing += p.trie.size;
