@@ -76,6 +76,8 @@ const DEFAULT_LIST_LIMIT = 1000;
 /** Bounds of the buffer kept for encoding appends: small batches share one of the minimum size. */
 const MIN_SCRATCH_BYTES = 64 * 1024;
 const MAX_SCRATCH_BYTES = 4 * 1024 * 1024;
+/** Syncs a group commit runs at once (see `durable`). */
+const MAX_SYNCS_IN_FLIGHT = 2;
 
 function integerOption(value: unknown, name: string, min: number, max: number, fallback: number): number {
   if (value === undefined) return fallback;
@@ -97,7 +99,8 @@ export class CommitLog {
   private closing: Promise<void> | undefined;
   /** Set while an append waits for a segment; later appends queue behind it to keep their order. */
   private writeChain: Promise<void> | undefined;
-  private flushing: Promise<number> | undefined;
+  /** Syncs running, oldest first, each with the write position it makes durable at least. */
+  private readonly syncs: { target: number; work: Promise<number> }[] = [];
   private preparing: Promise<void> | undefined;
   private checkpointing: Promise<void> | undefined;
   private durablePosition: number;
@@ -331,7 +334,11 @@ export class CommitLog {
       // One last sync covers every append still waiting for durability, so none of them starts a
       // sync of its own once the engine is closing. A failure (a failed log) reaches those appends.
       await settle(() => this.durable(this.core.writePosition));
-      await Promise.all([settle(() => this.flushing), settle(() => this.preparing), settle(() => this.checkpointing)]);
+      await Promise.all([
+        settle(() => Promise.all(this.syncs.map((sync) => sync.work))),
+        settle(() => this.preparing),
+        settle(() => this.checkpointing),
+      ]);
       await this.core.checkpoint(this.now());
     } finally {
       // Whatever failed above, the files, mappings and the lock are released.
@@ -442,29 +449,41 @@ export class CommitLog {
     return this.checkpointing;
   }
 
-  /** Group commit: waits until `position` is durable, sharing each sync with every waiter it covers. */
+  /**
+   * Group commit: waits until `position` is durable, sharing each sync with every waiter it covers.
+   * A waiter whose bytes came after every running sync started starts one more, up to
+   * `MAX_SYNCS_IN_FLIGHT`, instead of waiting for them to end first: the next group's flush then
+   * overlaps the last one's, and a sync's latency is no longer paid twice by the appends that just
+   * missed it. Each sync covers everything not yet durable when it runs, so they may end in any
+   * order.
+   */
   private async durable(position: number): Promise<void> {
     while (this.durablePosition < position) {
-      await (this.flushing ?? this.startSync());
+      const syncs = this.syncs;
+      const covering = syncs.find((sync) => sync.target >= position);
+      if (covering !== undefined) await covering.work;
+      else if (syncs.length < MAX_SYNCS_IN_FLIGHT) await this.startSync();
+      else await (syncs[syncs.length - 1] as { work: Promise<number> }).work;
     }
   }
 
   private startSync(): Promise<number> {
-    const work: Promise<number> = this.core
+    const sync = { target: this.core.writePosition, work: Promise.resolve(0) };
+    sync.work = this.core
       .sync()
       .then((durable) => {
         if (durable > this.durablePosition) this.durablePosition = durable;
         return durable;
       })
       .finally(() => {
-        if (this.flushing === work) this.flushing = undefined;
+        this.syncs.splice(this.syncs.indexOf(sync), 1);
       });
-    this.flushing = work;
-    return work;
+    this.syncs.push(sync);
+    return sync.work;
   }
 
   private backgroundFlush(): void {
-    if (this.flushing !== undefined || this.closed) return;
+    if (this.syncs.length > 0 || this.closed) return;
     if (this.core.writePosition <= this.durablePosition) return;
     this.startSync().catch((error: unknown) => {
       this.backgroundError = error;
