@@ -176,6 +176,9 @@ pub struct Queues {
     /// Names in UTF-8 byte order for listing, rebuilt lazily after the set of names changed.
     sorted: Vec<Arc<[u8]>>,
     sorted_valid: bool,
+    /// Some queue was restored with its entries still in a checkpoint file (they may since have
+    /// been loaded): while false, [`Queues::load`] has nothing to do for any name.
+    some_stored: bool,
 }
 
 impl Queues {
@@ -269,6 +272,7 @@ impl Queues {
 
     /// Puts a whole queue back, as a checkpoint held it.
     pub fn restore(&mut self, name: &[u8], queue: ConsumeQueue) {
+        self.some_stored |= queue.stored.is_some();
         self.entries += queue.len();
         if let Some(old) = self.map.insert(Arc::from(name), queue) {
             self.entries -= old.len();
@@ -287,6 +291,9 @@ impl Queues {
     /// Reads the entries of `name` from its checkpoint file if they are still there. An unknown or
     /// loaded queue is left alone; a block that fails its check leaves the queue stored.
     pub fn load(&mut self, name: &[u8]) -> Result<(), BadBlock> {
+        if !self.some_stored {
+            return Ok(());
+        }
         match self.map.get_mut(name) {
             Some(queue) => queue.load(),
             None => Ok(()),
