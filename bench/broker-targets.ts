@@ -1,8 +1,8 @@
 /**
  * The targets of issue 5 ("Tests and figures") for the native engine, checked for both stores: at
  * least 300,000 messages/s end to end, and send-to-pop p99 under 2 ms at half that load. The latency
- * runs are paced at half the *measured* median rate; when that is below half the target rate, the
- * measured column says at which rate the p99 was taken.
+ * runs are paced at half the *measured* median rate; the measured column says at which rate the p99
+ * was taken, and a p99 taken below half the target rate cannot pass, however low it is.
  */
 import type { LatencyRow, ThroughputRow } from './broker.js';
 import type { LogTarget } from './log-targets.js';
@@ -38,15 +38,16 @@ export function checkBrokerTargets(
   for (const store of ['memory', 'disk'] as const) {
     const row = latency.find((r) => r.engine === 'native' && r.store === store);
     const p99 = row?.p99Ms ?? Number.NaN;
+    const achieved = row?.achievedRate ?? Number.NaN;
     const known = Number.isFinite(p99);
     out.push({
       name: `send-to-pop p99 at half load, native, ${storeLabel(store)}`,
       ratio: P99_LIMIT_MS / p99,
       target: 1,
       strict: true,
-      pass: known ? p99 < P99_LIMIT_MS : null,
-      measured: known ? `${figure(p99)} ms at ${figure(row?.achievedRate ?? Number.NaN)} msgs/s` : '—',
-      required: `< ${P99_LIMIT_MS} ms at ${figure(END_TO_END_MESSAGES_PER_SECOND / 2)} msgs/s (run at half the measured rate)`,
+      pass: known ? p99 < P99_LIMIT_MS && achieved >= END_TO_END_MESSAGES_PER_SECOND / 2 : null,
+      measured: known ? `${figure(p99)} ms at ${figure(achieved)} msgs/s` : '—',
+      required: `< ${P99_LIMIT_MS} ms at ≥ ${figure(END_TO_END_MESSAGES_PER_SECOND / 2)} msgs/s (run at half the measured rate)`,
     });
   }
   return out;
