@@ -25,18 +25,35 @@ fn sync_makes_the_write_position_durable() {
     );
 }
 
-#[test]
-fn a_failed_sync_fails_the_log_until_reopened() {
-    let dir = TempDir::new();
+/// A log on storage that can fail, holding one record ("one" in LMQ `q`).
+fn faulty_log_with_one_record(dir: &TempDir) -> (LogHandle, Arc<FaultyStorage>) {
     let storage = Arc::new(FaultyStorage::default());
     let log = open_with(&dir.0, storage.clone()).expect("open");
     append_all(&log, &[message(&["q"], b"one")], 1);
+    (log, storage)
+}
+
+fn assert_eio<T: std::fmt::Debug>(result: &Result<T, LogError>) {
+    assert!(
+        matches!(result, Err(LogError::Io { errno: Some(errno), .. }) if errno == "EIO"),
+        "{result:?}"
+    );
+}
+
+/// Reopens a failed log's directory as the next process would (this one's lock is still there).
+fn reopen_after_failure(dir: &TempDir, log: LogHandle) -> LogHandle {
+    drop(log);
+    std::fs::remove_file(dir.0.join("LOCK")).expect("unlock");
+    open(&dir.0)
+}
+
+#[test]
+fn a_failed_sync_fails_the_log_until_reopened() {
+    let dir = TempDir::new();
+    let (log, storage) = faulty_log_with_one_record(&dir);
     storage.fail_syncs.store(true, Ordering::SeqCst);
     let failed = log.sync();
-    assert!(
-        matches!(&failed, Err(LogError::Io { errno: Some(errno), .. }) if errno == "EIO"),
-        "{failed:?}"
-    );
+    assert_eio(&failed);
     assert_eq!(
         log.lock().durable_position(),
         64,
@@ -49,33 +66,24 @@ fn a_failed_sync_fails_the_log_until_reopened() {
         .append(&mut message(&["q"], b"two"), 1, 1, &mut positions, &mut offsets);
     assert_eq!(later.err(), failed.clone().err());
     assert_eq!(log.lock().read(b"q", 0, 1).err(), failed.err());
-    drop(log);
-    std::fs::remove_file(dir.0.join("LOCK")).expect("unlock");
-    let log = open(&dir.0);
+    let log = reopen_after_failure(&dir, log);
     assert_eq!(read_all(&log, "q").len(), 1);
 }
 
 #[test]
 fn a_torn_write_fails_the_append_and_the_log_and_the_reopen_cuts_the_torn_record() {
     let dir = TempDir::new();
-    let storage = Arc::new(FaultyStorage::default());
-    let log = open_with(&dir.0, storage.clone()).expect("open");
-    append_all(&log, &[message(&["q"], b"one")], 1);
+    let (log, storage) = faulty_log_with_one_record(&dir);
     storage.tear_writes.store(true, Ordering::SeqCst);
     let mut batch = [message(&["q"], &[7; 300]), message(&["q"], &[8; 300])].concat();
     let (mut positions, mut offsets) = (vec![0.0; 2], vec![0.0; 2]);
     let failed = log.lock().append(&mut batch, 2, 1, &mut positions, &mut offsets);
-    assert!(
-        matches!(&failed, Err(LogError::Io { errno: Some(errno), .. }) if errno == "EIO"),
-        "{failed:?}"
-    );
+    assert_eio(&failed);
     storage.tear_writes.store(false, Ordering::SeqCst);
     // The index already named the torn records: the log refuses everything until reopened.
     assert_eq!(log.lock().read(b"q", 0, 1).err(), failed.clone().err());
     assert_eq!(log.sync().err(), failed.err());
-    drop(log);
-    std::fs::remove_file(dir.0.join("LOCK")).expect("unlock");
-    let log = open(&dir.0);
+    let log = reopen_after_failure(&dir, log);
     let records = read_all(&log, "q");
     assert_eq!(records.len(), 1, "the torn record is cut");
     assert_eq!(records[0].2, b"one");
