@@ -144,7 +144,8 @@ impl Segment {
 
     /// Gives back the pages and blocks past the records of a segment that is no longer written
     /// (`FALLOC_FL_PUNCH_HOLE`): the blocks reserved for records that never came. The file keeps
-    /// its size and still reads as zeros there, as docs/FORMAT.md requires. Best effort: a file system without holes keeps the zeros.
+    /// its size and still reads as zeros there, as docs/FORMAT.md requires. Best effort: a file
+    /// system without holes keeps the zeros.
     pub fn release_tail(&self) {
         #[cfg(target_os = "linux")]
         {
