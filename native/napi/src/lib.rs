@@ -65,12 +65,6 @@ pub(crate) fn out_slice(out: &mut napi::bindgen_prelude::Uint32Array) -> &mut [u
     unsafe { out.as_mut() }
 }
 
-/// The caller's `Float64Array` as a mutable slice, for the same reason as `out_slice`.
-pub(crate) fn out_f64_slice(out: &mut napi::bindgen_prelude::Float64Array) -> &mut [f64] {
-    // SAFETY: see `out_slice`.
-    unsafe { out.as_mut() }
-}
-
 pub(crate) fn dialect(id: u32) -> Result<Dialect> {
     Dialect::from_id(id).ok_or_else(|| Error::new(Status::InvalidArg, format!("unknown dialect id {id}")))
 }

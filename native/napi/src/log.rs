@@ -11,8 +11,8 @@ mod tasks;
 use litetopic_core::limits::MAX_LMQ_NAME_BYTES;
 use litetopic_core::log::{LogError, LogHandle};
 use napi::bindgen_prelude::{
-    ArrayBuffer, BufferSlice, Either, External, Float64Array, Float64ArraySlice, FromNapiValue, Uint32Array,
-    Uint8Array,
+    ArrayBuffer, BufferSlice, Either, External, Float64Array, Float64ArraySlice, FromNapiValue,
+    Uint32ArraySlice, Uint8ArraySlice,
 };
 use napi::{check_status, sys, Env, Error, JsString, JsValue, Result, Status};
 use napi_derive::napi;
@@ -73,19 +73,21 @@ fn invalid(message: &str) -> Error {
 }
 
 /// Writes records `from..count` of an encoded batch (see `EncodedBatch` in ts/engine/contract.ts)
-/// in one crossing, sealing them in `bytes`; returns the index after the last record written.
+/// in one crossing, sealing them in `bytes`; returns the index after the last record written. The
+/// arrays come as slices: an owned typed-array argument creates and deletes a reference to its
+/// array on every call, which for five arrays took a one-record append from 1.7 to 2.0–2.7 µs.
 #[napi(catch_unwind)]
 #[allow(clippy::too_many_arguments)] // the flat batch: one crossing instead of an object to unpack
 pub fn log_append(
     #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
-    mut bytes: Uint8Array,
-    starts: Uint32Array,
-    lmq_starts: Uint32Array,
+    mut bytes: Uint8ArraySlice,
+    starts: Uint32ArraySlice,
+    lmq_starts: Uint32ArraySlice,
     from: u32,
     count: u32,
     store_timestamp_ms: f64,
-    mut positions: Float64Array,
-    mut offsets: Float64Array,
+    mut positions: Float64ArraySlice,
+    mut offsets: Float64ArraySlice,
 ) -> Result<u32> {
     let (from, count) = (from as usize, count as usize);
     let (Some(&start), Some(&end), Some(&first_lmq)) =
@@ -93,15 +95,15 @@ pub fn log_append(
     else {
         return Err(invalid("from or count outside the batch"));
     };
-    // SAFETY: as in `crate::out_f64_slice`: the engine seals each record (offsets, store time,
+    // SAFETY: as in `crate::out_slice`: the engine seals each record (offsets, store time,
     // checksum) in the caller's encoded batch before writing it; nothing else uses the batch
     // during the call.
     let bytes = unsafe { bytes.as_mut() };
     let batch = bytes
         .get_mut(start as usize..end as usize)
         .ok_or_else(|| invalid("starts outside the bytes"))?;
-    let positions = crate::out_f64_slice(&mut positions);
-    let offsets = crate::out_f64_slice(&mut offsets);
+    // SAFETY: as in `crate::out_slice`.
+    let (positions, offsets) = unsafe { (positions.as_mut(), offsets.as_mut()) };
     let (Some(positions), Some(offsets)) = (positions.get_mut(from..), offsets.get_mut(first_lmq as usize..))
     else {
         return Err(invalid("the output arrays are shorter than the batch"));
@@ -137,7 +139,7 @@ pub fn log_read<'env>(
     max_count: u32,
     mut meta: Float64ArraySlice,
 ) -> Result<Either<ArrayBuffer<'env>, BufferSlice<'env>>> {
-    // SAFETY: as in `crate::out_f64_slice`; a slice argument also spares the reference a
+    // SAFETY: as in `crate::out_slice`; a slice argument also spares the reference a
     // `Float64Array` argument creates and deletes on every call.
     let meta = unsafe { meta.as_mut() };
     if meta.len() < 2 {
