@@ -7,7 +7,7 @@
 
 use crate::dialect;
 use litetopic_core::PatternIndex;
-use napi::bindgen_prelude::{External, Uint32Array};
+use napi::bindgen_prelude::{External, Uint32ArraySlice};
 use napi::Result;
 use napi_derive::napi;
 use std::cell::RefCell;
@@ -73,7 +73,7 @@ pub fn pattern_index_clear(
 pub fn pattern_index_match_into(
     #[napi(ts_arg_type = "ExternalObject<'PatternIndex'>")] handle: &External<PatternIndexHandle>,
     topic: String,
-    mut out: Uint32Array,
+    mut out: Uint32ArraySlice,
 ) -> u32 {
     let out = crate::out_slice(&mut out);
     let mut scratch = handle.scratch.borrow_mut();
@@ -90,7 +90,7 @@ pub fn pattern_index_match_into(
 pub fn pattern_index_match_counts_joined(
     #[napi(ts_arg_type = "ExternalObject<'PatternIndex'>")] handle: &External<PatternIndexHandle>,
     topics_joined: String,
-    mut out: Uint32Array,
+    mut out: Uint32ArraySlice,
 ) -> i64 {
     let out = crate::out_slice(&mut out);
     let mut index = handle.index.borrow_mut();

@@ -59,8 +59,9 @@ pub fn limits() -> Vec<(String, f64)> {
 ///
 /// Every export that fills a caller-owned array runs synchronously on the JavaScript thread, so
 /// nothing else reads or writes the array while the slice lives: the one reason these writes are
-/// sound, kept here rather than repeated at each use.
-pub(crate) fn out_slice(out: &mut napi::bindgen_prelude::Uint32Array) -> &mut [u32] {
+/// sound, kept here rather than repeated at each use. Arrays come in as `…ArraySlice` arguments:
+/// an owned typed-array argument creates and deletes a reference to its array on every call.
+pub(crate) fn out_slice<'a>(out: &'a mut napi::bindgen_prelude::Uint32ArraySlice<'_>) -> &'a mut [u32] {
     // SAFETY: see above; the slice does not outlive the synchronous call that borrowed `out`.
     unsafe { out.as_mut() }
 }

@@ -6,7 +6,7 @@
 
 use crate::dialect;
 use litetopic_core::{ErrorCode, TopicTrie};
-use napi::bindgen_prelude::{External, Uint32Array};
+use napi::bindgen_prelude::{External, Uint32ArraySlice};
 use napi::{Env, JsString, Result};
 use napi_derive::napi;
 use std::cell::RefCell;
@@ -154,8 +154,8 @@ pub fn topic_trie_expand_first<'env>(
     env: &'env Env,
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     pattern: String,
-    mut ends: Uint32Array,
-    mut positions: Uint32Array,
+    mut ends: Uint32ArraySlice,
+    mut positions: Uint32ArraySlice,
 ) -> Result<Option<JsString<'env>>> {
     let ends = crate::out_slice(&mut ends);
     let positions = crate::out_slice(&mut positions);
@@ -250,7 +250,7 @@ fn chunk_string<'env>(
 pub fn topic_trie_expand_into(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     pattern: String,
-    mut out: Uint32Array,
+    mut out: Uint32ArraySlice,
 ) -> i64 {
     let out = crate::out_slice(&mut out);
     let mut ids = handle.ids.borrow_mut();
@@ -271,7 +271,7 @@ pub fn topic_trie_expand_into(
 pub fn topic_trie_expand_runs(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     pattern: String,
-    mut out: Uint32Array,
+    mut out: Uint32ArraySlice,
 ) -> i64 {
     let out = crate::out_slice(&mut out);
     let mut runs = handle.ids.borrow_mut();
