@@ -22,9 +22,9 @@ export interface ParentTopic {
   groups: Set<GroupState>;
   /**
    * LMQ names of lite topics written to since the broker opened, kept by `sendBatch` and dropped
-   * with the lite topic (expiry, a failed first send), so at most one per existing lite topic. A
-   * fresh concatenation is a new string the store must flatten and hash on every lookup, which an
-   * arrival, a dispatch and a POP each made.
+   * with the lite topic (expiry, a failed first send), so at most one per existing lite topic
+   * (about 60 bytes of heap each). A fresh concatenation is a new string the store must flatten and
+   * hash on every lookup, which an arrival, a dispatch and a POP each made.
    */
   lmqs: Map<string, string>;
 }
