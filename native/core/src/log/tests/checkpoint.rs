@@ -39,10 +39,15 @@ fn contents(log: &LogHandle) -> Contents {
 }
 
 fn stored(log: &LogHandle, name: &str) -> bool {
+    stored_file(log, name).is_some()
+}
+
+/// The checkpoint file holding `name`'s entries, while they are still there.
+fn stored_file(log: &LogHandle, name: &str) -> Option<*const CheckpointFile> {
     log.lock()
         .queues
         .get(name.as_bytes())
-        .is_some_and(|q| q.stored().is_some())
+        .and_then(|q| q.stored().map(|s| Arc::as_ptr(&s.file)))
 }
 
 /// A log of 200 records with a checkpoint of them, closed; returns what it held.
@@ -106,19 +111,10 @@ fn a_checkpoint_copies_the_blocks_of_stored_queues_and_moves_them_to_the_new_fil
     let dir = TempDir::new();
     let before = checkpointed(&dir);
     let log = open(&dir.0);
-    let file_before = log
-        .lock()
-        .queues
-        .get(b"lmq-1")
-        .and_then(|q| q.stored().map(|s| Arc::as_ptr(&s.file)));
+    let file_before = stored_file(&log, "lmq-1");
     append_all(&log, &[message(&["lmq-0"], b"after")], 20);
     log.checkpoint(21).expect("checkpoint");
-    let guard = log.lock();
-    let moved = guard
-        .queues
-        .get(b"lmq-1")
-        .and_then(|q| q.stored().map(|s| Arc::as_ptr(&s.file)));
-    drop(guard);
+    let moved = stored_file(&log, "lmq-1");
     assert!(
         moved.is_some() && moved != file_before,
         "still in the replaced file"
