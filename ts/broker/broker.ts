@@ -460,7 +460,8 @@ export class Broker {
       }
     }
     // A kept LMQ name means an existing lite topic (`ParentTopic.lmqs`): no trie lookup for those.
-    const created = [...new Set(names)].filter((name) => !parent.lmqs.has(name) && !parent.trie.has(name));
+    const distinct = new Set(names);
+    const created = [...distinct].filter((name) => !parent.lmqs.has(name) && !parent.trie.has(name));
     if (created.length > 0) {
       let existing = 0;
       for (const p of this.parents.values()) existing += p.trie.size;
@@ -471,7 +472,7 @@ export class Broker {
     // name is touched before the append (once: `now` is the send's time), so expiry never picks a
     // lite topic being written to.
     for (const name of created) parent.trie.add(name, now);
-    for (const name of new Set(names)) parent.trie.touch(name, now);
+    for (const name of distinct) parent.trie.touch(name, now);
     const records = messages.map((message, i) => ({
       lmqs: [keptLmqOf(parent, names[i] as string)],
       body: message.body,
