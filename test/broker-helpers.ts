@@ -38,12 +38,12 @@ export async function openBroker(engine: EngineName, options: BrokerOptions = {}
 }
 
 /**
- * The LMQ names the broker keeps for the lite topics of `agents` (white box: at most one per
- * existing lite topic, so they must go when a lite topic does).
+ * What the broker keeps per lite topic of `agents` (white box: at most one per existing lite topic,
+ * so it must go when a lite topic does).
  */
-export function keptLmqs(broker: Broker): Map<string, string> {
-  const parents = (broker as unknown as { parents: Map<string, { lmqs: Map<string, string> }> }).parents;
-  return parents.get('agents')?.lmqs ?? new Map();
+export function keptLite(broker: Broker): Map<string, unknown> {
+  const parents = (broker as unknown as { parents: Map<string, { lite: Map<string, unknown> }> }).parents;
+  return parents.get('agents')?.lite ?? new Map();
 }
 
 /** Sends `count` messages to `liteTopic` with bodies `<liteTopic>#<i>` from `from`. */

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { UnsubscribedEvent } from '../ts/index.js';
-import { bodies, drain, keptLmqs, openBroker, sendMany, tempDir } from './broker-helpers.js';
+import { bodies, drain, keptLite, openBroker, sendMany, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
 
 describe.each(ENGINES)('%s engine', (engine) => {
@@ -31,7 +31,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
       expect(c.liteTopics).toEqual(['busy']);
       expect(broker.admin.liteTopicInfo('agents', 'idle')).toBeNull();
       expect(broker.admin.topicInfo('agents').liteTopics).toBe(1);
-      expect([...keptLmqs(broker).keys()]).toEqual(['busy']);
+      expect([...keptLite(broker).keys()]).toEqual(['busy']);
       expect(broker.admin.clientInfo('g', 'c')?.inflight).toBe(0);
       await expect(c.ack(held as never)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
       expect(broker.admin.brokerInfo().expiredLiteTopics).toBe(1);
@@ -42,7 +42,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
       t.advance(10_000);
       await broker.runMaintenance();
       expect(broker.admin.topicInfo('agents').liteTopics).toBe(0);
-      expect(keptLmqs(broker).size).toBe(0);
+      expect(keptLite(broker).size).toBe(0);
     });
 
     it('runs on the maintenance timer under a manual clock, and keeps no progress for an expired topic after restart', async () => {

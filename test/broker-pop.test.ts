@@ -211,6 +211,9 @@ describe.each(ENGINES)('%s engine', (engine) => {
         handle.replace(/^2\./, '1.'),
         handle.slice(0, dot(4)), // no attempt, no lite topic
         `${handle.slice(0, dot(3))}.00${handle.slice(dot(4))}`, // offset "00"
+        `${handle.slice(0, dot(3))}.A${handle.slice(dot(4))}`, // upper-case digit
+        `${handle.slice(0, dot(3))}.-1${handle.slice(dot(4))}`, // a sign
+        `${handle.slice(0, dot(3))}.${'z'.repeat(12)}${handle.slice(dot(4))}`, // beyond a safe integer
         `${handle.slice(0, dot(4))}.1${handle.slice(dot(5))}`, // attempt 1: not the current delivery
         `${handle.slice(0, dot(2))}.other${handle.slice(dot(3))}`, // another group
         `2.ffff${handle.slice(dot(2))}`, // another broker

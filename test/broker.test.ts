@@ -4,8 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { openStore } from '../ts/broker/store.js';
-import { Broker, type Consumer, type UnsubscribedEvent } from '../ts/index.js';
-import { bodies, drain, keptLmqs, openBroker, sendMany } from './broker-helpers.js';
+import { Broker, type Consumer, type PoppedMessage, type UnsubscribedEvent } from '../ts/index.js';
+import { bodies, drain, keptLite, openBroker, sendMany } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
 
 function events(consumer: Consumer): UnsubscribedEvent[] {
@@ -42,10 +42,34 @@ describe.each(ENGINES)('%s engine', (engine) => {
       await expect(broker.send('agents', { liteTopic: 't', body: 'lost' })).rejects.toThrow('disk full');
       expect(broker.admin.topicInfo('agents').liteTopics).toBe(0);
       expect(broker.admin.liteTopicInfo('agents', 't')).toBeNull();
-      expect(keptLmqs(broker).size).toBe(0);
+      expect(keptLite(broker).size).toBe(0);
       expect(await broker.send('agents', { liteTopic: 't', body: 'kept' })).toMatchObject({ offset: 0 });
       expect(broker.admin.topicInfo('agents').liteTopics).toBe(1);
-      expect([...keptLmqs(broker).keys()]).toEqual(['t']);
+      expect([...keptLite(broker).keys()]).toEqual(['t']);
+    });
+
+    it('delivers the next send of a lite topic a group looked at while its first send was failing', async () => {
+      const store = await openStore(undefined, { clock: { now: () => 1 } });
+      const append = store.append.bind(store);
+      let fail: (error: Error) => void = () => undefined;
+      let failures = 1;
+      store.append = (records) => (failures-- > 0 ? new Promise((_, reject) => (fail = reject)) : append(records));
+      const { broker } = await openBroker(engine, { store });
+      broker.createGroup('g', { bindTopic: 'agents', subModel: 'shared' });
+      const sending = broker.send('agents', { liteTopic: 't', body: 'lost' });
+      // While the append is pending `t` exists: a subscriber's dispatch asks what it holds (nothing).
+      const consumer = broker.consumer({ group: 'g', clientId: 'c' });
+      await consumer.subscribe(['t'], { offset: { policy: 'min' } });
+      fail(new Error('disk full'));
+      await expect(sending).rejects.toThrow('disk full');
+      await broker.sendBatch('agents', [
+        { liteTopic: 't', body: 'one' },
+        { liteTopic: 't', body: 'two' },
+      ]);
+      const first = await consumer.pop({ maxNum: 1 });
+      expect(bodies(first)).toEqual(['one']);
+      await consumer.ack(first[0] as PoppedMessage);
+      expect(bodies(await consumer.pop())).toEqual(['two']);
     });
 
     it('refuses an unknown parent, a bad name or a bad message with typed errors and stores nothing', async () => {

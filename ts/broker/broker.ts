@@ -51,9 +51,11 @@ import { Registry } from './registry.js';
 import {
   type BrokerContext,
   ClientState,
+  dropLite,
   type GroupConfig,
   GroupState,
-  keptLmqOf,
+  keptLite,
+  type LiteTopicInfo,
   lmqOf,
   type ParentTopic,
   type SubModel,
@@ -361,7 +363,7 @@ export class Broker {
       trie,
       groups: new Set(),
       expiring: new Map(),
-      lmqs: new Map(),
+      lite: new Map(),
     });
     return maxOffsets;
   }
@@ -459,9 +461,9 @@ export class Broker {
         this.checkOpen();
       }
     }
-    // A kept LMQ name means an existing lite topic (`ParentTopic.lmqs`): no trie lookup for those.
+    // A kept info means an existing lite topic (`ParentTopic.lite`): no trie lookup for those.
     const distinct = new Set(names);
-    const created = [...distinct].filter((name) => !parent.lmqs.has(name) && !parent.trie.has(name));
+    const created = [...distinct].filter((name) => !parent.lite.has(name) && !parent.trie.has(name));
     if (created.length > 0) {
       let existing = 0;
       for (const p of this.parents.values()) existing += p.trie.size;
@@ -473,8 +475,9 @@ export class Broker {
     // lite topic being written to.
     for (const name of created) parent.trie.add(name, now);
     for (const name of distinct) parent.trie.touch(name, now);
+    const infos = names.map((name) => keptLite(parent, name));
     const records = messages.map((message, i) => ({
-      lmqs: [keptLmqOf(parent, names[i] as string)],
+      lmqs: [(infos[i] as LiteTopicInfo).lmq],
       body: message.body,
       key: message.key,
       tag: message.tag,
@@ -487,16 +490,18 @@ export class Broker {
       for (const name of created) {
         if (this.context.store.maxOffset(lmqOf(parent, name)) === 0) {
           parent.trie.remove(name);
-          parent.lmqs.delete(name);
+          dropLite(parent, name);
         }
       }
       throw error;
     }
     const fresh = new Set(created);
+    const arrived = this.context.clock.now();
     const sent = results.map((result, i) => {
       const liteTopic = names[i] as string;
       const offset = result.offsets[0] as number;
-      this.arrive(parent, liteTopic, offset, fresh.delete(liteTopic));
+      (infos[i] as LiteTopicInfo).arrived(offset);
+      this.arrive(parent, liteTopic, offset, fresh.delete(liteTopic), arrived);
       return { messageId: messageId(result.position), liteTopic, offset };
     });
     await this.context.state.settle(); // the groups' starting offsets of new lite topics
@@ -582,7 +587,8 @@ export class Broker {
     }
   }
 
-  private arrive(parent: ParentTopic, liteTopic: string, offset: number, created: boolean): void {
+  /** Offers a stored message to every group; `now` is when the append resolved (one reading per batch). */
+  private arrive(parent: ParentTopic, liteTopic: string, offset: number, created: boolean, now: number): void {
     for (const group of parent.groups) {
       if (created && group.patternIndex !== undefined && group.patternIndex.size > 0) {
         for (const id of group.patternIndex.match(liteTopic)) {
@@ -595,12 +601,14 @@ export class Broker {
           }
         }
       }
-      if (!group.interested(liteTopic)) continue;
-      if (!group.progress.has(liteTopic)) {
-        group.progress.set(liteTopic, newProgress(group.config, offset));
+      let progress = group.progress.get(liteTopic);
+      if (progress === undefined) {
+        if (!group.interested(liteTopic)) continue;
+        progress = newProgress(group.config, offset);
+        group.progress.set(liteTopic, progress);
         this.context.state.record(['start', group.name, liteTopic, offset]);
       }
-      this.dispatcher.ready(group, liteTopic, undefined, offset + 1);
+      this.dispatcher.ready(group, liteTopic, now, offset + 1, progress);
     }
   }
 

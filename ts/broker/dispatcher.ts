@@ -8,7 +8,16 @@
  */
 import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
-import { type BrokerContext, type ClientState, type GroupState, lmqOf } from './state.js';
+import {
+  type BrokerContext,
+  type ClientState,
+  type GroupState,
+  isExpiring,
+  type LiteTopicInfo,
+  liteOf,
+  maxOffsetOf,
+} from './state.js';
+import { lmqName } from './store.js';
 
 /** Stale entries a drain list may hold beyond twice the backlog before it is pruned. */
 const PRUNE_SLACK = 64;
@@ -38,35 +47,52 @@ export class Dispatcher {
   /**
    * Queues the event of `liteTopic` for `group` if it has something deliverable and none is queued.
    * `storedBelow`, when given, is an offset the caller knows is stored (an arrival's offset + 1): below
-   * it the store need not be asked for its `maxOffset`.
+   * it the store need not be asked for its `maxOffset`. `known` is the group's progress on the lite
+   * topic when the caller has just looked it up (in the same synchronous step).
    */
-  ready(group: GroupState, liteTopic: string, now = this.context.clock.now(), storedBelow = 0): void {
-    if (group.queued.has(liteTopic)) return; // never set in key-shared groups
-
-    const progress = group.progress.get(liteTopic);
+  ready(
+    group: GroupState,
+    liteTopic: string,
+    now = this.context.clock.now(),
+    storedBelow = 0,
+    known?: TopicProgress,
+  ): void {
+    const progress = known ?? group.progress.get(liteTopic);
+    if (progress === undefined) {
+      group.backlog.delete(liteTopic); // not there either: only a lite topic with progress is placed
+      return;
+    }
+    if (progress.queuedAt !== undefined) return; // never set in key-shared groups
+    const holders = group.subscribers.get(liteTopic);
     // An expiring lite topic's LMQ still holds its old messages until deleted; ready again after.
-    if (progress === undefined || !group.interested(liteTopic) || group.parent.expiring.has(liteTopic)) {
-      group.backlog.delete(liteTopic);
+    if (
+      (group.legacy.size === 0 && !(holders !== undefined && holders.size > 0)) ||
+      isExpiring(group.parent, liteTopic)
+    ) {
+      this.unbacklog(group, liteTopic, progress);
       return;
     }
     const { store } = this.context;
-    const lmq = lmqOf(group.parent, liteTopic);
+    const info = liteOf(group.parent, liteTopic, progress);
+    const lmq = info?.lmq ?? lmqName(group.parent.name, liteTopic);
     this.skipRetired(progress, lmq);
     if (progress instanceof KeySharedProgress) {
-      this.readyKeyShared(group, liteTopic, progress, lmq, now);
+      this.readyKeyShared(group, liteTopic, progress, lmq, info, now);
       return;
     }
     // One `now` for both decisions: with two readings, the clock could pass the deadline between
     // "not deliverable yet" and "deadline passed, no timer needed", and the lite topic would stay
     // blocked with neither an event nor a timer.
-    if (!(progress.frontVisible(now) ?? (progress.next < storedBelow || progress.next < store.maxOffset(lmq)))) {
-      group.backlog.delete(liteTopic);
+    if (
+      !(progress.frontVisible(now) ?? (progress.next < storedBelow || progress.next < maxOffsetOf(store, info, lmq)))
+    ) {
+      this.unbacklog(group, liteTopic, progress);
       this.armWake(group, liteTopic, progress, now);
       return;
     }
-    const client = this.choose(group, liteTopic);
-    if (client === undefined) this.toBacklog(group, liteTopic);
-    else this.enqueue(client, liteTopic);
+    const client = this.choose(group, holders);
+    if (client === undefined) this.toBacklog(group, liteTopic, progress, holders);
+    else this.enqueue(client, liteTopic, progress);
   }
 
   /** Skips offsets retention deleted, asking the store once per retention pass (see `retained`). */
@@ -88,13 +114,18 @@ export class Dispatcher {
    * lite topics that wait for other clients (with an exclusive group and full clients that walk was
    * every waiting lite topic on every POP).
    */
-  private toBacklog(group: GroupState, liteTopic: string): void {
-    group.backlog.add(liteTopic);
-    let only: ClientState | undefined;
-    if (group.legacy.size === 0) {
-      const holders = group.subscribers.get(liteTopic);
-      if (holders?.size === 1) only = holders.values().next().value;
+  private toBacklog(
+    group: GroupState,
+    liteTopic: string,
+    progress: TopicProgress,
+    holders: ReadonlySet<ClientState> | undefined,
+  ): void {
+    if (!progress.backlogged) {
+      progress.backlogged = true;
+      group.backlog.add(liteTopic);
     }
+    let only: ClientState | undefined;
+    if (group.legacy.size === 0 && holders?.size === 1) only = holders.values().next().value;
     if (only === undefined) {
       let open = this.open.get(group);
       if (open === undefined) {
@@ -112,6 +143,13 @@ export class Dispatcher {
     }
   }
 
+  /** Takes `liteTopic` out of the group's backlog, if it is there. */
+  private unbacklog(group: GroupState, liteTopic: string, progress: TopicProgress): void {
+    if (!progress.backlogged) return;
+    progress.backlogged = false;
+    group.backlog.delete(liteTopic);
+  }
+
   /**
    * Key-shared: a lite topic may have one event at each client that owns a bucket with something it
    * may be handed now; a client without room leaves the lite topic in the backlog.
@@ -121,6 +159,7 @@ export class Dispatcher {
     liteTopic: string,
     progress: KeySharedProgress,
     lmq: string,
+    info: LiteTopicInfo | undefined,
     now: number,
   ): void {
     const { store, limits } = this.context;
@@ -128,14 +167,14 @@ export class Dispatcher {
     // Only clients without the event need one: with every member holding it, nothing to look at.
     const wanted = new Set<ClientState>();
     for (const client of members) if (!client.events.has(liteTopic)) wanted.add(client);
-    const clients = progress.readyClients(now, store.maxOffset(lmq), owners, wanted, keyLoader(store, lmq));
+    const clients = progress.readyClients(now, maxOffsetOf(store, info, lmq), owners, wanted, keyLoader(store, lmq));
     let waiting = false;
     for (const client of clients) {
       if (client.events.size >= limits.maxEventsPerClient) waiting = true;
-      else this.enqueue(client, liteTopic);
+      else this.enqueue(client, liteTopic, progress);
     }
-    if (waiting) this.toBacklog(group, liteTopic);
-    else group.backlog.delete(liteTopic);
+    if (waiting) this.toBacklog(group, liteTopic, progress, group.subscribers.get(liteTopic));
+    else this.unbacklog(group, liteTopic, progress);
     this.armWake(group, liteTopic, progress, now);
   }
 
@@ -143,7 +182,7 @@ export class Dispatcher {
    * The client to queue an event at: the exclusive holder, or among shared candidates with room and
    * not stalled the least loaded (queued events + unacked deliveries), ties to the one chosen longest ago.
    */
-  private choose(group: GroupState, liteTopic: string): ClientState | undefined {
+  private choose(group: GroupState, holders: ReadonlySet<ClientState> | undefined): ClientState | undefined {
     const room = this.context.limits.maxEventsPerClient;
     let best: ClientState | undefined;
     const consider = (client: ClientState) => {
@@ -156,25 +195,29 @@ export class Dispatcher {
         best = client;
       }
     };
-    for (const client of group.subscribers.get(liteTopic) ?? []) consider(client);
+    if (holders !== undefined) for (const client of holders) consider(client);
     for (const client of group.legacy) consider(client);
     return best;
   }
 
-  private enqueue(client: ClientState, liteTopic: string): void {
+  private enqueue(client: ClientState, liteTopic: string, progress: TopicProgress): void {
     const group = client.group;
     client.events.add(liteTopic);
-    if (group.keyShared === undefined) group.queued.set(liteTopic, client);
-    group.backlog.delete(liteTopic);
+    if (group.keyShared === undefined) progress.queuedAt = client;
+    this.unbacklog(group, liteTopic, progress);
     client.lastChosen = ++group.chooseCounter;
     if (client.events.size === 1) this.armStallCheck(client);
     this.wake(client);
   }
 
-  /** Takes the event of `liteTopic` off `client`'s queue (POP does this before it reads). */
-  dequeue(client: ClientState, liteTopic: string): void {
+  /**
+   * Takes the event of `liteTopic` off `client`'s queue (POP does this before it reads). `known`: the
+   * group's progress on it, when the caller has it at hand.
+   */
+  dequeue(client: ClientState, liteTopic: string, known?: TopicProgress): void {
     client.events.delete(liteTopic);
-    if (client.group.queued.get(liteTopic) === client) client.group.queued.delete(liteTopic);
+    const progress = known ?? client.group.progress.get(liteTopic);
+    if (progress?.queuedAt === client) progress.queuedAt = undefined;
   }
 
   /** Moves one event away from `client` (it no longer holds the lite topic, or it is leaving). */
@@ -222,8 +265,14 @@ export class Dispatcher {
     for (const liteTopic of list) {
       if (left-- === 0 || (client !== undefined && client.events.size >= room)) return;
       list.delete(liteTopic);
-      if (list !== group.backlog && !group.backlog.delete(liteTopic)) continue; // no longer waiting
-      this.ready(group, liteTopic);
+      const progress = group.progress.get(liteTopic);
+      if (progress === undefined) {
+        group.backlog.delete(liteTopic);
+        continue;
+      }
+      if (!progress.backlogged) continue; // no longer waiting
+      this.unbacklog(group, liteTopic, progress);
+      this.ready(group, liteTopic, undefined, 0, progress);
     }
   }
 

@@ -15,7 +15,7 @@
  */
 import type { Dispatcher } from './dispatcher.js';
 import type { Registry } from './registry.js';
-import type { BrokerContext, ClientState, ParentTopic } from './state.js';
+import { type BrokerContext, type ClientState, dropLite, type ParentTopic } from './state.js';
 import { lmqName } from './store.js';
 
 /** Lite topics expired per parent per maintenance pass; more wait for the next pass. */
@@ -147,7 +147,7 @@ export class Lifecycle {
         if (group.keyShared !== undefined) continue; // key-shared keeps its own per-key wakes
         for (const [liteTopic, progress] of group.progress) {
           if (progress.committed >= progress.next || progress.wakeAt !== Number.POSITIVE_INFINITY) continue;
-          if (group.queued.has(liteTopic) || group.backlog.has(liteTopic)) continue;
+          if (progress.queuedAt !== undefined || progress.backlogged) continue;
           if (progress.firstDeadline() <= now) this.dispatcher.ready(group, liteTopic);
         }
       }
@@ -158,13 +158,13 @@ export class Lifecycle {
   private expire(parent: ParentTopic, names: readonly string[]): Promise<void> {
     for (const name of names) {
       parent.trie.remove(name);
-      parent.lmqs.delete(name);
+      dropLite(parent, name);
       for (const group of parent.groups) {
         const progress = group.progress.get(name);
         progress?.dropAll();
         group.progress.delete(name);
-        const queuedAt = group.queued.get(name);
-        if (queuedAt !== undefined) this.dispatcher.dequeue(queuedAt, name);
+        const queuedAt = progress?.queuedAt;
+        if (queuedAt !== undefined) this.dispatcher.dequeue(queuedAt, name, progress);
         group.backlog.delete(name);
         for (const client of [...(group.subscribers.get(name) ?? [])]) this.registry.expire(client, name);
       }

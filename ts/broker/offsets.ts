@@ -5,6 +5,7 @@
  * anything after it, with its attempt (reconsume count) plus one. Acks advance `committed` past the
  * contiguous acked prefix. Every offset in [committed, next) has a `Delivery`.
  */
+import type { ClientState, LiteTopicInfo } from './state.js';
 
 /** One handed-out message of the lite topic. */
 export interface Delivery {
@@ -41,6 +42,17 @@ export class TopicProgress {
   wakeAt = Number.POSITIVE_INFINITY;
   /** The dispatcher's retention count when `skipTo` last ran (-1: never; see `Dispatcher.skipRetired`). */
   retiredChecked = -1;
+  /**
+   * Where the dispatcher has the group's one event of this lite topic (dispatcher.ts): the client it
+   * is queued at (never set in key-shared groups, whose events are per bucket owner), and whether it
+   * waits in the group's backlog (`GroupState.backlog` holds exactly the names whose progress says
+   * so). Kept here, next to the progress every dispatch looks up anyway, so a dispatch does not look
+   * the lite topic up again in one more map per question.
+   */
+  queuedAt: ClientState | undefined;
+  backlogged = false;
+  /** The lite topic's kept info (state.ts `liteOf`), from the first dispatch that found one. */
+  lite: LiteTopicInfo | undefined;
 
   constructor(start: number) {
     this.committed = start;

@@ -12,8 +12,9 @@ import type { Dispatcher } from './dispatcher.js';
 import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import { checkQuota } from './quota.js';
-import { decodeReceipt, encodeReceipt, type Receipt } from './receipt.js';
-import { type BrokerContext, type ClientState, type GroupState, lmqOf } from './state.js';
+import { decodeOwnReceipt, decodeReceipt, encodeReceipt, type Receipt, receiptPrefix } from './receipt.js';
+import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf, maxOffsetOf } from './state.js';
+import { lmqName } from './store.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from './types.js';
 
 /** Recently acked handles kept per group, so a second ack of a committed message stays harmless. */
@@ -42,6 +43,8 @@ export function messageId(position: number): string {
 export class Popper {
   /** Per group; weakly held, so a deleted group's recent acks go with it. */
   private readonly recentAcks = new WeakMap<GroupState, RecentAcks>();
+  /** Per group, what its receipt handles start with (`receiptPrefix`). */
+  private readonly prefixes = new WeakMap<GroupState, string>();
   /** The last failure to move a message to a dead-letter queue in the background (admin reports it). */
   lastMoveError: unknown;
 
@@ -116,17 +119,20 @@ export class Popper {
     }
     const out: PoppedMessage[] = [];
     const touched: string[] = [];
+    const touchedProgress: (TopicProgress | undefined)[] = [];
     try {
       for (;;) {
         if (out.length >= maxNum) break;
         const liteTopic = client.events.values().next().value;
         if (liteTopic === undefined) break;
-        // Off the queue first: anything that queues it again from here on stays queued.
-        this.dispatcher.dequeue(client, liteTopic);
-        touched.push(liteTopic);
         const progress = group.progress.get(liteTopic);
-        if (progress === undefined || group.parent.expiring.has(liteTopic)) continue;
-        const lmq = lmqOf(group.parent, liteTopic);
+        // Off the queue first: anything that queues it again from here on stays queued.
+        this.dispatcher.dequeue(client, liteTopic, progress);
+        touched.push(liteTopic);
+        touchedProgress.push(progress);
+        if (progress === undefined || isExpiring(group.parent, liteTopic)) continue;
+        const info = liteOf(group.parent, liteTopic, progress);
+        const lmq = info?.lmq ?? lmqName(group.parent.name, liteTopic);
         const { store } = this.context;
         this.dispatcher.skipRetired(progress, lmq);
         const dying: Delivery[] = [];
@@ -137,14 +143,22 @@ export class Popper {
                 client,
                 now,
                 maxNum - out.length,
-                store.maxOffset(lmq),
+                maxOffsetOf(store, info, lmq),
                 invisibleTimeMs,
                 bucketOwners(progress, group, liteTopic).owners,
                 keyLoader(store, lmq),
                 maxAttempt,
                 dying,
               )
-            : progress.take(now, maxNum - out.length, store.maxOffset(lmq), invisibleTimeMs, client, maxAttempt, dying);
+            : progress.take(
+                now,
+                maxNum - out.length,
+                maxOffsetOf(store, info, lmq),
+                invisibleTimeMs,
+                client,
+                maxAttempt,
+                dying,
+              );
         for (const delivery of dying) this.moveInBackground(group, liteTopic, progress, delivery);
         if (taken.length === 0) continue;
         const record: number[] = [];
@@ -156,7 +170,9 @@ export class Popper {
     } finally {
       // Even when a read fails, every lite topic taken off the queue is offered again: an event
       // consumed here is never lost (docs/BROKER.md, "No lost events").
-      for (const liteTopic of touched) this.dispatcher.ready(group, liteTopic);
+      for (let i = 0; i < touched.length; i++) {
+        this.dispatcher.ready(group, touched[i] as string, undefined, 0, touchedProgress[i]);
+      }
       this.dispatcher.drainBacklog(group, client);
     }
     return out;
@@ -199,13 +215,6 @@ export class Popper {
   }
 
   private popped(group: GroupState, liteTopic: string, delivery: Delivery, message: StoredMessage): PoppedMessage {
-    const receipt: Receipt = {
-      epoch: this.context.epoch,
-      group: group.name,
-      liteTopic,
-      offset: delivery.offset,
-      attempt: delivery.attempt,
-    };
     const popped: PoppedMessage = {
       messageId: messageId(message.position),
       topic: group.parent.name,
@@ -215,7 +224,7 @@ export class Popper {
       properties: message.properties,
       storeTimestamp: message.storeTimestamp,
       reconsumeTimes: delivery.attempt,
-      receiptHandle: encodeReceipt(receipt),
+      receiptHandle: encodeReceipt(this.prefix(group), delivery.offset, delivery.attempt, liteTopic),
     };
     if (message.key !== undefined) popped.key = message.key;
     if (message.tag !== undefined) popped.tag = message.tag;
@@ -238,7 +247,7 @@ export class Popper {
     this.context.state.record(['ack', group.name, receipt.liteTopic, receipt.offset]);
     recent.add(handle);
     this.dispatcher.armWake(group, receipt.liteTopic, progress);
-    this.dispatcher.ready(group, receipt.liteTopic);
+    this.dispatcher.ready(group, receipt.liteTopic, undefined, 0, progress);
     // Under `sync` the ack resolves once durable: an acked message is never delivered again.
     return this.context.state.settle();
   }
@@ -294,11 +303,22 @@ export class Popper {
 
   private resolve(client: ClientState, handle: string): { receipt: Receipt; group: GroupState } {
     if (client.closed) throw new ClosedError('the consumer is closed');
-    const receipt = decodeReceipt(handle);
+    const group = client.group;
+    const receipt =
+      decodeOwnReceipt(handle, this.prefix(group), this.context.epoch, group.name) ?? decodeReceipt(handle);
     if (receipt.epoch !== this.context.epoch || receipt.group !== client.group.name) {
       throw new InvalidReceiptError('receipt handle is from another broker or group', { value: handle });
     }
-    return { receipt, group: client.group };
+    return { receipt, group };
+  }
+
+  private prefix(group: GroupState): string {
+    let prefix = this.prefixes.get(group);
+    if (prefix === undefined) {
+      prefix = receiptPrefix(this.context.epoch, group.name);
+      this.prefixes.set(group, prefix);
+    }
+    return prefix;
   }
 
   private recent(group: GroupState): RecentAcks {

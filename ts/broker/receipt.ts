@@ -25,40 +25,78 @@ export interface Receipt {
 const PREFIX = '2.';
 const GROUP_NAME = /^[A-Za-z0-9_-]{1,127}$/;
 const EPOCH = /^[0-9a-f]{1,64}$/;
-const BASE36 = /^(0|[1-9a-z][0-9a-z]*)$/;
+const MAX_HANDLE_LENGTH = 4096;
+/** Base-36 digits of the largest safe integer. */
+const MAX_COUNT_DIGITS = 11;
 
-export function encodeReceipt(receipt: Receipt): string {
-  return `${PREFIX}${receipt.epoch}.${receipt.group}.${receipt.offset.toString(36)}.${receipt.attempt.toString(36)}.${receipt.liteTopic}`;
+/**
+ * What every handle `epoch` issues to `group` starts with. A broker keeps it per group: making a
+ * handle is then one concatenation, and reading one of its own needs no checks on the first fields.
+ */
+export function receiptPrefix(epoch: string, group: string): string {
+  return `${PREFIX}${epoch}.${group}.`;
 }
 
-/** A canonical base-36 count (no sign, no leading zero, a safe integer), or -1. */
-function count36(text: string): number {
-  if (text.length === 0 || text.length > 11 || !BASE36.test(text)) return -1;
-  const value = Number.parseInt(text, 36);
+/** The handle of one delivery, `prefix` from `receiptPrefix`. */
+export function encodeReceipt(prefix: string, offset: number, attempt: number, liteTopic: string): string {
+  return `${prefix}${offset.toString(36)}.${attempt.toString(36)}.${liteTopic}`;
+}
+
+/**
+ * The canonical base-36 count in `text` from `from` to `to` (no sign, no leading zero, a safe
+ * integer), or -1. A loop over char codes: this runs twice per ack, where a regex test and
+ * `parseInt` cost several times more.
+ */
+function count36(text: string, from: number, to: number): number {
+  const length = to - from;
+  if (length <= 0 || length > MAX_COUNT_DIGITS) return -1;
+  let value = 0;
+  for (let i = from; i < to; i++) {
+    const code = text.charCodeAt(i);
+    let digit: number;
+    if (code >= 48 && code <= 57) digit = code - 48;
+    else if (code >= 97 && code <= 122) digit = code - 87;
+    else return -1;
+    if (digit === 0 && i === from && length > 1) return -1;
+    value = value * 36 + digit;
+  }
   return Number.isSafeInteger(value) ? value : -1;
+}
+
+/**
+ * The receipt `handle` encodes when it is a well-formed handle starting with `prefix` (from
+ * `receiptPrefix(epoch, group)`), else undefined: `decodeReceipt` then says what is wrong with it.
+ */
+export function decodeOwnReceipt(handle: unknown, prefix: string, epoch: string, group: string): Receipt | undefined {
+  if (typeof handle !== 'string' || handle.length > MAX_HANDLE_LENGTH || !handle.startsWith(prefix)) return undefined;
+  const offsetEnd = handle.indexOf('.', prefix.length);
+  if (offsetEnd < 0) return undefined;
+  const attemptEnd = handle.indexOf('.', offsetEnd + 1);
+  if (attemptEnd < 0 || attemptEnd + 1 === handle.length) return undefined;
+  const offset = count36(handle, prefix.length, offsetEnd);
+  const attempt = count36(handle, offsetEnd + 1, attemptEnd);
+  if (offset < 0 || attempt < 0) return undefined;
+  return { epoch, group, liteTopic: handle.slice(attemptEnd + 1), offset, attempt };
 }
 
 /** The receipt a handle encodes; `InvalidReceiptError` when it is not one of ours. */
 export function decodeReceipt(handle: unknown): Receipt {
   const invalid = () => new InvalidReceiptError('not a receipt handle of this broker', { value: handle });
-  if (typeof handle !== 'string' || handle.length > 4096) throw invalid();
+  if (typeof handle !== 'string' || handle.length > MAX_HANDLE_LENGTH) throw invalid();
   if (!handle.startsWith(PREFIX)) return decodeVersion1(handle, invalid);
   const fields: string[] = [];
   let at = PREFIX.length;
-  for (let i = 0; i < 4; i++) {
+  for (let i = 0; i < 2; i++) {
     const dot = handle.indexOf('.', at);
     if (dot < 0) throw invalid();
     fields.push(handle.slice(at, dot));
     at = dot + 1;
   }
-  const [epoch, group, offsetText, attemptText] = fields as [string, string, string, string];
-  const liteTopic = handle.slice(at);
-  const offset = count36(offsetText);
-  const attempt = count36(attemptText);
-  if (!EPOCH.test(epoch) || !GROUP_NAME.test(group) || offset < 0 || attempt < 0 || liteTopic.length === 0) {
-    throw invalid();
-  }
-  return { epoch, group, liteTopic, offset, attempt };
+  const [epoch, group] = fields as [string, string];
+  if (!EPOCH.test(epoch) || !GROUP_NAME.test(group)) throw invalid();
+  const receipt = decodeOwnReceipt(handle, handle.slice(0, at), epoch, group);
+  if (receipt === undefined) throw invalid();
+  return receipt;
 }
 
 /**

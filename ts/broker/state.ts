@@ -21,27 +21,89 @@ export interface ParentTopic {
   trie: TopicTrie;
   groups: Set<GroupState>;
   /**
-   * LMQ names of lite topics written to since the broker opened, kept by `sendBatch` and dropped
-   * with the lite topic (expiry, a failed first send), so at most one per existing lite topic
-   * (about 60 bytes of heap each). A fresh concatenation is a new string the store must flatten and
-   * hash on every lookup, which an arrival, a dispatch and a POP each made.
+   * What the broker keeps of each existing lite topic it wrote to or dispatched from since it opened
+   * (`LiteTopicInfo`), dropped with the lite topic (expiry, a failed first send).
    */
-  lmqs: Map<string, string>;
+  lite: Map<string, LiteTopicInfo>;
 }
 
-/** The LMQ of `liteTopic`: the kept string (see `ParentTopic.lmqs`), else a new one. */
-export function lmqOf(parent: ParentTopic, liteTopic: string): string {
-  return parent.lmqs.get(liteTopic) ?? lmqName(parent.name, liteTopic);
-}
+/**
+ * Kept per existing lite topic (`ParentTopic.lite`, at most one each) and referenced from the groups'
+ * progress on it, so the dispatch of a message and its POP reach these without a lookup:
+ * - the LMQ name: a fresh concatenation is a new string the store must flatten and hash on every
+ *   lookup, which an arrival, a dispatch and a POP each made;
+ * - the LMQ's next offset, which every dispatch decision compares with: asked of the store once,
+ *   then raised by each arrival. Every message of a lite topic is stored through `sendBatch`, which
+ *   offers it to the groups once its append resolves, so the store need not be asked again (on disk
+ *   each question was a Node-API crossing).
+ */
+export class LiteTopicInfo {
+  /** The LMQ's next offset as far as this broker knows, or -1 before it first asks the store. */
+  stored = -1;
+  /** Dropped from its parent: holders of this object look the lite topic up again. */
+  dropped = false;
 
-/** The LMQ of an existing lite topic of `parent`, kept for the calls after this one. */
-export function keptLmqOf(parent: ParentTopic, liteTopic: string): string {
-  let lmq = parent.lmqs.get(liteTopic);
-  if (lmq === undefined) {
-    lmq = lmqName(parent.name, liteTopic);
-    parent.lmqs.set(liteTopic, lmq);
+  constructor(readonly lmq: string) {}
+
+  /** The LMQ's next offset (the store's `maxOffset`, asked once). */
+  maxOffset(store: { maxOffset(lmq: string): number }): number {
+    if (this.stored < 0) this.stored = store.maxOffset(this.lmq);
+    return this.stored;
   }
-  return lmq;
+
+  /** A message of the lite topic was stored at `offset`: the next offset is at least one past it. */
+  arrived(offset: number): void {
+    if (offset >= this.stored) this.stored = offset + 1;
+  }
+}
+
+/** The LMQ of `liteTopic`: the kept string (see `LiteTopicInfo`), else a new one. */
+export function lmqOf(parent: ParentTopic, liteTopic: string): string {
+  return parent.lite.get(liteTopic)?.lmq ?? lmqName(parent.name, liteTopic);
+}
+
+/** Whether `liteTopic` is being deleted by expiry (almost never: no lookup while nothing expires). */
+export function isExpiring(parent: ParentTopic, liteTopic: string): boolean {
+  return parent.expiring.size > 0 && parent.expiring.has(liteTopic);
+}
+
+/** The kept info of `liteTopic`, an existing lite topic of `parent` (in its trie), made on first use. */
+export function keptLite(parent: ParentTopic, liteTopic: string): LiteTopicInfo {
+  let info = parent.lite.get(liteTopic);
+  if (info === undefined) {
+    info = new LiteTopicInfo(lmqName(parent.name, liteTopic));
+    parent.lite.set(liteTopic, info);
+  }
+  return info;
+}
+
+/** Forgets the kept info of `liteTopic` (it no longer exists); progress holding it looks again. */
+export function dropLite(parent: ParentTopic, liteTopic: string): void {
+  const info = parent.lite.get(liteTopic);
+  if (info === undefined) return;
+  info.dropped = true;
+  parent.lite.delete(liteTopic);
+}
+
+/**
+ * The kept info of `liteTopic` for a group's `progress` on it, held by the progress too; undefined
+ * while the lite topic does not exist (a subscription may name one before its first message).
+ */
+export function liteOf(parent: ParentTopic, liteTopic: string, progress: TopicProgress): LiteTopicInfo | undefined {
+  const held = progress.lite;
+  if (held !== undefined && !held.dropped) return held;
+  const info = parent.lite.get(liteTopic) ?? (parent.trie.has(liteTopic) ? keptLite(parent, liteTopic) : undefined);
+  progress.lite = info;
+  return info;
+}
+
+/** The next offset of `lmq`, through its kept info when there is one (see `LiteTopicInfo`). */
+export function maxOffsetOf(
+  store: { maxOffset(lmq: string): number },
+  info: LiteTopicInfo | undefined,
+  lmq: string,
+): number {
+  return info === undefined ? store.maxOffset(lmq) : info.maxOffset(store);
 }
 
 /** A POP waiting for events (long poll). */
@@ -123,9 +185,10 @@ export class GroupState {
   readonly patternIndex: PatternIndex | undefined;
   /** Lite topic → the group's progress on it (a restart hands over the replayed map as it is). */
   readonly progress: Map<string, TopicProgress>;
-  /** Lite topic → the client its event is queued at (one event per lite topic per group). */
-  readonly queued = new Map<string, ClientState>();
-  /** Lite topics with messages ready but no client with room; placed as clients make room. */
+  /**
+   * Lite topics with messages ready but no client with room; placed as clients make room. Exactly
+   * those whose progress is `backlogged` (the dispatcher changes both together).
+   */
   readonly backlog = new Set<string>();
   /** Ids for the pattern index. */
   nextClientId = 0;
