@@ -6,9 +6,11 @@
  */
 import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeJournal, encodeRecord } from '../ts/broker/journal.js';
 import { decodeBinary } from '../ts/broker/snapshot.js';
+import { crc32c } from '../ts/engine/js/crc32c.js';
 import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
 import { bodies, drain, ManualClock, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
@@ -271,5 +273,51 @@ describe.each(ENGINES)('%s engine', (engine) => {
     const second = await open(engine, dir, clock);
     expect(second.admin.groupInfo('g', { liteTopic: 'a' }).liteTopic?.committedOffset).toBeGreaterThan(100);
     expect(second.admin.brokerInfo().inflight).toBeGreaterThan(0); // b's deliveries, still hidden
+  });
+});
+
+describe('state journal record framing', () => {
+  /** The framing as a reader expects it, from `JSON.stringify` and a UTF-8 copy: the reference. */
+  function reference(record: unknown): Buffer {
+    const payload = Buffer.from(JSON.stringify(record), 'utf8');
+    const frame = Buffer.alloc(8 + payload.length);
+    frame.writeUInt32LE(payload.length, 0);
+    frame.writeUInt32LE(crc32c(payload), 4);
+    payload.copy(frame, 8);
+    return frame;
+  }
+  // Names as the broker records them, and strings JSON must escape or write as multi-byte UTF-8.
+  const name = fc.stringMatching(/^[A-Za-z0-9_-]{1,20}$/);
+  const text = fc.oneof(
+    name,
+    fc.string(),
+    fc.string({ unit: 'grapheme' }),
+    fc.constantFrom('"', '\\', '\n', 'é', '\u{1F600}'),
+  );
+  const number = fc.oneof(
+    fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+    fc.double(),
+    fc.constantFrom(-0, 1e21, 1e-7, Number.NaN, Number.POSITIVE_INFINITY),
+  );
+  const leaf = fc.oneof(text, number, fc.boolean(), fc.constant(null));
+  const record = fc.letrec((tie) => ({
+    value: fc.array(fc.oneof({ depthSize: 'small' }, leaf, tie('value')), { maxLength: 6 }),
+  })).value;
+
+  it('frames every record exactly as JSON.stringify and a UTF-8 copy would', () => {
+    fc.assert(
+      fc.property(record, (value) => {
+        expect(encodeRecord(value).equals(reference(value))).toBe(true);
+      }),
+      { numRuns: 2000 },
+    );
+    // The shapes of the hot path, by hand: deliveries, acks, starts.
+    for (const value of [
+      ['deliver', 'planner', 'tenant1__agent2__session3', [5, 0, 1733000000000, 6, 1, 1733000000001]],
+      ['ack', 'g', 'a-b_c', 7],
+      ['start', 'g', 'x', 0],
+    ]) {
+      expect(encodeRecord(value).equals(reference(value))).toBe(true);
+    }
   });
 });
