@@ -471,11 +471,12 @@ export class Broker {
     }
     const now = this.context.clock.now();
     // In the trie before the append, so concurrent sends count them against the quota too; every
-    // name is touched before the append (once: `now` is the send's time), so expiry never picks a
-    // lite topic being written to.
+    // name's last write is recorded before the append, so expiry never picks a lite topic being
+    // written to (it checks `LiteTopicInfo.lastWrite` before it expires what the trie calls idle).
     for (const name of created) parent.trie.add(name, now);
-    for (const name of distinct) parent.trie.touch(name, now);
     const infos = names.map((name) => keptLite(parent, name));
+    for (const info of infos) info.written(now);
+    for (const name of created) (parent.lite.get(name) as LiteTopicInfo).touched = now;
     const records = messages.map((message, i) => ({
       lmqs: [(infos[i] as LiteTopicInfo).lmq],
       body: message.body,

@@ -7,8 +7,9 @@
  * Expiry asks each parent's trie for names with no message since `now - liteTopicExpirationMs` (`idleSince`
  * answers from its idle index, without a scan of all lite topics), at most `EXPIRY_BATCH` per parent
  * per pass, in slices of `EXPIRY_SLICE` with a turn of the event loop between them (the idle index is
- * asked again for each slice), so a sweep never holds the loop for long. A send touches its lite
- * topic before it appends, so a topic written to within the window is never chosen. An expired lite topic leaves the broker's memory at once (trie entry, progress,
+ * asked again for each slice), so a sweep never holds the loop for long. A send records its time
+ * before it appends, and a name the trie offers is checked against that record (`idleOf`), so a topic
+ * written to within the window is never chosen. An expired lite topic leaves the broker's memory at once (trie entry, progress,
  * in-flight deliveries, queued events, subscriptions, whose holders hear `unsubscribed` with reason
  * `expired`); its `drop` record is made durable before its LMQ is deleted, and sends to it wait
  * until then, so its new first message starts the lite topic again at offset 0 for everyone.
@@ -25,6 +26,27 @@ export const EXPIRY_BATCH = 1000;
  * so sends and POPs are served in between and a sweep never holds the loop for long.
  */
 export const EXPIRY_SLICE = 16;
+
+/**
+ * Those of `offered` (names the trie holds as last active before `cutoff`) with no send since
+ * either: a send records its time in the lite topic's `LiteTopicInfo`, not in the trie, so a name
+ * the trie offers may have been written since; its time goes to the trie now, which then no longer
+ * offers it. Each lite topic costs one trie update per expiration window at most this way, against
+ * one per send before.
+ */
+function idleOf(parent: ParentTopic, offered: readonly string[], cutoff: number): string[] {
+  const idle: string[] = [];
+  for (const name of offered) {
+    const info = parent.lite.get(name);
+    if (info !== undefined && info.lastWrite > info.touched) {
+      parent.trie.touch(name, info.lastWrite);
+      info.touched = info.lastWrite;
+      if (info.lastWrite >= cutoff) continue;
+    }
+    idle.push(name);
+  }
+  return idle;
+}
 
 /** Lets the event loop run what is due (I/O, timers) before the next slice of background work. */
 export function yieldTurn(): Promise<void> {
@@ -110,14 +132,18 @@ export class Lifecycle {
         if (expiration === undefined || expiration <= 0 || now - expiration < 0) break;
         if (this.stopped || this.parents.get(parent.name) !== parent) break;
         // Idle for `expiration` or more: last message at or before now - expiration.
-        const names = parent.trie.idleSince(now - expiration + 1, Math.min(EXPIRY_SLICE, EXPIRY_BATCH - expired));
-        if (names.length === 0) break;
-        const deletion = this.expire(parent, names);
-        // Handled now, reported by the Promise.all below: a slice failing while later slices are still
-        // yielding must not surface as an unhandled rejection.
-        deletion.catch(() => undefined);
-        deletions.push(deletion);
-        expired += names.length;
+        const cutoff = now - expiration + 1;
+        const offered = parent.trie.idleSince(cutoff, Math.min(EXPIRY_SLICE, EXPIRY_BATCH - expired));
+        if (offered.length === 0) break;
+        const names = idleOf(parent, offered, cutoff);
+        if (names.length > 0) {
+          const deletion = this.expire(parent, names);
+          // Handled now, reported by the Promise.all below: a slice failing while later slices are
+          // still yielding must not surface as an unhandled rejection.
+          deletion.catch(() => undefined);
+          deletions.push(deletion);
+          expired += names.length;
+        }
         await yieldTurn();
       }
     }

@@ -42,6 +42,14 @@ export class LiteTopicInfo {
   stored = -1;
   /** Dropped from its parent: holders of this object look the lite topic up again. */
   dropped = false;
+  /**
+   * The broker's clock at its latest send since open (ms), or -1. Sends record it here, not in the
+   * parent's trie (a Node-API crossing per name per send on native); expiry pushes it to the trie when
+   * the trie offers the lite topic as idle (lifecycle.ts), so the trie may lag, never the decision.
+   */
+  lastWrite = -1;
+  /** The last activity this broker set in the trie for it (-1: none since open). */
+  touched = -1;
 
   constructor(readonly lmq: string) {}
 
@@ -49,6 +57,11 @@ export class LiteTopicInfo {
   maxOffset(store: { maxOffset(lmq: string): number }): number {
     if (this.stored < 0) this.stored = store.maxOffset(this.lmq);
     return this.stored;
+  }
+
+  /** A send to the lite topic at `now` (ms, the broker's clock). */
+  written(now: number): void {
+    if (now > this.lastWrite) this.lastWrite = now;
   }
 
   /** A message of the lite topic was stored at `offset`: the next offset is at least one past it. */
