@@ -237,14 +237,14 @@ export class Dispatcher {
    * client that is not legacy drains the lite topics only it can take, then the group's open ones;
    * otherwise (no client, or a legacy one, which can take anything) the whole backlog is walked.
    */
-  drainBacklog(group: GroupState, client?: ClientState): void {
+  drainBacklog(group: GroupState, client?: ClientState, now = this.context.clock.now()): void {
     const open = this.open.get(group);
     const held = client === undefined ? undefined : this.held.get(client);
     if (client === undefined || client.legacy) {
-      this.drain(group, group.backlog, client);
+      this.drain(group, group.backlog, client, now);
     } else {
-      if (held !== undefined) this.drain(group, held, client);
-      if (open !== undefined) this.drain(group, open, client);
+      if (held !== undefined) this.drain(group, held, client, now);
+      if (open !== undefined) this.drain(group, open, client, now);
     }
     // Entries that no longer wait (placed by a whole-backlog walk, expired) are dropped as met; a group
     // whose clients never walk the open list (legacy ones only) prunes it here, so it stays within a
@@ -259,7 +259,7 @@ export class Dispatcher {
    * entry it cannot place back at the end of a list, where the count stops the walk before reaching
    * it again, and removes entries it places, which the live iteration then skips.
    */
-  private drain(group: GroupState, list: Set<string>, client: ClientState | undefined): void {
+  private drain(group: GroupState, list: Set<string>, client: ClientState | undefined, now: number): void {
     const room = this.context.limits.maxEventsPerClient;
     let left = list.size;
     for (const liteTopic of list) {
@@ -272,7 +272,7 @@ export class Dispatcher {
       }
       if (!progress.backlogged) continue; // no longer waiting
       this.unbacklog(group, liteTopic, progress);
-      this.ready(group, liteTopic, undefined, 0, progress);
+      this.ready(group, liteTopic, now, 0, progress);
     }
   }
 

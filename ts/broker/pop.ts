@@ -164,16 +164,17 @@ export class Popper {
         const record: number[] = [];
         for (const d of taken) record.push(d.offset, d.attempt, d.invisibleUntil);
         this.context.state.record(['deliver', group.name, liteTopic, record]);
-        this.dispatcher.armWake(group, liteTopic, progress);
+        this.dispatcher.armWake(group, liteTopic, progress, now);
         this.read(group, liteTopic, lmq, taken, out);
       }
     } finally {
       // Even when a read fails, every lite topic taken off the queue is offered again: an event
       // consumed here is never lost (docs/BROKER.md, "No lost events").
+      // With this POP's `now`: a deadline reached since then only means a wake timer due at once.
       for (let i = 0; i < touched.length; i++) {
-        this.dispatcher.ready(group, touched[i] as string, undefined, 0, touchedProgress[i]);
+        this.dispatcher.ready(group, touched[i] as string, now, 0, touchedProgress[i]);
       }
-      this.dispatcher.drainBacklog(group, client);
+      this.dispatcher.drainBacklog(group, client, now);
     }
     return out;
   }
@@ -246,8 +247,9 @@ export class Popper {
     }
     this.context.state.record(['ack', group.name, receipt.liteTopic, receipt.offset]);
     recent.add(handle);
-    this.dispatcher.armWake(group, receipt.liteTopic, progress);
-    this.dispatcher.ready(group, receipt.liteTopic, undefined, 0, progress);
+    const now = this.context.clock.now();
+    this.dispatcher.armWake(group, receipt.liteTopic, progress, now);
+    this.dispatcher.ready(group, receipt.liteTopic, now, 0, progress);
     // Under `sync` the ack resolves once durable: an acked message is never delivered again.
     return this.context.state.settle();
   }
