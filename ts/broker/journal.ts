@@ -14,13 +14,22 @@ import { LogCorruptError, LogIoError, UnsupportedFormatError } from '../errors.j
 import { BINARY_RECORD, checkBinary } from './snapshot.js';
 
 const MAGIC = Buffer.from('LTBSTATE', 'ascii');
-/** Written: version 2 adds binary records (snapshot.ts), which compaction writes. */
-export const JOURNAL_VERSION = 2;
-/** Read as well: a version 1 file holds JSON records only, and gets version 2 at its next compaction. */
-const JOURNAL_VERSIONS_READ = [1, 2];
+/**
+ * Written: version 2 adds binary progress batches (snapshot.ts), which compaction writes; version 3
+ * binary hot records (start, ack, deliver), which every arrival, ack and POP writes.
+ */
+export const JOURNAL_VERSION = 3;
+/**
+ * Read as well. An older file is opened as it is and its header says version 3 before the first
+ * record of this release goes in (`open`), so a release that cannot read those refuses the file
+ * instead of cutting the state at the first one.
+ */
+const JOURNAL_VERSIONS_READ = [1, 2, 3];
+/** Where the header holds the version. */
+const VERSION_AT = 8;
 export const JOURNAL_HEADER_BYTES = 16;
 /** Per record: u32 payload length, u32 CRC-32C of the payload. */
-const RECORD_HEADER_BYTES = 8;
+export const RECORD_HEADER_BYTES = 8;
 /** Largest payload accepted on read; a longer length is a torn or corrupt tail. */
 export const MAX_JOURNAL_RECORD_BYTES = 64 * 1024 * 1024;
 /** Compact once the file is this large and at least twice its size after the last compaction. */
@@ -31,7 +40,7 @@ const ASYNC_SYNC_INTERVAL_MS = 200;
 function header(): Buffer {
   const bytes = Buffer.alloc(JOURNAL_HEADER_BYTES);
   MAGIC.copy(bytes, 0);
-  bytes.writeUInt32LE(JOURNAL_VERSION, 8);
+  bytes.writeUInt32LE(JOURNAL_VERSION, VERSION_AT);
   return bytes;
 }
 
@@ -55,20 +64,31 @@ export function encodeRecord(record: unknown): Buffer {
   return bytes;
 }
 
+/** Fills in the frame header of `bytes`, whose payload was written after `RECORD_HEADER_BYTES`. */
+export function sealRecord(bytes: Buffer): Buffer {
+  bytes.writeUInt32LE(bytes.length - RECORD_HEADER_BYTES, 0);
+  bytes.writeUInt32LE(crc32c(bytes, RECORD_HEADER_BYTES), 4);
+  return bytes;
+}
+
 /**
  * The records of a journal file and where the valid part ends (a torn or corrupt tail is cut there).
- * A JSON record comes back parsed; a binary one (version 2) as its payload bytes, layout checked.
+ * A JSON record comes back parsed; a binary one (version 2 and later) as its payload bytes, layout
+ * checked against what the file's version may hold.
  */
-export function decodeJournal(bytes: Buffer, file: string): { records: unknown[]; validBytes: number } {
+export function decodeJournal(
+  bytes: Buffer,
+  file: string,
+): { records: unknown[]; validBytes: number; version: number } {
   if (bytes.length < JOURNAL_HEADER_BYTES || !bytes.subarray(0, 8).equals(MAGIC)) {
     // A crash while the first header was written leaves a short or zero file: nothing was recorded.
     if (bytes.length < JOURNAL_HEADER_BYTES && MAGIC.subarray(0, bytes.length).equals(bytes)) {
-      return { records: [], validBytes: 0 };
+      return { records: [], validBytes: 0, version: JOURNAL_VERSION };
     }
-    if (bytes.every((b) => b === 0)) return { records: [], validBytes: 0 };
+    if (bytes.every((b) => b === 0)) return { records: [], validBytes: 0, version: JOURNAL_VERSION };
     throw new LogCorruptError('the broker state journal has no valid header', { file, position: 0 });
   }
-  const version = bytes.readUInt32LE(8);
+  const version = bytes.readUInt32LE(VERSION_AT);
   if (!JOURNAL_VERSIONS_READ.includes(version)) {
     throw new UnsupportedFormatError(`the broker state journal has unknown version ${version}`, { file, version });
   }
@@ -82,7 +102,7 @@ export function decodeJournal(bytes: Buffer, file: string): { records: unknown[]
     if (crc32c(payload) !== bytes.readUInt32LE(at + 4)) break;
     let record: unknown;
     if (payload[0] === BINARY_RECORD) {
-      if (version < 2 || !checkBinary(payload)) break;
+      if (!checkBinary(payload, version)) break;
       record = payload;
     } else {
       try {
@@ -94,7 +114,7 @@ export function decodeJournal(bytes: Buffer, file: string): { records: unknown[]
     records.push(record);
     at = end;
   }
-  return { records, validBytes: at };
+  return { records, validBytes: at, version };
 }
 
 /** A journal file as `StateJournal.read` found it. */
@@ -104,6 +124,8 @@ export interface JournalContents {
   validBytes: number;
   /** The file's size when read (0 when missing). */
   fileBytes: number;
+  /** The version its header gives (`JOURNAL_VERSION` for a new journal). */
+  version: number;
 }
 
 interface Waiter {
@@ -164,8 +186,8 @@ export class StateJournal {
       if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
       bytes = Buffer.alloc(0);
     }
-    const { records, validBytes } = decodeJournal(bytes, path);
-    return { records, validBytes, fileBytes: bytes.length };
+    const { records, validBytes, version } = decodeJournal(bytes, path);
+    return { records, validBytes, fileBytes: bytes.length, version };
   }
 
   /**
@@ -179,7 +201,7 @@ export class StateJournal {
     contents?: JournalContents,
   ): Promise<{ journal: StateJournal; records: unknown[] }> {
     await rm(`${path}.tmp`, { force: true });
-    const { records, validBytes, fileBytes } = contents ?? (await StateJournal.read(path));
+    const { records, validBytes, fileBytes, version } = contents ?? (await StateJournal.read(path));
     const handle = await open(path, fileBytes === 0 ? 'w+' : 'r+');
     let size = validBytes;
     if (validBytes === 0) {
@@ -188,6 +210,13 @@ export class StateJournal {
       size = JOURNAL_HEADER_BYTES;
     } else if (validBytes < fileBytes) {
       await handle.truncate(validBytes); // the torn tail: later records must not follow garbage
+    }
+    if (validBytes > 0 && version < JOURNAL_VERSION) {
+      // Its records stay as they are (this release reads them); the header now says which release
+      // may append, before the datasync below makes both durable and before any new record.
+      const field = Buffer.alloc(4);
+      field.writeUInt32LE(JOURNAL_VERSION, 0);
+      await handle.write(field, 0, 4, VERSION_AT);
     }
     await handle.datasync();
     await syncDirectory(dirname(path));
@@ -200,8 +229,13 @@ export class StateJournal {
 
   /** Queues a record; it is written in order shortly after. */
   append(record: unknown): void {
+    this.appendFramed(encodeRecord(record));
+  }
+
+  /** Queues a record framed by the caller (`sealRecord`). */
+  appendFramed(bytes: Buffer): void {
     if (this.closed) return;
-    this.pending.push(encodeRecord(record));
+    this.pending.push(bytes);
     this.appended++;
     this.kick();
   }

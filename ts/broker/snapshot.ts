@@ -10,11 +10,19 @@
  *   { u16 lite topic length, lite topic (UTF-8), f64 committed, f64 next, u32 deliveries d,
  *     d × (f64 offset, u32 attempt, f64 invisible until, u8 acked) }
  * Numbers that are offsets or times are f64: integers up to 2^53, as everywhere in the broker.
+ *
+ * Version 3 adds the hot records in binary (`encodeHot`): `start`, `ack` and `deliver`, written on
+ * every arrival that starts a group's progress, every ack and every POP, whose JSON text cost more
+ * than the rest of an ack.
  */
 import type { TopicProgress } from './offsets.js';
 
 export const BINARY_RECORD = 0;
 const PROGRESS_BATCH = 1;
+/** Version 3: the records of every arrival, delivery and ack (`HotKind`), in binary. */
+const HOT_KINDS = { start: 2, ack: 3, deliver: 4 } as const;
+/** The binary kinds a journal of `version` may hold. */
+const LAST_KIND_OF_VERSION: Record<number, number> = { 2: PROGRESS_BATCH, 3: HOT_KINDS.deliver };
 /** A batch is closed once it reaches this size (records stay far below MAX_JOURNAL_RECORD_BYTES). */
 const BATCH_BYTES = 1024 * 1024;
 const TOPIC_FIXED_BYTES = 2 + 8 + 8 + 4;
@@ -77,10 +85,103 @@ export function encodeProgress(group: string, progress: ReadonlyMap<string, Topi
   return records;
 }
 
-/** Whether `payload` is a well-formed binary record of a kind this release knows. */
-export function checkBinary(payload: Uint8Array): boolean {
-  if (payload.length < 8 || payload[0] !== BINARY_RECORD || payload[1] !== PROGRESS_BATCH) return false;
+/** The records written on every arrival, delivery and ack: binary from version 3. */
+export type HotKind = keyof typeof HOT_KINDS;
+const HOT_KIND_NAMES: readonly (HotKind | undefined)[] = [undefined, undefined, 'start', 'ack', 'deliver'];
+
+/** Bytes of a name field (u16 length, UTF-8), or -1 for one too long for it. */
+function nameBytes(name: string): number {
+  const length = Buffer.byteLength(name, 'utf8');
+  return length > 0xffff ? -1 : length;
+}
+
+/** Whether `name` is short ASCII, which `writeName` copies byte by byte (no call into C++). */
+function shortAscii(name: string): boolean {
+  if (name.length > 255) return false;
+  for (let i = 0; i < name.length; i++) if (name.charCodeAt(i) >= 0x80) return false;
+  return true;
+}
+
+/** Writes a name field at `at`: u16 length, then the name (UTF-8); returns where it ends. */
+function writeName(out: Buffer, at: number, name: string, bytes: number, ascii: boolean): number {
+  out.writeUInt16LE(bytes, at);
+  if (!ascii) return at + 2 + out.write(name, at + 2, 'utf8');
+  for (let i = 0; i < bytes; i++) out[at + 2 + i] = name.charCodeAt(i);
+  return at + 2 + bytes;
+}
+
+/**
+ * The binary payload of `[kind, group, liteTopic, value]` (version 3), after `reserve` bytes left
+ * for the caller (the journal's frame header): u8 0, u8 kind (2 start, 3 ack, 4 deliver), u16 group
+ * length, group (UTF-8), u16 lite topic length, lite topic (UTF-8), then for `start` and `ack` the
+ * f64 offset, for `deliver` a u32 count `n` and `n` f64 numbers (offset, attempt, invisible until,
+ * ...). Undefined for a name too long for its u16 length: the JSON form then carries it.
+ */
+export function encodeHot(
+  kind: HotKind,
+  group: string,
+  liteTopic: string,
+  value: number | readonly number[],
+  reserve = 0,
+): Buffer | undefined {
+  const groupAscii = shortAscii(group);
+  const liteAscii = shortAscii(liteTopic);
+  const groupBytes = groupAscii ? group.length : nameBytes(group);
+  const liteBytes = liteAscii ? liteTopic.length : nameBytes(liteTopic);
+  if (groupBytes < 0 || liteBytes < 0) return undefined;
+  const numbers = typeof value === 'number' ? undefined : value;
+  const size = reserve + 6 + groupBytes + liteBytes + (numbers === undefined ? 8 : 4 + 8 * numbers.length);
+  const out = Buffer.allocUnsafe(size);
+  out[reserve] = BINARY_RECORD;
+  out[reserve + 1] = HOT_KINDS[kind];
+  let at = writeName(out, reserve + 2, group, groupBytes, groupAscii);
+  at = writeName(out, at, liteTopic, liteBytes, liteAscii);
+  if (numbers === undefined) {
+    out.writeDoubleLE(value as number, at);
+  } else {
+    out.writeUInt32LE(numbers.length, at);
+    at += 4;
+    for (const number of numbers) at = out.writeDoubleLE(number, at);
+  }
+  return out;
+}
+
+/** The `[kind, group, liteTopic, value]` a binary hot record (checked by `checkBinary`) holds. */
+export function decodeHot(payload: Uint8Array): [HotKind, string, string, number | number[]] | undefined {
+  const kind = HOT_KIND_NAMES[payload[1] as number];
+  if (kind === undefined) return undefined;
+  const buffer = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+  const groupEnd = 4 + buffer.readUInt16LE(2);
+  const group = buffer.toString('utf8', 4, groupEnd);
+  const liteEnd = groupEnd + 2 + buffer.readUInt16LE(groupEnd);
+  const liteTopic = buffer.toString('utf8', groupEnd + 2, liteEnd);
+  if (kind !== 'deliver') return [kind, group, liteTopic, buffer.readDoubleLE(liteEnd)];
+  const numbers = new Array<number>(buffer.readUInt32LE(liteEnd));
+  for (let i = 0; i < numbers.length; i++) numbers[i] = buffer.readDoubleLE(liteEnd + 4 + 8 * i);
+  return [kind, group, liteTopic, numbers];
+}
+
+/** Whether `payload` is a whole hot record: its parts add up to its length. */
+function checkHot(payload: Uint8Array, view: DataView): boolean {
+  if (payload.length < 6) return false;
+  let at = 4 + view.getUint16(2, true);
+  if (at + 2 > payload.length) return false;
+  at += 2 + view.getUint16(at, true);
+  if (payload[1] !== HOT_KINDS.deliver) return at + 8 === payload.length;
+  if (at + 4 > payload.length) return false;
+  return at + 4 + 8 * view.getUint32(at, true) === payload.length;
+}
+
+/**
+ * Whether `payload` is a well-formed binary record of a kind this release knows and a journal of
+ * `version` may hold (progress batches from version 2, hot records from version 3).
+ */
+export function checkBinary(payload: Uint8Array, version = 3): boolean {
+  const kind = payload[1] as number;
+  if (payload.length < 2 || payload[0] !== BINARY_RECORD || kind > (LAST_KIND_OF_VERSION[version] ?? -1)) return false;
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
+  if (kind !== PROGRESS_BATCH) return kind >= HOT_KINDS.start && checkHot(payload, view);
+  if (payload.length < 8) return false;
   let at = 4 + view.getUint16(2, true);
   if (at + 4 > payload.length) return false;
   const count = view.getUint32(at, true);
@@ -106,7 +207,12 @@ export interface ProgressSink {
   ): void;
 }
 
-/** Replays a binary record checked by `checkBinary` into `sink`. */
+/** Whether a binary record checked by `checkBinary` is a progress batch (else a hot record). */
+export function isProgressBatch(payload: Uint8Array): boolean {
+  return payload[1] === PROGRESS_BATCH;
+}
+
+/** Replays a progress batch checked by `checkBinary` into `sink`. */
 export function decodeBinary(payload: Uint8Array, sink: ProgressSink): void {
   const buffer = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
   let at = 4 + buffer.readUInt16LE(2);
