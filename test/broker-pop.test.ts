@@ -48,6 +48,26 @@ describe.each(ENGINES)('%s engine', (engine) => {
       expect((await popBodies(h)).sort()).toEqual(['t1#0', 't2#0', 't3#0', 't4#0']);
     });
 
+    it.each(['memory', 'disk'])(
+      'hands each group a body of its own, whatever a consumer does to it (%s store)',
+      async (store) => {
+        const { broker } = await openBroker(engine, store === 'disk' ? { dir: tempDir() } : {});
+        for (const group of ['a', 'b']) broker.createGroup(group, { bindTopic: 'agents' });
+        const [a, b] = ['a', 'b'].map((group) => broker.consumer({ group, clientId: `${group}1` })) as [
+          Consumer,
+          Consumer,
+        ];
+        for (const c of [a, b]) await c.subscribe(['t'], { offset: { policy: 'min' } });
+        await broker.send('agents', { liteTopic: 't', body: 'original' });
+        const [first] = await a.pop({ maxNum: 1 });
+        first?.body.fill(0x78);
+        expect(first?.body.toString()).toBe('xxxxxxxx');
+        expect(bodies(await b.pop({ maxNum: 1 }))).toEqual(['original']);
+        await a.changeInvisibleTime(first as never, 0);
+        expect(bodies(await a.pop({ maxNum: 1 }))).toEqual(['original']);
+      },
+    );
+
     it('prefers the client with fewer unacked messages', async () => {
       const { broker } = await openBroker(engine);
       broker.createGroup('g', { bindTopic: 'agents' });

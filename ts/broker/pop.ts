@@ -6,7 +6,7 @@
  * queues the lite topic again is never undone by the POP: no event is lost.
  */
 import { ClosedError, InvalidArgumentError, InvalidReceiptError } from '../errors.js';
-import type { StoredMessage } from '../log.js';
+import { CommitLog, type StoredMessage } from '../log.js';
 import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
 import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
@@ -45,6 +45,13 @@ export class Popper {
   private readonly recentAcks = new WeakMap<GroupState, RecentAcks>();
   /** Per group, what its receipt handles start with (`receiptPrefix`). */
   private readonly prefixes = new WeakMap<GroupState, string>();
+  /**
+   * Whether a popped body must be a copy. A `CommitLog` read returns bytes of its own (both engines
+   * copy them out of the log into a new buffer per read), which the POP can hand out as they are; the
+   * memory store, or any other, returns the bodies it keeps, which a consumer must not be able to
+   * change.
+   */
+  private readonly copyBodies: boolean;
   /** The last failure to move a message to a dead-letter queue in the background (admin reports it). */
   lastMoveError: unknown;
 
@@ -52,7 +59,9 @@ export class Popper {
     private readonly context: BrokerContext,
     private readonly dispatcher: Dispatcher,
     private readonly deadLetters: DeadLetters,
-  ) {}
+  ) {
+    this.copyBodies = !(context.store instanceof CommitLog);
+  }
 
   /** Checked POP options. */
   options(options: PopOptions | undefined): { maxNum: number; invisibleTimeMs: number; waitMs: number } {
@@ -221,7 +230,7 @@ export class Popper {
       topic: group.parent.name,
       liteTopic,
       offset: delivery.offset,
-      body: Buffer.from(message.body),
+      body: this.copyBodies ? Buffer.from(message.body) : message.body,
       properties: message.properties,
       storeTimestamp: message.storeTimestamp,
       reconsumeTimes: delivery.attempt,
