@@ -69,6 +69,16 @@ export declare function logPrepareSegment(handle: ExternalObject<'Log'>, nowMs: 
 export declare function logRead(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number, meta: Float64Array): ArrayBuffer | Buffer
 
 /**
+ * `log_read` for several LMQs at once, under one lock into one new buffer: `lmqs` holds their
+ * names separated by NUL (which no name the adapter passes holds), `from_offsets` and `max_counts`
+ * one entry each. The buffer holds the positions of every record (f64, in request order), then the
+ * records of every request back to back; `meta` receives each request's record count, first
+ * offset and record bytes (three slots per request). One Node-API crossing and one allocation where a POP over many
+ * lite topics made one of each per lite topic.
+ */
+export declare function logReadMany(handle: ExternalObject<'Log'>, lmqs: string, fromOffsets: Float64Array, maxCounts: Uint32Array, meta: Float64Array): ArrayBuffer | Buffer
+
+/**
  * Detaches old segments now (never the active one) and removes their files in the task.
  * `cutoff_ms` and `max_bytes` are -1 for "no such rule".
  */

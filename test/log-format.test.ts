@@ -209,6 +209,14 @@ describe.each(ENGINES)('%s engine, damaged files', (engine) => {
     const reopened = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES });
     expect(() => reopened.read('t0', 0, 100)).toThrow(LogCorruptError);
     expect(reopened.read('t0', 3, 1)[0]?.offset).toBe(3);
+    // A readMany that reaches the damaged record fails whole; one that does not is served.
+    expect(() =>
+      reopened.readMany([
+        { lmq: 't0', fromOffset: 3, maxNum: 1 },
+        { lmq: 't0', fromOffset: 2, maxNum: 1 },
+      ]),
+    ).toThrow(LogCorruptError);
+    expect(reopened.readMany([{ lmq: 't0', fromOffset: 3, maxNum: 2 }])[0]?.map((m) => m.offset)).toEqual([3, 4]);
   });
 
   /** Flips a byte in the entry block of `lmq` in the checkpoint. */

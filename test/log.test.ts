@@ -12,6 +12,7 @@ import {
   LogLockedError,
   MAX_LMQS_PER_RECORD,
   MIN_SEGMENT_BYTES,
+  type StoredMessage,
 } from '../ts/index.js';
 import { ENGINES } from './engines.js';
 import { checkpointDirectory } from './log-checkpoint-file.js';
@@ -152,6 +153,58 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(reopened.stats().recovery.cutPosition).toBe(-1);
     const [next] = await reopened.append([{ lmqs: ['lmq0'], body: 'after' }]);
     expect(next?.offsets).toEqual([reopened.maxOffset('lmq0') - 1]);
+  });
+
+  it('reads several LMQs in one readMany as read does one by one, in request order', async () => {
+    const dir = tempDir();
+    const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, flush: 'sync' });
+    for (let batch = 0; batch < 12; batch++) {
+      const records = Array.from({ length: 10 }, (_, i) => {
+        const n = batch * 10 + i;
+        // Every third record also goes to `all`; keys, tags and properties on some.
+        const lmqs = n % 3 === 0 ? [`q${n % 5}`, 'all'] : [`q${n % 5}`];
+        return {
+          lmqs,
+          body: bodyFor(`q${n % 5}`, n, 40 + (n % 200)),
+          key: n % 4 === 0 ? `k${n}` : undefined,
+          properties: { n: String(n) },
+        };
+      });
+      await log.append(records);
+    }
+    const requests = [
+      { lmq: 'q0', fromOffset: 0, maxNum: 1000 },
+      { lmq: 'all', fromOffset: 3, maxNum: 7 },
+      { lmq: 'nope', fromOffset: 0, maxNum: 10 },
+      { lmq: 'q3', fromOffset: 22, maxNum: 100 },
+      { lmq: 'q3', fromOffset: 1000, maxNum: 5 },
+      { lmq: 'q0', fromOffset: 5, maxNum: 1 },
+      { lmq: 'q\u0000x', fromOffset: 0, maxNum: 3 },
+      { lmq: 'q4', fromOffset: 0, maxNum: 24 },
+    ];
+    const plain = (messages: readonly StoredMessage[]) => messages.map((m) => ({ ...m, body: m.body.toString('hex') }));
+    const expectSame = (reader: typeof log) => {
+      const many = reader.readMany(requests);
+      expect(many.length).toBe(requests.length);
+      requests.forEach((r, i) => {
+        expect(plain(many[i] as StoredMessage[])).toEqual(plain(reader.read(r.lmq, r.fromOffset, r.maxNum)));
+      });
+      expect(many.map((m) => m.length)).toEqual([24, 7, 0, 2, 0, 1, 0, 24]);
+      expect(reader.readMany([])).toEqual([]);
+    };
+    expectSame(log);
+    await log.close();
+    // After a reopen the queues come from the checkpoint file, loaded as the reads reach them.
+    const reopened = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    expectSame(reopened);
+    expect(() => reopened.readMany([{ lmq: 'q0', fromOffset: 0, maxNum: 0 }])).toThrow(InvalidArgumentError);
+    expect(() => reopened.readMany('q0' as never)).toThrow(InvalidArgumentError);
+    const tooMany = Array.from({ length: 3 }, () => ({ lmq: 'q0', fromOffset: 0, maxNum: 30_000 }));
+    expect(() => reopened.readMany(tooMany)).toThrow(
+      expect.objectContaining({ code: 'INVALID_ARGUMENT', actual: 90_000 }),
+    );
+    await reopened.close();
+    expect(() => reopened.readMany(requests)).toThrow(ClosedError);
   });
 
   it('keeps every batch intact when appends are issued without waiting, across rolls and batch sizes', async () => {

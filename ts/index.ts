@@ -94,6 +94,7 @@ export {
   DEFAULT_FLUSH_INTERVAL_MS,
   type LmqPage,
   type LmqSummary,
+  type ReadRequest,
   type StoredMessage,
   systemClock,
 } from './log.js';

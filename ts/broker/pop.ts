@@ -6,7 +6,7 @@
  * queues the lite topic again is never undone by the POP: no event is lost.
  */
 import { ClosedError, InvalidArgumentError, InvalidReceiptError } from '../errors.js';
-import { CommitLog, type StoredMessage } from '../log.js';
+import { CommitLog, type ReadRequest, type StoredMessage } from '../log.js';
 import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
 import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
@@ -14,7 +14,7 @@ import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './off
 import { checkQuota } from './quota.js';
 import { decodeOwnReceipt, decodeReceipt, encodeReceipt, type Receipt, receiptPrefix } from './receipt.js';
 import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf, maxOffsetOf } from './state.js';
-import { lmqName } from './store.js';
+import { lmqName, type MessageStore } from './store.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from './types.js';
 
 /** Recently acked handles kept per group, so a second ack of a committed message stays harmless. */
@@ -38,6 +38,31 @@ function requireTime(value: unknown, what: string, fallback: number): number {
 
 export function messageId(position: number): string {
   return position.toString(16).toUpperCase().padStart(16, '0');
+}
+
+/** Deliveries of one lite topic a POP handed out, still to read. */
+interface HandedOut {
+  liteTopic: string;
+  lmq: string;
+  taken: Delivery[];
+}
+
+/** Whether `taken` (non-empty) is one ascending run of offsets, as FIFO hands them out. */
+function isRun(taken: readonly Delivery[]): boolean {
+  const first = (taken[0] as Delivery).offset;
+  return (
+    (taken[taken.length - 1] as Delivery).offset - first + 1 === taken.length &&
+    taken.every((d, i) => d.offset === first + i)
+  );
+}
+
+/** The message of each offset in `messages`, read as one run asked from `first`. */
+function inRun(messages: readonly StoredMessage[], first: number): (offset: number) => StoredMessage | undefined {
+  const from = messages[0]?.offset ?? first;
+  return (offset) => {
+    const message = messages[offset - from];
+    return message?.offset === offset ? message : undefined;
+  };
 }
 
 export class Popper {
@@ -129,11 +154,20 @@ export class Popper {
     const out: PoppedMessage[] = [];
     const touched: string[] = [];
     const touchedProgress: (TopicProgress | undefined)[] = [];
+    // What was handed out, read once every event is taken (one store call for all, where it can).
+    const handed: HandedOut[] = [];
+    let count = 0;
     try {
+      // Rounds: take from the queued events, then read what was taken. A read that queues an event
+      // again (an ack staged inside it) is taken up by the next round while room is left.
       for (;;) {
-        if (out.length >= maxNum) break;
-        const liteTopic = client.events.values().next().value;
-        if (liteTopic === undefined) break;
+        if (count >= maxNum || client.events.size === 0) {
+          if (handed.length === 0) break;
+          this.read(group, handed, out);
+          handed.length = 0;
+          continue;
+        }
+        const liteTopic = client.events.values().next().value as string; // the queue is not empty
         const progress = group.progress.get(liteTopic);
         // Off the queue first: anything that queues it again from here on stays queued.
         this.dispatcher.dequeue(client, liteTopic, progress);
@@ -151,7 +185,7 @@ export class Popper {
             ? progress.takeFor(
                 client,
                 now,
-                maxNum - out.length,
+                maxNum - count,
                 maxOffsetOf(store, info, lmq),
                 invisibleTimeMs,
                 bucketOwners(progress, group, liteTopic).owners,
@@ -161,7 +195,7 @@ export class Popper {
               )
             : progress.take(
                 now,
-                maxNum - out.length,
+                maxNum - count,
                 maxOffsetOf(store, info, lmq),
                 invisibleTimeMs,
                 client,
@@ -174,7 +208,8 @@ export class Popper {
         for (const d of taken) record.push(d.offset, d.attempt, d.invisibleUntil);
         this.context.state.record(['deliver', group.name, liteTopic, record]);
         this.dispatcher.armWake(group, liteTopic, progress, now);
-        this.read(group, liteTopic, lmq, taken, out);
+        handed.push({ liteTopic, lmq, taken });
+        count += taken.length;
       }
     } finally {
       // Even when a read fails, every lite topic taken off the queue is offered again: an event
@@ -188,12 +223,32 @@ export class Popper {
     return out;
   }
 
-  private read(group: GroupState, liteTopic: string, lmq: string, taken: Delivery[], out: PoppedMessage[]): void {
-    const stored = this.stored(lmq, taken);
-    for (const delivery of taken) {
-      const message = stored(delivery.offset);
-      if (message !== undefined) out.push(this.popped(group, liteTopic, delivery, message));
+  /**
+   * Reads what a POP handed out into `out`, in the order it was handed out. Each FIFO lite topic's
+   * deliveries are one ascending run; with a store that reads many LMQs at once (a `CommitLog`:
+   * one engine call), all those runs are read together.
+   */
+  private read(group: GroupState, handed: readonly HandedOut[], out: PoppedMessage[]): void {
+    const { store } = this.context;
+    const runs: ReadRequest[] = [];
+    const runOf = new Array<number>(handed.length).fill(-1);
+    if (store.readMany !== undefined && handed.length > 1) {
+      handed.forEach(({ lmq, taken }, i) => {
+        if (!isRun(taken)) return;
+        runOf[i] = runs.length;
+        runs.push({ lmq, fromOffset: (taken[0] as Delivery).offset, maxNum: taken.length });
+      });
     }
+    const batch = runs.length > 0 ? (store.readMany as NonNullable<MessageStore['readMany']>)(runs) : [];
+    handed.forEach(({ liteTopic, lmq, taken }, i) => {
+      const run = runOf[i] as number;
+      const stored =
+        run >= 0 ? inRun(batch[run] as StoredMessage[], (taken[0] as Delivery).offset) : this.stored(lmq, taken);
+      for (const delivery of taken) {
+        const message = stored(delivery.offset);
+        if (message !== undefined) out.push(this.popped(group, liteTopic, delivery, message));
+      }
+    });
   }
 
   /**
@@ -202,15 +257,7 @@ export class Popper {
    */
   private stored(lmq: string, taken: Delivery[]): (offset: number) => StoredMessage | undefined {
     const first = (taken[0] as Delivery).offset;
-    const last = (taken[taken.length - 1] as Delivery).offset;
-    if (last - first + 1 === taken.length && taken.every((d, i) => d.offset === first + i)) {
-      const messages = this.context.store.read(lmq, first, taken.length);
-      const from = messages[0]?.offset ?? first;
-      return (offset) => {
-        const message = messages[offset - from];
-        return message?.offset === offset ? message : undefined;
-      };
-    }
+    if (isRun(taken)) return inRun(this.context.store.read(lmq, first, taken.length), first);
     const stored = new Map<number, StoredMessage>();
     const offsets = taken.map((d) => d.offset).sort((a, b) => a - b);
     for (let i = 0; i < offsets.length; ) {

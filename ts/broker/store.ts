@@ -13,6 +13,7 @@ import {
   CommitLog,
   type LmqPage,
   type LmqSummary,
+  type ReadRequest,
   type StoredMessage,
 } from '../log.js';
 
@@ -20,6 +21,8 @@ export interface MessageStore {
   append(records: readonly AppendRecord[]): Promise<AppendResult[]>;
   /** Up to `maxNum` messages of `lmq` from `fromOffset` (or its minimum, if later), in offset order. */
   read(lmq: string, fromOffset: number, maxNum: number): StoredMessage[];
+  /** `read` of each request in one call (CommitLog: one engine call for all). */
+  readMany?(requests: readonly ReadRequest[]): StoredMessage[][];
   /** The next offset to be written (0 for an LMQ that does not exist). */
   maxOffset(lmq: string): number;
   /** The oldest offset still stored. */
@@ -79,6 +82,10 @@ export class MemoryStore implements MessageStore {
   read(lmq: string, fromOffset: number, maxNum: number): StoredMessage[] {
     this.checkOpen();
     return (this.queues.get(lmq) ?? []).slice(fromOffset, fromOffset + maxNum);
+  }
+
+  readMany(requests: readonly ReadRequest[]): StoredMessage[][] {
+    return requests.map((request) => this.read(request.lmq, request.fromOffset, request.maxNum));
   }
 
   maxOffset(lmq: string): number {

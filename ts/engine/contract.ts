@@ -127,6 +127,13 @@ export interface LogReadResult {
   count: number;
 }
 
+/** One LMQ of a `readMany`: what `read` takes. */
+export interface ReadRequest {
+  lmq: string;
+  fromOffset: number;
+  maxNum: number;
+}
+
 /** How the last open recovered the log (docs/FORMAT.md, "Recovery"). */
 export interface LogRecoveryStats {
   checkpoint: 'none' | 'loaded' | 'invalid';
@@ -182,6 +189,8 @@ export interface LogCore {
   /** Whether a spare segment is ready for the next roll (ts/log.ts prepares one when not). */
   readonly spareReady: boolean;
   read(lmq: string, fromOffset: number, maxNum: number): LogReadResult;
+  /** `read` of each request, in order (native: one call and one buffer for all). */
+  readMany(requests: readonly ReadRequest[]): LogReadResult[];
   /** Next offset to be written; 0 for an unknown LMQ. */
   maxOffset(lmq: string): number;
   /** Oldest offset still stored; equal to maxOffset when empty; 0 for an unknown LMQ. */

@@ -152,33 +152,8 @@ pub fn log_read<'env>(
         .read_span(lmq, from_offset as u64, max_count as usize)
         .map_err(js_error)?;
     let positions_bytes = span.count * POSITION_BYTES;
-    let total = positions_bytes + span.bytes;
-    let mut data = std::ptr::null_mut();
-    let mut value = std::ptr::null_mut();
-    let mut out = if total <= SMALL_READ_BYTES {
-        // SAFETY: a valid env on the JavaScript thread; both out-pointers are written by the call.
-        check_status!(
-            unsafe { sys::napi_create_arraybuffer(env.raw(), total, &mut data, &mut value) },
-            "allocating the read's ArrayBuffer"
-        )?;
-        // SAFETY: `value` is the ArrayBuffer just created.
-        Either::A(unsafe { ArrayBuffer::from_napi_value(env.raw(), value)? })
-    } else {
-        // SAFETY: as above, for a Buffer.
-        check_status!(
-            unsafe { sys::napi_create_buffer(env.raw(), total, &mut data, &mut value) },
-            "allocating the read's Buffer"
-        )?;
-        // SAFETY: `value` is the Buffer just created.
-        Either::B(unsafe { BufferSlice::from_napi_value(env.raw(), value)? })
-    };
-    // SAFETY: nothing else references the new buffer yet, and no JavaScript runs while this
-    // synchronous call fills it.
-    let bytes: &mut [u8] = match &mut out {
-        Either::A(buffer) => unsafe { buffer.as_mut() },
-        Either::B(buffer) => buffer,
-    };
-    let (positions, records) = bytes.split_at_mut(positions_bytes);
+    let mut out = read_buffer(env, positions_bytes + span.bytes)?;
+    let (positions, records) = bytes_of(&mut out).split_at_mut(positions_bytes);
     log.read_into(lmq, &span, records, |i, position| {
         let at = i * POSITION_BYTES;
         positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
@@ -186,6 +161,99 @@ pub fn log_read<'env>(
     .map_err(js_error)?;
     meta[0] = span.count as f64;
     meta[1] = span.first_offset as f64;
+    Ok(out)
+}
+
+/// A new read result of `total` bytes (see `log_read`): an ArrayBuffer up to [`SMALL_READ_BYTES`],
+/// a Buffer above.
+fn read_buffer(env: &Env, total: usize) -> Result<Either<ArrayBuffer<'_>, BufferSlice<'_>>> {
+    let mut data = std::ptr::null_mut();
+    let mut value = std::ptr::null_mut();
+    if total <= SMALL_READ_BYTES {
+        // SAFETY: a valid env on the JavaScript thread; both out-pointers are written by the call.
+        check_status!(
+            unsafe { sys::napi_create_arraybuffer(env.raw(), total, &mut data, &mut value) },
+            "allocating the read's ArrayBuffer"
+        )?;
+        // SAFETY: `value` is the ArrayBuffer just created.
+        Ok(Either::A(unsafe {
+            ArrayBuffer::from_napi_value(env.raw(), value)?
+        }))
+    } else {
+        // SAFETY: as above, for a Buffer.
+        check_status!(
+            unsafe { sys::napi_create_buffer(env.raw(), total, &mut data, &mut value) },
+            "allocating the read's Buffer"
+        )?;
+        // SAFETY: `value` is the Buffer just created.
+        Ok(Either::B(unsafe {
+            BufferSlice::from_napi_value(env.raw(), value)?
+        }))
+    }
+}
+
+/// The bytes of a buffer from [`read_buffer`].
+fn bytes_of<'a>(out: &'a mut Either<ArrayBuffer<'_>, BufferSlice<'_>>) -> &'a mut [u8] {
+    match out {
+        // SAFETY: nothing else references the new buffer yet, and no JavaScript runs while the
+        // synchronous call that made it fills it.
+        Either::A(buffer) => unsafe { buffer.as_mut() },
+        Either::B(buffer) => buffer,
+    }
+}
+
+/// `log_read` for several LMQs at once, under one lock into one new buffer: `lmqs` holds their
+/// names separated by NUL (which no name the adapter passes holds), `from_offsets` and `max_counts`
+/// one entry each. The buffer holds the positions of every record (f64, in request order), then the
+/// records of every request back to back; `meta` receives each request's record count, first
+/// offset and record bytes (three slots per request). One Node-API crossing and one allocation where a POP over many
+/// lite topics made one of each per lite topic.
+#[napi(catch_unwind, ts_return_type = "ArrayBuffer | Buffer")]
+pub fn log_read_many<'env>(
+    env: &'env Env,
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    lmqs: String,
+    from_offsets: Float64ArraySlice,
+    max_counts: Uint32ArraySlice,
+    mut meta: Float64ArraySlice,
+) -> Result<Either<ArrayBuffer<'env>, BufferSlice<'env>>> {
+    // SAFETY: as in `log_read`.
+    let meta = unsafe { meta.as_mut() };
+    let names: Vec<&[u8]> = lmqs.as_bytes().split(|&b| b == 0).collect();
+    let requests = names.len();
+    if from_offsets.len() < requests || max_counts.len() < requests || meta.len() < 3 * requests {
+        return Err(invalid(
+            "from_offsets, max_counts and meta must have room for every LMQ",
+        ));
+    }
+    let mut log = handle.lock();
+    let mut spans = Vec::with_capacity(requests);
+    let (mut count, mut bytes) = (0, 0);
+    for (i, name) in names.iter().enumerate() {
+        let span = log
+            .read_span(name, from_offsets[i] as u64, max_counts[i] as usize)
+            .map_err(js_error)?;
+        count += span.count;
+        bytes += span.bytes;
+        spans.push(span);
+    }
+    let positions_bytes = count * POSITION_BYTES;
+    let mut out = read_buffer(env, positions_bytes + bytes)?;
+    let (positions, records) = bytes_of(&mut out).split_at_mut(positions_bytes);
+    let (mut record_at, mut position_at) = (0, 0);
+    for (i, (name, span)) in names.iter().zip(&spans).enumerate() {
+        let target = &mut records[record_at..record_at + span.bytes];
+        log.read_into(name, span, target, |k, position| {
+            let at = (position_at + k) * POSITION_BYTES;
+            positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
+        })
+        .map_err(js_error)?;
+        record_at += span.bytes;
+        position_at += span.count;
+        meta[3 * i] = span.count as f64;
+        meta[3 * i + 1] = span.first_offset as f64;
+        meta[3 * i + 2] = span.bytes as f64;
+    }
     Ok(out)
 }
 

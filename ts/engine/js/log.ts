@@ -13,6 +13,7 @@ import type {
   LogOpenOptions,
   LogReadResult,
   LogRecoveryStats,
+  ReadRequest,
 } from '../contract.js';
 import { SEGMENT_HEADER_BYTES } from './limits.js';
 import { CHECKPOINT_FILE, type CopiedBlock, checkpointFile, writeCheckpoint } from './log-checkpoint.js';
@@ -269,6 +270,10 @@ class JsLog implements LogCore {
   read(lmq: string, fromOffset: number, maxNum: number): LogReadResult {
     this.usable();
     return readQueue(this.storage, this.segments, lmq, this.queues.load(lmq), fromOffset, maxNum);
+  }
+
+  readMany(requests: readonly ReadRequest[]): LogReadResult[] {
+    return requests.map((request) => this.read(request.lmq, request.fromOffset, request.maxNum));
   }
 
   maxOffset(lmq: string): number {

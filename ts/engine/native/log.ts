@@ -17,7 +17,7 @@ import {
   LogLockedError,
   UnsupportedFormatError,
 } from '../../errors.js';
-import type { EncodedBatch, LogCore, LogCoreStats, LogOpenOptions, LogReadResult } from '../contract.js';
+import type { EncodedBatch, LogCore, LogCoreStats, LogOpenOptions, LogReadResult, ReadRequest } from '../contract.js';
 import type { NativeBinding } from './binding.js';
 
 type Handle = Awaited<ReturnType<NativeBinding['logOpen']>>;
@@ -90,6 +90,10 @@ const POSITION_BYTES = 8;
 export class NativeLogAdapter implements LogCore {
   /** Where `logRead` puts its record count and first offset; reads are synchronous, so one serves all. */
   private readonly readMeta = new Float64Array(2);
+  /** `logReadMany`'s arguments and its meta (three slots per LMQ), grown to the largest call. */
+  private manyFrom = new Float64Array(32);
+  private manyMax = new Uint32Array(32);
+  private manyMeta = new Float64Array(96);
 
   constructor(
     private readonly binding: NativeBinding,
@@ -127,6 +131,60 @@ export class NativeLogAdapter implements LogCore {
 
   get spareReady(): boolean {
     return typed(() => this.binding.logSpareReady(this.handle));
+  }
+
+  /**
+   * One `logReadMany` call for all the requests (the adapter's scratch arrays grow to the largest
+   * call). A name holding NUL, the separator, is read on its own.
+   */
+  readMany(requests: readonly ReadRequest[]): LogReadResult[] {
+    const count = requests.length;
+    if (count === 0) return [];
+    if (this.manyMeta.length < 3 * count) {
+      this.manyFrom = new Float64Array(count);
+      this.manyMax = new Uint32Array(count);
+      this.manyMeta = new Float64Array(3 * count);
+    }
+    const { manyFrom: from, manyMax: max, manyMeta: meta } = this;
+    const names = new Array<string>(count);
+    for (let i = 0; i < count; i++) {
+      const request = requests[i] as ReadRequest;
+      if (request.lmq.includes('\0')) return requests.map((r) => this.read(r.lmq, r.fromOffset, r.maxNum));
+      names[i] = request.lmq;
+      from[i] = request.fromOffset;
+      max[i] = request.maxNum;
+    }
+    let result: ArrayBuffer | Buffer;
+    try {
+      result = this.binding.logReadMany(this.handle, names.join('\0'), from, max, meta);
+    } catch (error) {
+      throw toTypedError(error);
+    }
+    let records = 0;
+    for (let i = 0; i < count; i++) records += meta[3 * i] as number;
+    const recordsAt = records * POSITION_BYTES;
+    const buffer = result instanceof ArrayBuffer ? result : result.buffer;
+    const base = result instanceof ArrayBuffer ? 0 : result.byteOffset;
+    const positions =
+      base % POSITION_BYTES === 0
+        ? new Float64Array(buffer, base, records)
+        : new Float64Array(buffer.slice(base, base + recordsAt));
+    const out = new Array<LogReadResult>(count);
+    let position = 0;
+    let at = base + recordsAt;
+    for (let i = 0; i < count; i++) {
+      const n = meta[3 * i] as number;
+      const bytes = meta[3 * i + 2] as number;
+      out[i] = {
+        bytes: Buffer.from(buffer, at, bytes),
+        positions: positions.subarray(position, position + n),
+        firstOffset: meta[3 * i + 1] as number,
+        count: n,
+      };
+      position += n;
+      at += bytes;
+    }
+    return out;
   }
 
   read(lmq: string, fromOffset: number, maxNum: number): LogReadResult {
