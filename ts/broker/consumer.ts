@@ -122,7 +122,8 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
   /** Acks a popped message (or its receipt handle). */
   async ack(messageOrHandle: PoppedMessage | string): Promise<void> {
     this.checkOpen();
-    await this.parts.popper.ack(this.client, handleOf(messageOrHandle));
+    const liteTopic = typeof messageOrHandle === 'object' ? messageOrHandle?.liteTopic : undefined;
+    await this.parts.popper.ack(this.client, handleOf(messageOrHandle), liteTopic);
   }
 
   /** Hides a popped message for `invisibleTimeMs` from now; 0 makes it visible at once. */
