@@ -87,6 +87,30 @@ export async function openNativeLog(binding: NativeBinding, dir: string, options
 /** Bytes of one record position at the start of what `logRead` returns (a native-endian f64). */
 const POSITION_BYTES = 8;
 
+function byteOffsetOf(result: ArrayBuffer | Buffer): number {
+  return result instanceof ArrayBuffer ? 0 : result.byteOffset;
+}
+
+/**
+ * The parts of what `logRead` or `logReadMany` returned for `records` records: the positions (a
+ * view), and where in `buffer` the records start. A small read comes as an ArrayBuffer of its own,
+ * a large one as a Buffer (see logRead); both start their own allocation, so the positions are
+ * aligned for a view, and a copy covers an engine that placed a Buffer otherwise.
+ */
+function splitRead(
+  result: ArrayBuffer | Buffer,
+  records: number,
+): { buffer: ArrayBuffer; recordsAt: number; positions: Float64Array } {
+  const buffer = result instanceof ArrayBuffer ? result : (result.buffer as ArrayBuffer);
+  const base = byteOffsetOf(result);
+  const recordsAt = base + records * POSITION_BYTES;
+  const positions =
+    base % POSITION_BYTES === 0
+      ? new Float64Array(buffer, base, records)
+      : new Float64Array(buffer.slice(base, recordsAt));
+  return { buffer, recordsAt, positions };
+}
+
 export class NativeLogAdapter implements LogCore {
   /** Where `logRead` puts its record count and first offset; reads are synchronous, so one serves all. */
   private readonly readMeta = new Float64Array(2);
@@ -162,16 +186,10 @@ export class NativeLogAdapter implements LogCore {
     }
     let records = 0;
     for (let i = 0; i < count; i++) records += meta[3 * i] as number;
-    const recordsAt = records * POSITION_BYTES;
-    const buffer = result instanceof ArrayBuffer ? result : result.buffer;
-    const base = result instanceof ArrayBuffer ? 0 : result.byteOffset;
-    const positions =
-      base % POSITION_BYTES === 0
-        ? new Float64Array(buffer, base, records)
-        : new Float64Array(buffer.slice(base, base + recordsAt));
+    const { buffer, recordsAt, positions } = splitRead(result, records);
     const out = new Array<LogReadResult>(count);
     let position = 0;
-    let at = base + recordsAt;
+    let at = recordsAt;
     for (let i = 0; i < count; i++) {
       const n = meta[3 * i] as number;
       const bytes = meta[3 * i + 2] as number;
@@ -197,18 +215,9 @@ export class NativeLogAdapter implements LogCore {
       throw toTypedError(error);
     }
     const count = meta[0] as number;
-    const recordsAt = count * POSITION_BYTES;
-    // A small read comes as an ArrayBuffer of its own, a large one as a Buffer (see logRead).
-    const buffer = result instanceof ArrayBuffer ? result : result.buffer;
-    const base = result instanceof ArrayBuffer ? 0 : result.byteOffset;
-    // Both start their own allocation, so the positions are aligned for a view; a copy covers an
-    // engine that placed a Buffer otherwise.
-    const positions =
-      base % POSITION_BYTES === 0
-        ? new Float64Array(buffer, base, count)
-        : new Float64Array(buffer.slice(base, base + recordsAt));
+    const { buffer, recordsAt, positions } = splitRead(result, count);
     return {
-      bytes: Buffer.from(buffer, base + recordsAt, result.byteLength - recordsAt),
+      bytes: Buffer.from(buffer, recordsAt, result.byteLength - (recordsAt - byteOffsetOf(result))),
       positions,
       firstOffset: meta[1] as number,
       count,
