@@ -51,7 +51,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
     });
 
     it.each(['memory', 'disk'])(
-      'hands each group a body of its own, whatever a consumer does to it (%s store)',
+      'hands each group a body and properties of their own, whatever a consumer does to them (%s store)',
       async (store) => {
         const { broker } = await openBroker(engine, store === 'disk' ? { dir: tempDir() } : {});
         for (const group of ['a', 'b']) broker.createGroup(group, { bindTopic: 'agents' });
@@ -60,13 +60,16 @@ describe.each(ENGINES)('%s engine', (engine) => {
           Consumer,
         ];
         for (const c of [a, b]) await c.subscribe(['t'], { offset: { policy: 'min' } });
-        await broker.send('agents', { liteTopic: 't', body: 'original' });
+        await broker.send('agents', { liteTopic: 't', body: 'original', properties: { p: '1' } });
         const [first] = await a.pop({ maxNum: 1 });
         first?.body.fill(0x78);
+        (first as { properties: Record<string, string> }).properties.p = 'changed';
         expect(first?.body.toString()).toBe('xxxxxxxx');
-        expect(bodies(await b.pop({ maxNum: 1 }))).toEqual(['original']);
+        const [other] = await b.pop({ maxNum: 1 });
+        expect([other?.body.toString(), other?.properties]).toEqual(['original', { p: '1' }]);
         await a.changeInvisibleTime(first as never, 0);
-        expect(bodies(await a.pop({ maxNum: 1 }))).toEqual(['original']);
+        const [again] = await a.pop({ maxNum: 1 });
+        expect([again?.body.toString(), again?.properties]).toEqual(['original', { p: '1' }]);
       },
     );
 

@@ -71,10 +71,10 @@ export class Popper {
   /** Per group, what its receipt handles start with (`receiptPrefix`). */
   private readonly prefixes = new WeakMap<GroupState, string>();
   /**
-   * Whether a popped body must be a copy. A `CommitLog` read returns bytes of its own (both engines
-   * copy them out of the log into a new buffer per read), which the POP can hand out as they are; the
-   * memory store, or any other, returns the bodies it keeps, which a consumer must not be able to
-   * change.
+   * Whether a popped body and properties must be copies. A `CommitLog` read returns bytes and objects
+   * of its own (both engines copy the records out of the log into a new buffer per read), which the
+   * POP can hand out as they are; the memory store, or any other, returns the messages it keeps,
+   * which a consumer must not be able to change.
    */
   private readonly copyBodies: boolean;
   /** The last failure to move a message to a dead-letter queue in the background (admin reports it). */
@@ -278,7 +278,7 @@ export class Popper {
       liteTopic,
       offset: delivery.offset,
       body: this.copyBodies ? Buffer.from(message.body) : message.body,
-      properties: message.properties,
+      properties: this.copyBodies ? { ...message.properties } : message.properties,
       storeTimestamp: message.storeTimestamp,
       reconsumeTimes: delivery.attempt,
       receiptHandle: encodeReceipt(this.prefix(group), delivery.offset, delivery.attempt, liteTopic),
