@@ -2,9 +2,7 @@
  * Broker scenarios (issue 5): dispatch, POP with long poll, FIFO per lite topic, ack, change of
  * invisible time, the ack-during-POP race, the message stream and the on-disk store, on every engine.
  */
-import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { RecentAcks } from '../ts/broker/pop.js';
 import { getEngine } from '../ts/engine/load.js';
 import { Broker, type Clock, type Consumer, MemoryStore, type StoredMessage } from '../ts/index.js';
 import { bodies, drain, ManualClock, openBroker, sendMany, tempDir } from './broker-helpers.js';
@@ -407,40 +405,5 @@ describe('system time', () => {
     } finally {
       await broker.close();
     }
-  });
-});
-
-describe('recently acked deliveries', () => {
-  it('remember at least the last `capacity` triples, never one not added, through growth and generations', () => {
-    const triple = fc.tuple(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 0, max: 2 ** 40 }), fc.nat(3));
-    fc.assert(
-      fc.property(fc.integer({ min: 1, max: 3000 }), fc.array(triple, { maxLength: 6000 }), (capacity, adds) => {
-        const recent = new RecentAcks(capacity);
-        const added = new Set<string>();
-        adds.forEach(([serial, offset, attempt], i) => {
-          recent.add(serial, offset, attempt);
-          added.add(`${serial}/${offset}/${attempt}`);
-          // Everything of the last `capacity` adds is still there.
-          const [s, o, a] = adds[Math.max(0, i - capacity + 1) + ((i * 7919) % Math.min(capacity, i + 1))] as [
-            number,
-            number,
-            number,
-          ];
-          expect(recent.has(s, o, a)).toBe(true);
-        });
-        for (const [serial, offset, attempt] of adds.slice(-capacity))
-          expect(recent.has(serial, offset, attempt)).toBe(true);
-        // Nothing that was never added.
-        for (let k = 0; k < 200; k++) {
-          const probe = [41 + k, k * 3, k % 4] as const;
-          expect(recent.has(...probe)).toBe(added.has(probe.join('/')));
-          expect(recent.has(1 + (k % 40), 2 ** 41 + k, 0)).toBe(false);
-          const [s, o, a] = adds[k % Math.max(1, adds.length)] ?? [1, 0, 0];
-          expect(recent.has(s, o, a + 4)).toBe(false); // an attempt never acked
-          expect(recent.has(s, o + 2 ** 32, a)).toBe(added.has(`${s}/${o + 2 ** 32}/${a}`));
-        }
-      }),
-      { numRuns: 60 },
-    );
   });
 });

@@ -25,16 +25,7 @@ export const MOVING_TO_DEAD_LETTERS = Number.MAX_SAFE_INTEGER;
 /** What `ack` found. */
 export type AckOutcome = 'acked' | 'already-acked' | 'stale' | 'unknown' | 'below-committed';
 
-/** The serial of the next progress made (see `TopicProgress.serial`). */
-let nextSerial = 1;
-
 export class TopicProgress {
-  /**
-   * Unique among the progress objects of this process (from 1): names this group's progress on this
-   * lite topic, this incarnation of it (an expired lite topic that comes back gets a new one), in
-   * numeric keys such as the POP's recently acked deliveries.
-   */
-  readonly serial = nextSerial++;
   /** Every offset below this is acked. */
   committed: number;
   /** The first offset never handed out. */

@@ -299,16 +299,14 @@ export class Popper {
     const outcome = progress?.ack(receipt.offset, receipt.attempt) ?? 'unknown';
     const recent = this.recent(group);
     if (outcome === 'already-acked') return this.context.state.settle();
-    if (outcome === 'below-committed' && progress !== undefined) {
-      if (recent.has(progress.serial, receipt.offset, receipt.attempt)) return this.context.state.settle();
-    }
+    if (outcome === 'below-committed' && recent.has(handle)) return this.context.state.settle();
     if (outcome !== 'acked' || progress === undefined) {
       throw new InvalidReceiptError(`receipt handle is ${outcome === 'stale' ? 'stale' : 'unknown'}`, {
         value: handle,
       });
     }
     this.context.state.record(['ack', group.name, receipt.liteTopic, receipt.offset]);
-    recent.add(progress.serial, receipt.offset, receipt.attempt);
+    recent.add(handle);
     const now = this.context.clock.now();
     this.dispatcher.armWake(group, receipt.liteTopic, progress, now);
     this.dispatcher.ready(group, receipt.liteTopic, now, 0, progress);
@@ -396,84 +394,28 @@ export class Popper {
 }
 
 /**
- * The deliveries a group acked lately, so a repeated ack of one stays harmless after the offset
- * moved on: at least the last `capacity` (up to twice as many), each keyed by numbers (its progress's
- * serial, offset and attempt), in two open-addressing tables, one per generation: when the newer
- * holds `capacity`, the older is cleared and becomes the newer. O(1) per ack, no string hashed (a
- * receipt handle is a new string per delivery, and hashing one cost more than the rest of an ack:
- * about 0.6 µs) and nothing left for the collector. Exported for its test.
+ * The handles a group acked lately, so a repeated ack of one stays harmless after the offset moved
+ * on: at least the last `capacity` (up to twice as many). Two generations: when the newer holds
+ * `capacity`, the older is dropped whole. O(1) per ack, where evicting the oldest entry of one Set
+ * walks past every deleted slot before it. (Keys made of numbers in typed-array tables hashed no
+ * string and were faster, but their growing tables went with event-loop stalls of 0.3-0.6 s in the
+ * js engine's expiry benchmark, a heap of about 1 GB, that this Set does not show.)
  */
-export class RecentAcks {
-  private current = new AckTable();
-  private previous = new AckTable();
+class RecentAcks {
+  private current = new Set<string>();
+  private previous = new Set<string>();
 
   constructor(private readonly capacity: number) {}
 
-  add(serial: number, offset: number, attempt: number): void {
-    if (this.current.count >= this.capacity) {
-      const recycled = this.previous;
-      recycled.clear();
+  add(handle: string): void {
+    this.current.add(handle);
+    if (this.current.size >= this.capacity) {
       this.previous = this.current;
-      this.current = recycled;
-    }
-    this.current.add(serial, offset, attempt);
-  }
-
-  has(serial: number, offset: number, attempt: number): boolean {
-    return this.current.has(serial, offset, attempt) || this.previous.has(serial, offset, attempt);
-  }
-}
-
-/** Slots an `AckTable` starts with; it doubles while more than half full. */
-const ACK_TABLE_START_SLOTS = 1024;
-
-/** A set of (serial, offset, attempt) triples: linear probing over one Float64Array, 3 numbers a slot. */
-class AckTable {
-  private slots = new Float64Array(3 * ACK_TABLE_START_SLOTS);
-  private mask = ACK_TABLE_START_SLOTS - 1;
-  count = 0;
-
-  add(serial: number, offset: number, attempt: number): void {
-    if (2 * (this.count + 1) > this.mask + 1) this.grow();
-    const at = this.find(serial, offset, attempt);
-    if (this.slots[at] !== 0) return;
-    this.slots[at] = serial;
-    this.slots[at + 1] = offset;
-    this.slots[at + 2] = attempt;
-    this.count++;
-  }
-
-  has(serial: number, offset: number, attempt: number): boolean {
-    return this.slots[this.find(serial, offset, attempt)] !== 0;
-  }
-
-  clear(): void {
-    this.slots.fill(0);
-    this.count = 0;
-  }
-
-  /** Where the triple is, or the empty slot where it would go (serials start at 1: 0 is empty). */
-  private find(serial: number, offset: number, attempt: number): number {
-    const { slots, mask } = this;
-    let h =
-      Math.imul(serial | 0, 0x9e3779b1) ^
-      Math.imul((offset | 0) ^ attempt, 0x85ebca6b) ^
-      Math.imul((offset / 4_294_967_296) | 0, 0xc2b2ae35);
-    h = Math.imul(h ^ (h >>> 16), 0x7feb352d);
-    for (let i = (h ^ (h >>> 15)) & mask; ; i = (i + 1) & mask) {
-      const at = 3 * i;
-      const found = slots[at] as number;
-      if (found === 0 || (found === serial && slots[at + 1] === offset && slots[at + 2] === attempt)) return at;
+      this.current = new Set();
     }
   }
 
-  private grow(): void {
-    const old = this.slots;
-    this.slots = new Float64Array(2 * old.length);
-    this.mask = 2 * (this.mask + 1) - 1;
-    this.count = 0;
-    for (let at = 0; at < old.length; at += 3) {
-      if (old[at] !== 0) this.add(old[at] as number, old[at + 1] as number, old[at + 2] as number);
-    }
+  has(handle: string): boolean {
+    return this.current.has(handle) || this.previous.has(handle);
   }
 }
