@@ -95,6 +95,15 @@ function count(value: unknown, name: string, min: number, max: number): number {
   return integerOption(value, name, min, max, Number.NaN);
 }
 
+/** The arguments of one read, checked (what `read` and each request of `readMany` take). */
+function checkRead(lmq: unknown, fromOffset: unknown, maxNum: unknown): ReadRequest {
+  return {
+    lmq: requireString(lmq, 'lmq'),
+    fromOffset: count(fromOffset, 'fromOffset', 0, Number.MAX_SAFE_INTEGER),
+    maxNum: count(maxNum, 'maxNum', 1, MAX_READ_RECORDS),
+  };
+}
+
 export class CommitLog {
   private closed = false;
   private closing: Promise<void> | undefined;
@@ -207,10 +216,8 @@ export class CommitLog {
   /** Up to `maxNum` messages of `lmq` from `fromOffset` (or its minimum, if later), in offset order. */
   read(lmq: string, fromOffset: number, maxNum: number): StoredMessage[] {
     this.checkOpen();
-    requireString(lmq, 'lmq');
-    const from = count(fromOffset, 'fromOffset', 0, Number.MAX_SAFE_INTEGER);
-    const max = count(maxNum, 'maxNum', 1, MAX_READ_RECORDS);
-    return decodeMessages(lmq, this.core.read(lmq, from, max));
+    const request = checkRead(lmq, fromOffset, maxNum);
+    return decodeMessages(lmq, this.core.read(lmq, request.fromOffset, request.maxNum));
   }
 
   /**
@@ -227,11 +234,9 @@ export class CommitLog {
       if (request === null || typeof request !== 'object') {
         throw new InvalidArgumentError(`request ${i} must be an object`, { value: request });
       }
-      const lmq = requireString(request.lmq, 'lmq');
-      const fromOffset = count(request.fromOffset, 'fromOffset', 0, Number.MAX_SAFE_INTEGER);
-      const maxNum = count(request.maxNum, 'maxNum', 1, MAX_READ_RECORDS);
-      asked += maxNum;
-      return { lmq, fromOffset, maxNum };
+      const one = checkRead(request.lmq, request.fromOffset, request.maxNum);
+      asked += one.maxNum;
+      return one;
     });
     if (asked > MAX_READ_RECORDS) {
       throw new InvalidArgumentError(`a readMany may ask for at most ${MAX_READ_RECORDS} messages (got ${asked})`, {

@@ -65,10 +65,7 @@ export class Dispatcher {
     if (progress.queuedAt !== undefined) return; // never set in key-shared groups
     const holders = group.subscribers.get(liteTopic);
     // An expiring lite topic's LMQ still holds its old messages until deleted; ready again after.
-    if (
-      (group.legacy.size === 0 && !(holders !== undefined && holders.size > 0)) ||
-      isExpiring(group.parent, liteTopic)
-    ) {
+    if (!group.wantedBy(holders) || isExpiring(group.parent, liteTopic)) {
       this.unbacklog(group, liteTopic, progress);
       return;
     }

@@ -233,7 +233,12 @@ export class GroupState {
 
   /** Whether any live client of the group wants `liteTopic`. */
   interested(liteTopic: string): boolean {
-    return this.legacy.size > 0 || (this.subscribers.get(liteTopic)?.size ?? 0) > 0;
+    return this.legacy.size > 0 || this.wantedBy(this.subscribers.get(liteTopic));
+  }
+
+  /** `interested` for a lite topic whose holders (`subscribers.get`) the caller already has. */
+  wantedBy(holders: ReadonlySet<ClientState> | undefined): boolean {
+    return this.legacy.size > 0 || (holders !== undefined && holders.size > 0);
   }
 }
 
