@@ -11,7 +11,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { decodeJournal, encodeRecord, JOURNAL_VERSION } from '../ts/broker/journal.js';
 import { checkBinary, decodeBinary, decodeHot, encodeHot, type HotKind } from '../ts/broker/snapshot.js';
 import { crc32c } from '../ts/engine/js/crc32c.js';
-import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
+import { Broker, type BrokerOptions, type Consumer, type EngineName } from '../ts/index.js';
 import { bodies, drain, ManualClock, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
 
@@ -24,6 +24,15 @@ async function open(engine: EngineName, dir: string, clock: ManualClock, options
   const broker = await Broker.open({ engine, dir, clock, flush: 'sync', ...options });
   opened.push(broker);
   return broker;
+}
+
+/** Parent `agents`, group `g` and its client `c`, subscribed to `liteTopics` from their first message. */
+async function groupFromMin(broker: Broker, liteTopics: string[]): Promise<Consumer> {
+  broker.createTopic('agents');
+  broker.createGroup('g', { bindTopic: 'agents' });
+  const c = broker.consumer({ group: 'g', clientId: 'c' });
+  await c.subscribe(liteTopics, { offset: { policy: 'min' } });
+  return c;
 }
 
 async function send(broker: Broker, liteTopic: string, count: number, from = 0): Promise<void> {
@@ -73,10 +82,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
     const dir = tempDir();
     const clock = new ManualClock();
     const first = await open(engine, dir, clock);
-    first.createTopic('agents');
-    first.createGroup('g', { bindTopic: 'agents' });
-    const c = first.consumer({ group: 'g', clientId: 'c' });
-    await c.subscribe(['a'], { offset: { policy: 'min' } });
+    const c = await groupFromMin(first, ['a']);
     await send(first, 'a', 5);
     const popped = await c.pop({ maxNum: 3, invisibleTimeMs: 10_000 });
     expect(bodies(popped)).toEqual(['a#0', 'a#1', 'a#2']);
@@ -108,10 +114,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
     const dir = tempDir();
     const clock = new ManualClock();
     const first = await open(engine, dir, clock);
-    first.createTopic('agents');
-    first.createGroup('g', { bindTopic: 'agents' });
-    const c = first.consumer({ group: 'g', clientId: 'c' });
-    await c.subscribe(['a', 'b'], { offset: { policy: 'min' } });
+    const c = await groupFromMin(first, ['a', 'b']);
     await send(first, 'a', 1);
     await send(first, 'b', 1);
     const [a, b] = await c.pop({ invisibleTimeMs: 5000 });
@@ -134,10 +137,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
     const dir = tempDir();
     const clock = new ManualClock();
     const first = await open(engine, dir, clock);
-    first.createTopic('agents');
-    first.createGroup('g', { bindTopic: 'agents' });
-    const c = first.consumer({ group: 'g', clientId: 'c' });
-    await c.subscribe(['a'], { offset: { policy: 'min' } });
+    const c = await groupFromMin(first, ['a']);
     await send(first, 'a', 3);
     await c.ack((await c.pop({ maxNum: 1 }))[0] as never);
     await first.close();
@@ -257,10 +257,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
     const dir = tempDir();
     const clock = new ManualClock();
     const first = await open(engine, dir, clock, { flush: 'async', stateCompactBytes: 4096 });
-    first.createTopic('agents');
-    first.createGroup('g', { bindTopic: 'agents' });
-    const c = first.consumer({ group: 'g', clientId: 'c' });
-    await c.subscribe(['a', 'b'], { offset: { policy: 'min' } });
+    const c = await groupFromMin(first, ['a', 'b']);
     await send(first, 'a', 200);
     await send(first, 'b', 3);
     for (let i = 0; i < 150; i++) {
@@ -351,10 +348,7 @@ describe('binary hot records (journal version 3)', () => {
       const dir = tempDir();
       const clock = new ManualClock();
       const broker = await open(engine, dir, clock);
-      broker.createTopic('agents');
-      broker.createGroup('g', { bindTopic: 'agents' });
-      const c = broker.consumer({ group: 'g', clientId: 'c' });
-      await c.subscribe(['a'], { offset: { policy: 'min' } });
+      const c = await groupFromMin(broker, ['a']);
       await send(broker, 'a', 3);
       const popped = await c.pop({ maxNum: 2, invisibleTimeMs: 60_000 });
       await c.ack(popped[0] as never);
