@@ -10,6 +10,7 @@ import {
   ClosedError,
   InvalidArgumentError,
   LogLockedError,
+  MAX_LMQ_NAME_BYTES,
   MAX_LMQS_PER_RECORD,
   MIN_SEGMENT_BYTES,
   type StoredMessage,
@@ -472,6 +473,46 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(stats.durablePosition).toBe(stats.writePosition);
     expect(stats.flush).toBe('sync');
     expect(stats.engine).toBe(engine);
+  });
+
+  it('limits LMQ names by their UTF-8 bytes, ASCII or not, and refuses bad ones storing nothing', async () => {
+    const log = await openLog(tempDir(), engine);
+    const limit = MAX_LMQ_NAME_BYTES;
+    const ascii = 'a'.repeat(limit);
+    const twoByte = 'é'.repeat(limit / 2);
+    // A three-byte character whose last byte would land one past the limit.
+    const straddling = `${'b'.repeat(limit - 2)}€`;
+    const fine = [ascii, twoByte, `${'c'.repeat(limit - 3)}€`];
+    const results = await log.append(fine.map((name, i) => ({ lmqs: [name], body: `m${i}` })));
+    expect(results.map((r) => r.offsets)).toEqual([[0], [0], [0]]);
+    for (const [i, name] of fine.entries()) {
+      const [message] = log.read(name, 0, 10);
+      expect(message).toMatchObject({ lmq: name, offset: 0 });
+      expect(message?.body.toString()).toBe(`m${i}`);
+    }
+    const bad: unknown[] = [
+      `${ascii}a`,
+      `${twoByte}é`,
+      `${'d'.repeat(limit)}é`,
+      straddling,
+      'lone \ud800 surrogate',
+      'nul at the end\0',
+      '\0',
+      7,
+      undefined,
+    ];
+    for (const name of bad) {
+      // Each bad name after a good record in the same call, and next to a good name in one record.
+      await expect(
+        log.append([
+          { lmqs: ['good'], body: 'x' },
+          { lmqs: [name as string], body: 'x' },
+        ]),
+      ).rejects.toThrow(InvalidArgumentError);
+      await expect(log.append([{ lmqs: ['good', name as string], body: 'x' }])).rejects.toThrow(InvalidArgumentError);
+    }
+    expect(log.maxOffset('good')).toBe(0);
+    expect(log.lmqCount).toBe(fine.length);
   });
 
   it('refuses bad records and arguments with typed errors, storing nothing', async () => {

@@ -107,16 +107,43 @@ function checkTimestamp(value: unknown): number {
 }
 
 /**
- * The encoded size of one record, validating it; `names` receives its encoded LMQ names,
- * `allLmqs` the names themselves.
+ * The UTF-8 length of a valid LMQ name (throwing for an invalid one). A plain ASCII name is
+ * checked by its characters alone; any other goes through `encodedName` and its cache.
  */
-function measure(
-  record: AppendRecord,
-  index: number,
-  names: Uint8Array[],
-  allLmqs: string[],
-  maxRecordBytes: number,
-): number {
+function nameLength(name: unknown): number {
+  if (typeof name === 'string' && name.length !== 0 && name.length <= MAX_LMQ_NAME_BYTES && isPlainAscii(name)) {
+    return name.length;
+  }
+  return encodedName(name).length;
+}
+
+/**
+ * Writes a name `nameLength` accepted, its length and then its bytes, at `p`; returns the end. A
+ * plain ASCII name is copied character by character: cheaper than a cache lookup and a copy of the
+ * cached bytes, which on 10,000 names in turn both miss the processor's caches.
+ */
+function writeName(bytes: Uint8Array, p: number, name: string): number {
+  const length = name.length;
+  const from = p + 2;
+  for (let k = 0; k < length; k++) {
+    const c = name.charCodeAt(k);
+    if (c === 0 || c > 0x7f) return writeEncodedName(bytes, p, encodedName(name));
+    bytes[from + k] = c;
+  }
+  writeU16(bytes, p, length);
+  return from + length;
+}
+
+function writeEncodedName(bytes: Uint8Array, p: number, name: Uint8Array): number {
+  const length = name.length;
+  writeU16(bytes, p, length);
+  p += 2;
+  for (let k = 0; k < length; k++) bytes[p + k] = name[k] as number;
+  return p + length;
+}
+
+/** The encoded size of one record, validating it; `allLmqs` receives its LMQ names. */
+function measure(record: AppendRecord, index: number, allLmqs: string[], maxRecordBytes: number): number {
   if (record === null || typeof record !== 'object') {
     throw new InvalidArgumentError(`record ${index} must be an object`, { value: record });
   }
@@ -131,13 +158,11 @@ function measure(
   let size = RECORD_HEADER_BYTES + 10 * lmqs.length + 2 + 2 + 2 + 4;
   for (let i = 0; i < lmqs.length; i++) {
     const lmq = lmqs[i] as string;
-    const name = encodedName(lmq);
+    size += nameLength(lmq);
     for (let j = 0; j < i; j++) {
       if (lmqs[j] === lmq) throw new InvalidArgumentError(`record ${index} names LMQ ${lmq} twice`, { value: lmqs });
     }
-    names.push(name);
     allLmqs.push(lmq);
-    size += name.length;
   }
   size += Math.max(0, fieldLength(record.key, 'key')) + Math.max(0, fieldLength(record.tag, 'tag'));
   const properties = record.properties;
@@ -231,16 +256,15 @@ export function encodeBatch(
       actual: Array.isArray(records) ? records.length : undefined,
     });
   }
-  const names: Uint8Array[] = [];
   const lmqs: string[] = [];
   const sizes = new Uint32Array(records.length);
   let total = 0;
   for (let i = 0; i < records.length; i++) {
-    const size = measure(records[i] as AppendRecord, i, names, lmqs, maxRecordBytes);
+    const size = measure(records[i] as AppendRecord, i, lmqs, maxRecordBytes);
     sizes[i] = size;
     total += size;
   }
-  const batch = allocateBatch(records.length, names.length, total, lmqs, scratch);
+  const batch = allocateBatch(records.length, lmqs.length, total, lmqs, scratch);
   const bytes = batch.bytes as Buffer;
   let at = 0;
   let nameIndex = 0;
@@ -248,7 +272,8 @@ export function encodeBatch(
     const record = records[i] as AppendRecord;
     batch.starts[i] = at;
     batch.lmqStarts[i] = nameIndex;
-    const lmqCount = record.lmqs.length;
+    const recordLmqs = record.lmqs;
+    const lmqCount = recordLmqs.length;
     const end = at + (sizes[i] as number);
     writeU32(bytes, at, RECORD_MAGIC);
     writeU32(bytes, at + 4, end - at);
@@ -259,16 +284,10 @@ export function encodeBatch(
     writeU64(bytes, at + 16, storeTimestampMs);
     writeU64(bytes, at + 24, record.bornTimestamp ?? storeTimestampMs);
     let p = at + RECORD_HEADER_BYTES;
-    // Byte loops beat fill() and set() for the few bytes of offsets and names (no native call).
+    // A byte loop beats fill() for the few bytes of offsets (no builtin call).
     for (const stop = p + 8 * lmqCount; p < stop; p++) bytes[p] = 0;
-    for (let j = 0; j < lmqCount; j++) {
-      const name = names[nameIndex++] as Uint8Array;
-      const length = name.length;
-      writeU16(bytes, p, length);
-      p += 2;
-      for (let k = 0; k < length; k++) bytes[p + k] = name[k] as number;
-      p += length;
-    }
+    for (let j = 0; j < lmqCount; j++) p = writeName(bytes, p, recordLmqs[j] as string);
+    nameIndex += lmqCount;
     p = writeString(bytes, p, record.key);
     p = writeString(bytes, p, record.tag);
     p = writeProperties(bytes, p, record.properties);
@@ -318,8 +337,7 @@ export function encodeDeletion(lmq: string, storeTimestampMs: number): EncodedBa
   writeU16(bytes, 14, 1);
   writeU64(bytes, 16, storeTimestampMs);
   writeU64(bytes, 24, storeTimestampMs);
-  writeU16(bytes, RECORD_HEADER_BYTES + 8, name.length);
-  bytes.set(name, RECORD_HEADER_BYTES + 10);
+  writeEncodedName(bytes, RECORD_HEADER_BYTES + 8, name);
   batch.starts[1] = size;
   batch.lmqStarts[1] = 1;
   return batch;
