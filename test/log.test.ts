@@ -5,6 +5,7 @@
  */
 import { cpSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
+import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import {
   ClosedError,
@@ -513,6 +514,23 @@ describe.each(ENGINES)('%s engine', (engine) => {
     }
     expect(log.maxOffset('good')).toBe(0);
     expect(log.lmqCount).toBe(fine.length);
+  });
+
+  it('reads bodies as Buffers in every respect a caller can see', async () => {
+    const log = await openLog(tempDir(), engine);
+    await log.append([{ lmqs: ['q'], body: Buffer.from('hello') }]);
+    const body = log.read('q', 0, 1)[0]?.body as Buffer;
+    expect(Buffer.isBuffer(body)).toBe(true);
+    expect(body).toBeInstanceOf(Buffer);
+    expect(body.constructor).toBe(Buffer);
+    expect(body.toString('utf8')).toBe('hello');
+    expect(body.equals(Buffer.from('hello'))).toBe(true);
+    expect(body.readUInt8(0)).toBe(0x68);
+    expect(Buffer.isBuffer(body.subarray(1))).toBe(true);
+    expect(body.subarray(1).toString()).toBe('ello');
+    expect(Buffer.concat([body, body]).toString()).toBe('hellohello');
+    expect(JSON.parse(JSON.stringify(body))).toEqual({ type: 'Buffer', data: [...Buffer.from('hello')] });
+    expect(inspect(body)).toBe(inspect(Buffer.from('hello')));
   });
 
   it('refuses bad records and arguments with typed errors, storing nothing', async () => {

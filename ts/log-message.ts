@@ -2,6 +2,7 @@
  * Turns the bytes an engine's `read` returns (records as stored, already checked) into message
  * objects. Bodies are views into the one buffer the read returned, not copies.
  */
+import { bufferView } from './buffer-view.js';
 import type { LogReadResult } from './engine/contract.js';
 import {
   FLAG_HAS_KEY,
@@ -86,8 +87,8 @@ export function decodeMessages(lmq: string, result: LogReadResult): StoredMessag
       tag,
       properties,
       // A view made from the ArrayBuffer directly: `subarray` looks up a species constructor for
-      // every message, which costs about half again as much.
-      body: Buffer.from(arrayBuffer, base + p + 4, bodyLength),
+      // every message, and `Buffer.from` checks its arguments (see buffer-view.ts).
+      body: bufferView(arrayBuffer, base + p + 4, bodyLength),
     };
     at += size;
   }
