@@ -351,6 +351,37 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(reopened.read('gone', 0, 10).map((m) => m.body.toString())).toEqual(['c']);
   });
 
+  it('deletes several LMQs in one deleteLmqs call, durably, as deleteLmq does one by one', async () => {
+    const dir = tempDir();
+    const log = await openLog(dir, engine, { flush: 'sync' });
+    const names = Array.from({ length: 40 }, (_, i) => `q${i}`);
+    await log.append(names.map((name, i) => ({ lmqs: i % 2 === 0 ? [name, 'kept'] : [name], body: `m${i}` })));
+    const written = log.stats().writePosition;
+    expect(await log.deleteLmqs([])).toEqual([]);
+    expect(await log.deleteLmqs(['never'])).toEqual([false]);
+    expect(log.stats().writePosition).toBe(written); // nothing to delete, nothing written
+    const doomed = names.filter((_, i) => i % 4 !== 3);
+    const asked = [...doomed, 'never', 'q0', 'q3'];
+    const existed = await log.deleteLmqs(asked);
+    // Each existing name once (a repeat says false), an unknown name false.
+    expect(existed).toEqual([...doomed.map(() => true), false, false, true]);
+    // Under `sync` the deletions are durable when the call resolves.
+    expect(log.stats().durablePosition).toBe(log.stats().writePosition);
+    const left = names.filter((_, i) => i % 4 === 3 && i !== 3);
+    expect(log.listLmqs('q').lmqs.sort()).toEqual(left.sort());
+    expect(log.maxOffset('q0')).toBe(0);
+    expect(log.read('kept', 0, 100)).toHaveLength(20);
+    await expect(log.deleteLmqs(['ok', 7] as never)).rejects.toThrow(InvalidArgumentError);
+    await expect(log.deleteLmqs('q7' as never)).rejects.toThrow(InvalidArgumentError);
+    expect(log.maxOffset('q7')).toBe(1); // a refused call deleted nothing
+    await log.close();
+    await expect(log.deleteLmqs(['q7'])).rejects.toThrow(ClosedError);
+    const reopened = await openLog(dir, engine, { checkpointBytes: 0 });
+    expect(reopened.listLmqs('q').lmqs.sort()).toEqual(left.sort());
+    const [again] = await reopened.append([{ lmqs: ['q0'], body: 'back' }]);
+    expect(again?.offsets).toEqual([0]);
+  });
+
   it('retains segments under LMQs whose entries are still in the checkpoint file', async () => {
     const clock = new ManualClock();
     const dir = tempDir();

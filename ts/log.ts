@@ -8,12 +8,13 @@
 import type { EncodedBatch, EngineName, LogCore, LogCoreStats, ReadRequest } from './engine/contract.js';
 import {
   DEFAULT_SEGMENT_BYTES,
+  MAX_APPEND_RECORDS,
   MAX_READ_RECORDS,
   MAX_SEGMENT_BYTES,
   MIN_SEGMENT_BYTES,
   SEGMENT_HEADER_BYTES,
 } from './engine/js/limits.js';
-import { type AppendRecord, encodeBatch, encodeDeletion } from './engine/js/log-encode.js';
+import { type AppendRecord, encodeBatch, encodeDeletions } from './engine/js/log-encode.js';
 import { getEngine } from './engine/load.js';
 import { ClosedError, InvalidArgumentError } from './errors.js';
 import { decodeMessages, type StoredMessage } from './log-message.js';
@@ -205,12 +206,36 @@ export class CommitLog {
    */
   async deleteLmq(lmq: string): Promise<boolean> {
     this.checkOpen();
-    requireString(lmq, 'lmq');
-    if (this.core.lastWriteTimestamp(lmq) < 0) return false;
+    const [existed] = await this.deleteLmqs([requireString(lmq, 'lmq')]);
+    return existed === true;
+  }
+
+  /**
+   * `deleteLmq` for several LMQs at once: the deletion records of those that exist go to the log in
+   * one append (one engine call and one write, where a loop of `deleteLmq` makes one of each per
+   * name and holds the event loop for all of them). Resolves to whether each existed, aligned with
+   * `lmqs`; a name given twice is deleted once, and its later place says false.
+   */
+  async deleteLmqs(lmqs: readonly string[]): Promise<boolean[]> {
+    this.checkOpen();
+    if (!Array.isArray(lmqs)) throw new InvalidArgumentError('lmqs must be an array of LMQ names', { value: lmqs });
+    for (const lmq of lmqs) requireString(lmq, 'lmq');
+    const existed = new Array<boolean>(lmqs.length);
+    const doomed: string[] = [];
+    const seen = new Set<string>();
+    for (let i = 0; i < lmqs.length; i++) {
+      const lmq = lmqs[i] as string;
+      existed[i] = !seen.has(lmq) && this.core.lastWriteTimestamp(lmq) >= 0;
+      seen.add(lmq);
+      if (existed[i]) doomed.push(lmq);
+    }
+    if (doomed.length === 0) return existed;
     const now = this.now();
-    await this.write(encodeDeletion(lmq, now), now);
+    for (let at = 0; at < doomed.length; at += MAX_APPEND_RECORDS) {
+      await this.write(encodeDeletions(doomed.slice(at, at + MAX_APPEND_RECORDS), now), now);
+    }
     if (this.options.flush === 'sync') await this.durable(this.core.writePosition);
-    return true;
+    return existed;
   }
 
   /** Up to `maxNum` messages of `lmq` from `fromOffset` (or its minimum, if later), in offset order. */

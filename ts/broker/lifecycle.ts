@@ -17,7 +17,7 @@
 import type { Dispatcher } from './dispatcher.js';
 import type { Registry } from './registry.js';
 import { type BrokerContext, type ClientState, dropLite, type ParentTopic } from './state.js';
-import { lmqName } from './store.js';
+import { lmqName, type MessageStore } from './store.js';
 
 /** Lite topics expired per parent per maintenance pass; more wait for the next pass. */
 export const EXPIRY_BATCH = 1000;
@@ -52,6 +52,16 @@ function idleOf(parent: ParentTopic, offered: readonly string[], cutoff: number)
 export function yieldTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
+
+/**
+ * Deletes `lmqs` from `store`: in one call when it has `deleteLmqs`, else one by one (a custom store
+ * may have only `deleteLmq`, or neither).
+ */
+async function deleteLmqs(store: MessageStore, lmqs: readonly string[]): Promise<void> {
+  if (store.deleteLmqs !== undefined) await store.deleteLmqs(lmqs);
+  else if (store.deleteLmq !== undefined) for (const lmq of lmqs) await store.deleteLmq(lmq);
+}
+
 export const DEFAULT_MAINTENANCE_INTERVAL_MS = 1000;
 /** A client that makes no call for this long is closed; 0 turns sessions off. */
 export const DEFAULT_SESSION_TIMEOUT_MS = 120_000;
@@ -180,7 +190,10 @@ export class Lifecycle {
     }
   }
 
-  /** Forgets `names` now; deletes their LMQs once the forgetting is durable. */
+  /**
+   * Forgets `names` now; deletes their LMQs once the forgetting is durable, in one store call when
+   * the store can (a sweep's thousand deletions one by one held the event loop for 7-12 ms).
+   */
   private expire(parent: ParentTopic, names: readonly string[]): Promise<void> {
     for (const name of names) {
       parent.trie.remove(name);
@@ -202,8 +215,10 @@ export class Lifecycle {
       await Promise.resolve(); // `self.done` is set before the finally below can run
       try {
         await this.context.state.durable();
-        const { store } = this.context;
-        for (const name of names) await store.deleteLmq?.(lmqName(parent.name, name));
+        await deleteLmqs(
+          this.context.store,
+          names.map((name) => lmqName(parent.name, name)),
+        );
         await yieldTurn();
       } finally {
         for (const name of names) if (parent.expiring.get(name) === self.done) parent.expiring.delete(name);

@@ -33,6 +33,8 @@ export interface MessageStore {
   close(): Promise<void>;
   /** Deletes an LMQ (expiry); a later message to it starts again at offset 0. */
   deleteLmq?(lmq: string): Promise<boolean>;
+  /** `deleteLmq` of several at once, whether each existed (CommitLog: one write for all). */
+  deleteLmqs?(lmqs: readonly string[]): Promise<boolean[]>;
   /** Store timestamp of the newest message of `lmq`, or undefined when it does not exist. */
   lastWriteTimestamp?(lmq: string): number | undefined;
   /** Deletes old segments (retention). */
@@ -95,6 +97,11 @@ export class MemoryStore implements MessageStore {
   async deleteLmq(lmq: string): Promise<boolean> {
     this.checkOpen();
     return this.queues.delete(lmq);
+  }
+
+  async deleteLmqs(lmqs: readonly string[]): Promise<boolean[]> {
+    this.checkOpen();
+    return lmqs.map((lmq) => this.queues.delete(lmq));
   }
 
   lastWriteTimestamp(lmq: string): number | undefined {

@@ -324,21 +324,33 @@ function writeProperties(bytes: Buffer, at: number, properties: AppendRecord['pr
   return p;
 }
 
-/** The LMQ deletion record of docs/FORMAT.md for `lmq` (its offset field is set by the engine). */
-export function encodeDeletion(lmq: string, storeTimestampMs: number): EncodedBatch {
-  const name = encodedName(lmq);
-  const size = RECORD_HEADER_BYTES + 8 + 2 + name.length + 2 + 2 + 2 + 4;
-  const batch = allocateBatch(1, 1, size, [lmq]);
+/**
+ * The LMQ deletion records of docs/FORMAT.md for `lmqs`, one per name, in one batch (their offset
+ * fields are set by the engine). At most `MAX_APPEND_RECORDS` names.
+ */
+export function encodeDeletions(lmqs: readonly string[], storeTimestampMs: number): EncodedBatch {
+  const names = lmqs.map(encodedName);
+  const sizeOf = (name: Uint8Array) => RECORD_HEADER_BYTES + 8 + 2 + name.length + 2 + 2 + 2 + 4;
+  const total = names.reduce((sum, name) => sum + sizeOf(name), 0);
+  const batch = allocateBatch(names.length, names.length, total, [...lmqs]);
   const bytes = batch.bytes;
   bytes.fill(0);
-  writeU32(bytes, 0, RECORD_MAGIC);
-  writeU32(bytes, 4, size);
-  bytes[12] = RECORD_TYPE_DELETE;
-  writeU16(bytes, 14, 1);
-  writeU64(bytes, 16, storeTimestampMs);
-  writeU64(bytes, 24, storeTimestampMs);
-  writeEncodedName(bytes, RECORD_HEADER_BYTES + 8, name);
-  batch.starts[1] = size;
-  batch.lmqStarts[1] = 1;
+  let at = 0;
+  for (let i = 0; i < names.length; i++) {
+    const name = names[i] as Uint8Array;
+    const size = sizeOf(name);
+    batch.starts[i] = at;
+    batch.lmqStarts[i] = i;
+    writeU32(bytes, at, RECORD_MAGIC);
+    writeU32(bytes, at + 4, size);
+    bytes[at + 12] = RECORD_TYPE_DELETE;
+    writeU16(bytes, at + 14, 1);
+    writeU64(bytes, at + 16, storeTimestampMs);
+    writeU64(bytes, at + 24, storeTimestampMs);
+    writeEncodedName(bytes, at + RECORD_HEADER_BYTES + 8, name);
+    at += size;
+  }
+  batch.starts[names.length] = at;
+  batch.lmqStarts[names.length] = names.length;
   return batch;
 }
