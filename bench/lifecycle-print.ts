@@ -13,7 +13,11 @@ export const CLEAN_REOPEN_MS = 1000;
 export const KILLED_REOPEN_MS = 5000;
 /**
  * "No effect on p99": the p99 while sweeping may exceed the p99 with expiry off by at most this
- * share of it or `P99_SLACK_MS`, whichever is larger (the machine is shared and noisy).
+ * share of it or `P99_SLACK_MS`, whichever is larger (the machine is shared and noisy). Each side is
+ * the median over its windows of the window's own p99: the p99 over all of a phase's deliveries
+ * follows its worst window, and on a shared machine one window of either phase can take a stall
+ * that has nothing to do with expiry (the recorded runs had one phase's pooled p99 several times
+ * the other's in both directions).
  */
 export const P99_SLACK_SHARE = 0.25;
 export const P99_SLACK_MS = 1;
@@ -49,8 +53,8 @@ export function checkLifecycleTargets(reopen: readonly ReopenRow[], expiry: read
     out.push(limitTarget(`${what}, ${r.engine}, ${size}`, r.openMs, limit, r.error !== undefined));
   }
   for (const r of expiry) {
-    const off = r.phases.find((p) => p.phase === 'expiry off')?.p99Ms ?? Number.NaN;
-    const on = r.phases.find((p) => p.phase === 'sweeping')?.p99Ms ?? Number.NaN;
+    const off = r.phases.find((p) => p.phase === 'expiry off')?.medianWindowP99Ms ?? Number.NaN;
+    const on = r.phases.find((p) => p.phase === 'sweeping')?.medianWindowP99Ms ?? Number.NaN;
     const bar = off + Math.max(P99_SLACK_MS, off * P99_SLACK_SHARE);
     const known = Number.isFinite(off) && Number.isFinite(on) && r.error === undefined;
     out.push({
@@ -59,7 +63,7 @@ export function checkLifecycleTargets(reopen: readonly ReopenRow[], expiry: read
       target: 1,
       strict: false,
       pass: known ? on <= bar : null,
-      measured: known ? `${figure(on)} ms sweeping, ${figure(off)} ms expiry off` : '—',
+      measured: known ? `${figure(on)} ms sweeping, ${figure(off)} ms expiry off (median window p99)` : '—',
       required: `≤ ${figure(bar)} ms (off + max(${P99_SLACK_MS} ms, ${P99_SLACK_SHARE * 100}%))`,
     });
   }
@@ -162,7 +166,10 @@ function latencyTable(rows: readonly ExpiryRow[], config: LifecycleBenchResult['
       `One producer paced at ${e.rate.toLocaleString('en-US')} msgs/s over ${e.loadTopics.toLocaleString('en-US')} active lite topics ` +
       `(\`sendBatch\` of the messages due), two long-polling clients (\`waitMs\` 100) acking everything; ${e.windowMs} ms windows ` +
       'alternate between no sweep and sweeping, after one warm-up window. Latency = `pop` resolved − just before the ' +
-      '`sendBatch`, counted in the window the message was sent in. Event-loop delay from `perf_hooks.monitorEventLoopDelay`, one per window: the highest window p99 and the max.',
+      "`sendBatch`, counted in the window the message was sent in. p99 ms is over all of the phase's deliveries; " +
+      '"median window p99" takes each window\'s own p99 and gives their median (the lower middle one of an even count), ' +
+      'the figure the target compares, since one window with a stall from elsewhere sets the pooled p99. ' +
+      'Event-loop delay from `perf_hooks.monitorEventLoopDelay`, one per window: the highest window p99 and the max.',
     headers: [
       'engine',
       'phase',
@@ -171,6 +178,8 @@ function latencyTable(rows: readonly ExpiryRow[], config: LifecycleBenchResult['
       'p50 ms',
       'p99 ms',
       'max ms',
+      'median window p99 ms',
+      'window p99 range ms',
       'loop delay p99 ms',
       'loop delay max ms',
     ],
@@ -183,6 +192,8 @@ function latencyTable(rows: readonly ExpiryRow[], config: LifecycleBenchResult['
         cell(p.p50Ms),
         cell(p.p99Ms),
         cell(p.maxMs),
+        cell(p.medianWindowP99Ms),
+        p.windowP99Ms.length === 0 ? '—' : `${cell(Math.min(...p.windowP99Ms))}–${cell(Math.max(...p.windowP99Ms))}`,
         cell(p.loopP99Ms),
         cell(p.loopMaxMs),
       ]),
