@@ -329,28 +329,27 @@ function writeProperties(bytes: Buffer, at: number, properties: AppendRecord['pr
  * fields are set by the engine). At most `MAX_APPEND_RECORDS` names.
  */
 export function encodeDeletions(lmqs: readonly string[], storeTimestampMs: number): EncodedBatch {
-  const names = lmqs.map(encodedName);
-  const sizeOf = (name: Uint8Array) => RECORD_HEADER_BYTES + 8 + 2 + name.length + 2 + 2 + 2 + 4;
-  const total = names.reduce((sum, name) => sum + sizeOf(name), 0);
-  const batch = allocateBatch(names.length, names.length, total, [...lmqs]);
+  // The names are of LMQs about to go: written like appends' names, not kept in the name cache.
+  const sizeOf = (lmq: string) => RECORD_HEADER_BYTES + 8 + 2 + nameLength(lmq) + 2 + 2 + 2 + 4;
+  const total = lmqs.reduce((sum, lmq) => sum + sizeOf(lmq), 0);
+  const batch = allocateBatch(lmqs.length, lmqs.length, total, [...lmqs]);
   const bytes = batch.bytes;
   bytes.fill(0);
   let at = 0;
-  for (let i = 0; i < names.length; i++) {
-    const name = names[i] as Uint8Array;
-    const size = sizeOf(name);
+  for (let i = 0; i < lmqs.length; i++) {
     batch.starts[i] = at;
     batch.lmqStarts[i] = i;
     writeU32(bytes, at, RECORD_MAGIC);
-    writeU32(bytes, at + 4, size);
     bytes[at + 12] = RECORD_TYPE_DELETE;
     writeU16(bytes, at + 14, 1);
     writeU64(bytes, at + 16, storeTimestampMs);
     writeU64(bytes, at + 24, storeTimestampMs);
-    writeEncodedName(bytes, at + RECORD_HEADER_BYTES + 8, name);
-    at += size;
+    const end = writeName(bytes, at + RECORD_HEADER_BYTES + 8, lmqs[i] as string) + 2 + 2 + 2 + 4;
+    writeU32(bytes, at + 4, end - at);
+    at = end;
   }
-  batch.starts[names.length] = at;
-  batch.lmqStarts[names.length] = names.length;
+  if (at !== total) throw new Error(`litetopic: deletion records encoded to ${at} bytes, measured ${total}`);
+  batch.starts[lmqs.length] = at;
+  batch.lmqStarts[lmqs.length] = lmqs.length;
   return batch;
 }
