@@ -59,12 +59,16 @@ describe.each(PAIRS)('written by %s, opened by %s', (writer, reader) => {
     const clock = new ManualClock();
     const first = await openLog(dir, writer, { segmentBytes: MIN_SEGMENT_BYTES, clock, checkpointBytes: 16_384 });
     await writeHistory(first, clock, 0, 80);
+    // Deletion records written in one batch, read back by the other engine.
+    expect(await first.deleteLmqs(['t2', 'audit', 'none', 't2'])).toEqual([true, true, false, false]);
     const written = snapshot(first);
     await first.close();
 
     const second = await openLog(dir, reader, { segmentBytes: MIN_SEGMENT_BYTES, clock });
     expect(snapshot(second)).toEqual(written);
+    expect(second.maxOffset('t2')).toBe(0);
     await writeHistory(second, clock, 80, 120);
+    expect(await second.deleteLmqs(['t3', 't4'])).toEqual([true, true]);
     const extended = snapshot(second);
     await second.close();
 
