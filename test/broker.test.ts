@@ -2,7 +2,9 @@
  * Broker scenarios (issue 5): send, registry, exclusive, wildcard and quotas, each on every engine,
  * on a manual clock.
  */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { messageId } from '../ts/broker/pop.js';
 import { openStore } from '../ts/broker/store.js';
 import { Broker, type Consumer, type PoppedMessage, type UnsubscribedEvent } from '../ts/index.js';
 import { bodies, drain, keptLite, openBroker, sendMany } from './broker-helpers.js';
@@ -16,6 +18,28 @@ function events(consumer: Consumer): UnsubscribedEvent[] {
 
 describe.each(ENGINES)('%s engine', (engine) => {
   describe('send', () => {
+    it('names a message by its log position in 16 upper-case hex digits, the same id when popped', async () => {
+      fc.assert(
+        fc.property(fc.maxSafeNat(), (position) => {
+          expect(messageId(position)).toBe(position.toString(16).toUpperCase().padStart(16, '0'));
+        }),
+      );
+      for (const position of [0, 0xffff_ffff, 0x1_0000_0000, Number.MAX_SAFE_INTEGER]) {
+        expect(messageId(position)).toBe(position.toString(16).toUpperCase().padStart(16, '0'));
+      }
+      const { broker } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['ids']);
+      const sent = await broker.sendBatch('agents', [
+        { liteTopic: 'ids', body: 'a' },
+        { liteTopic: 'ids', body: 'b' },
+      ]);
+      const popped = await c.pop({ maxNum: 2 });
+      expect(popped.map((m) => m.messageId)).toEqual(sent.map((r) => r.messageId));
+      for (const { messageId: id } of sent) expect(id).toMatch(/^[0-9A-F]{16}$/);
+    });
+
     it('stores to a LITE parent and creates the lite topic with its first message', async () => {
       const { broker } = await openBroker(engine);
       const first = await broker.send('agents', { liteTopic: 't1__s1', body: 'a', key: 'k', tag: 'x' });
