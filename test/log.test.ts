@@ -11,6 +11,7 @@ import {
   ClosedError,
   InvalidArgumentError,
   LogLockedError,
+  MAX_APPEND_RECORDS,
   MAX_LMQ_NAME_BYTES,
   MAX_LMQS_PER_RECORD,
   MIN_SEGMENT_BYTES,
@@ -380,6 +381,19 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(reopened.listLmqs('q').lmqs.sort()).toEqual(left.sort());
     const [again] = await reopened.append([{ lmqs: ['q0'], body: 'back' }]);
     expect(again?.offsets).toEqual([0]);
+  });
+
+  it('deletes more LMQs in one deleteLmqs call than one append may hold records', async () => {
+    const log = await openLog(tempDir(), engine);
+    const names = Array.from({ length: MAX_APPEND_RECORDS + 3 }, (_, i) => `many${i}`);
+    for (let at = 0; at < names.length; at += MAX_APPEND_RECORDS) {
+      await log.append(names.slice(at, at + MAX_APPEND_RECORDS).map((name) => ({ lmqs: [name], body: 'x' })));
+    }
+    expect(log.lmqCount).toBe(names.length);
+    const existed = await log.deleteLmqs(names);
+    expect(existed.every((e) => e)).toBe(true);
+    expect(log.lmqCount).toBe(0);
+    expect(log.maxOffset(names[names.length - 1] as string)).toBe(0);
   });
 
   it('retains segments under LMQs whose entries are still in the checkpoint file', async () => {
