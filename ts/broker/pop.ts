@@ -39,34 +39,26 @@ function requireTime(value: unknown, what: string, fallback: number): number {
 /** Character codes of the upper-case hex digits. */
 const HEX_CODES = new Uint8Array([48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 65, 66, 67, 68, 69, 70]);
 const TWO_32 = 0x1_0000_0000;
+/** The digits of the id being built (ids are built one at a time, synchronously). */
+const idCodes: number[] = new Array(16).fill(0);
 
 /**
  * A message's id: its log position (a safe integer) as 16 upper-case hex digits, the same string as
- * `position.toString(16).toUpperCase().padStart(16, '0')` built in one allocation, about a quarter
- * of the time of those three string operations (one id is made per send and per delivery).
+ * `position.toString(16).toUpperCase().padStart(16, '0')` built in one allocation, in about half the
+ * time of those three string operations (one id is made per send and per delivery).
  */
 export function messageId(position: number): string {
-  const high = Math.floor(position / TWO_32);
-  const low = position - high * TWO_32;
-  const d = HEX_CODES;
-  return String.fromCharCode(
-    d[(high >>> 28) & 15] as number,
-    d[(high >>> 24) & 15] as number,
-    d[(high >>> 20) & 15] as number,
-    d[(high >>> 16) & 15] as number,
-    d[(high >>> 12) & 15] as number,
-    d[(high >>> 8) & 15] as number,
-    d[(high >>> 4) & 15] as number,
-    d[high & 15] as number,
-    d[(low >>> 28) & 15] as number,
-    d[(low >>> 24) & 15] as number,
-    d[(low >>> 20) & 15] as number,
-    d[(low >>> 16) & 15] as number,
-    d[(low >>> 12) & 15] as number,
-    d[(low >>> 8) & 15] as number,
-    d[(low >>> 4) & 15] as number,
-    d[low & 15] as number,
-  );
+  let high = Math.floor(position / TWO_32);
+  let low = position - high * TWO_32;
+  for (let i = 15; i >= 8; i--) {
+    idCodes[i] = HEX_CODES[low & 15] as number;
+    low >>>= 4;
+  }
+  for (let i = 7; i >= 0; i--) {
+    idCodes[i] = HEX_CODES[high & 15] as number;
+    high >>>= 4;
+  }
+  return String.fromCharCode.apply(null, idCodes);
 }
 
 /** Deliveries of one lite topic a POP handed out, still to read. */
