@@ -5,6 +5,11 @@
 //! faults, how often an append found the segment full and no spare ready (stalls) and how long
 //! each preparation took.
 //!
+//! It also prints the machine's floor for those reads: the same records, in the same order, copied
+//! out of a second (read-only) mapping of the segment files with nothing else done (no index, no
+//! checks), and the same with only a CRC-32C of each record (what verifying a record reads). A read
+//! through the log cannot beat the copy floor, and `CommitLog.read` adds JavaScript on top.
+//!
 //! `cargo run --release -p litetopic-core --example log_append -- [dir] [rounds] [records] [body bytes,...]`
 //!
 //! Time on a shared machine is noisy; instructions are not. `append_batch` stays out of line so
@@ -56,6 +61,9 @@ struct Round {
     read_s: f64,
     read_records: usize,
     read_faults: Vec<i64>,
+    /// The read floor's seconds: plain copies, and checksums alone (see [`read_floor`]).
+    copy_s: f64,
+    checksum_s: f64,
     /// How long each segment preparation took, ms.
     prepare_ms: Vec<u64>,
 }
@@ -150,6 +158,23 @@ fn round(dir: &std::path::Path, body_bytes: usize, records: usize) -> Round {
         read_s = read_s.min(started.elapsed().as_secs_f64());
         read_faults.push(minor_faults() - faults);
     }
+    // Each record's position and size, as the index gives them to a read.
+    let records_by_lmq: Vec<Vec<(u64, usize)>> = names
+        .iter()
+        .map(|name| {
+            let read = log.lock().read(name.as_bytes(), 0, 1000).expect("read");
+            let mut at = 0;
+            read.positions
+                .iter()
+                .map(|&position| {
+                    let size = batch_offset(&read.bytes[at..], 1);
+                    at += size;
+                    (position as u64, size)
+                })
+                .collect()
+        })
+        .collect();
+    let (copy_s, checksum_s) = read_floor(dir, &records_by_lmq);
     log.close().expect("close");
     let _ = std::fs::remove_dir_all(dir);
     Round {
@@ -159,8 +184,77 @@ fn round(dir: &std::path::Path, body_bytes: usize, records: usize) -> Round {
         read_s,
         read_records,
         read_faults,
+        copy_s,
+        checksum_s,
         prepare_ms,
     }
+}
+
+/// Records a floor pass prefetches ahead, and bytes of each, as the log's read does.
+const FLOOR_PREFETCH_AHEAD: usize = 16;
+const FLOOR_PREFETCH_BYTES: usize = 2048;
+
+/// The fastest each of two passes over the records at `records` (position and size, per LMQ, in
+/// offset order) ran out of three, in seconds: copying every record into a reused buffer, and a
+/// CRC-32C of every record alone. The segment files are mapped again, read-only, so nothing of the
+/// log runs.
+fn read_floor(dir: &std::path::Path, records: &[Vec<(u64, usize)>]) -> (f64, f64) {
+    let mut segments: Vec<(u64, memmap2::Mmap)> = std::fs::read_dir(dir.join("segments"))
+        .expect("list")
+        .filter_map(|entry| {
+            let path = entry.expect("entry").path();
+            let base: u64 = path.file_name()?.to_str()?.strip_suffix(".seg")?.parse().ok()?;
+            let file = std::fs::File::open(&path).expect("open segment");
+            // SAFETY: read only; the log appends no more while the floor runs.
+            Some((base, unsafe { memmap2::Mmap::map(&file) }.expect("map segment")))
+        })
+        .collect();
+    segments.sort_by_key(|(base, _)| *base);
+    let record_at = |(position, size): (u64, usize)| -> &[u8] {
+        let (base, map) = &segments[segments.partition_point(|(base, _)| *base <= position) - 1];
+        let at = (position - base) as usize;
+        &map[at..at + size]
+    };
+    let prefetch = |bytes: &[u8]| {
+        for line in bytes[..bytes.len().min(FLOOR_PREFETCH_BYTES)].chunks(64) {
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: a prefetch is a hint; it cannot fault or change memory.
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line.as_ptr().cast());
+            }
+            #[cfg(not(target_arch = "x86_64"))]
+            std::hint::black_box(line);
+        }
+    };
+    let pass = |each: &mut dyn FnMut(&[u8])| -> f64 {
+        let started = Instant::now();
+        for list in records {
+            for (i, &record) in list.iter().enumerate() {
+                if let Some(&ahead) = list.get(i + FLOOR_PREFETCH_AHEAD) {
+                    prefetch(record_at(ahead));
+                }
+                each(record_at(record));
+            }
+        }
+        started.elapsed().as_secs_f64()
+    };
+    let mut out = vec![0u8; 4 << 20];
+    let (mut copy_s, mut checksum_s) = (f64::MAX, f64::MAX);
+    for _ in 0..3 {
+        let mut at = 0;
+        copy_s = copy_s.min(pass(&mut |record| {
+            if at + record.len() > out.len() {
+                at = 0;
+            }
+            out[at..at + record.len()].copy_from_slice(record);
+            at += record.len();
+        }));
+        std::hint::black_box(&out);
+        let mut sum = 0u32;
+        checksum_s = checksum_s.min(pass(&mut |record| sum ^= litetopic_core::hash::crc32c(record)));
+        std::hint::black_box(sum);
+    }
+    (copy_s, checksum_s)
 }
 
 /// One append call, kept out of line so a profiler can count it alone.
@@ -203,8 +297,10 @@ fn main() {
         let results: Vec<Round> = (0..rounds).map(|_| round(&dir, body_bytes, records)).collect();
         let append = median(results.iter().map(|r| r.append_s).collect());
         let read = median(results.iter().map(|r| r.read_s).collect());
+        let copy = median(results.iter().map(|r| r.copy_s).collect());
+        let checksum = median(results.iter().map(|r| r.checksum_s).collect());
         println!(
-            "{body_bytes:>5} B: append {:6.2} M rec/s {:5.2} GB/s (payload), faults {:?}, stalls {:?}, preparations {:?} ms; read {:6.2} M rec/s ({} records, faults {:?})",
+            "{body_bytes:>5} B: append {:6.2} M rec/s {:5.2} GB/s (payload), faults {:?}, stalls {:?}, preparations {:?} ms; read {:6.2} M rec/s ({} records, faults {:?}); floor: copy {:6.2}, checksum {:6.2} M rec/s",
             records as f64 / append / 1e6,
             (records * body_bytes) as f64 / append / 1e9,
             results.iter().map(|r| r.faults).collect::<Vec<_>>(),
@@ -213,6 +309,8 @@ fn main() {
             records as f64 / read / 1e6,
             results[0].read_records,
             results[0].read_faults,
+            records as f64 / copy / 1e6,
+            records as f64 / checksum / 1e6,
         );
     }
 }
