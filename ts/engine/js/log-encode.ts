@@ -111,10 +111,17 @@ function checkTimestamp(value: unknown): number {
  * checked by its characters alone; any other goes through `encodedName` and its cache.
  */
 function nameLength(name: unknown): number {
-  if (typeof name === 'string' && name.length !== 0 && name.length <= MAX_LMQ_NAME_BYTES && isPlainAscii(name)) {
-    return name.length;
-  }
+  if (fitsAsAscii(name) && isPlainAscii(name)) return name.length;
   return encodedName(name).length;
+}
+
+/**
+ * Whether `name` is a string whose length would be a valid LMQ name's byte length if it were
+ * plain ASCII. `encodeBatch` counts such a name at that length without reading its characters,
+ * and checks them as it copies them (`writePlainName`): one pass over each name instead of two.
+ */
+function fitsAsAscii(name: unknown): name is string {
+  return typeof name === 'string' && name.length !== 0 && name.length <= MAX_LMQ_NAME_BYTES;
 }
 
 /**
@@ -134,6 +141,23 @@ function writeName(bytes: Uint8Array, p: number, name: string): number {
   return from + length;
 }
 
+/**
+ * Writes a name `fitsAsAscii` accepted, its length and then its characters, at `p`, and returns
+ * the end; or returns -1, with the bytes from `p` undefined, at the first character that is not
+ * plain ASCII: the name was counted at the wrong length, and the batch is encoded again.
+ */
+function writePlainName(bytes: Uint8Array, p: number, name: string): number {
+  const length = name.length;
+  const from = p + 2;
+  for (let k = 0; k < length; k++) {
+    const c = name.charCodeAt(k);
+    if (c === 0 || c > 0x7f) return -1;
+    bytes[from + k] = c;
+  }
+  writeU16(bytes, p, length);
+  return from + length;
+}
+
 function writeEncodedName(bytes: Uint8Array, p: number, name: Uint8Array): number {
   const length = name.length;
   writeU16(bytes, p, length);
@@ -142,8 +166,17 @@ function writeEncodedName(bytes: Uint8Array, p: number, name: Uint8Array): numbe
   return p + length;
 }
 
-/** The encoded size of one record, validating it; `allLmqs` receives its LMQ names. */
-function measure(record: AppendRecord, index: number, allLmqs: string[], maxRecordBytes: number): number {
+/**
+ * The encoded size of one record, validating it; `allLmqs` receives its LMQ names. Unless `exact`,
+ * a name `fitsAsAscii` accepts is counted as if it were plain ASCII, unchecked (see `encode`).
+ */
+function measure(
+  record: AppendRecord,
+  index: number,
+  allLmqs: string[],
+  maxRecordBytes: number,
+  exact: boolean,
+): number {
   if (record === null || typeof record !== 'object') {
     throw new InvalidArgumentError(`record ${index} must be an object`, { value: record });
   }
@@ -158,7 +191,7 @@ function measure(record: AppendRecord, index: number, allLmqs: string[], maxReco
   let size = RECORD_HEADER_BYTES + 10 * lmqs.length + 2 + 2 + 2 + 4;
   for (let i = 0; i < lmqs.length; i++) {
     const lmq = lmqs[i] as string;
-    size += nameLength(lmq);
+    size += !exact && fitsAsAscii(lmq) ? lmq.length : nameLength(lmq);
     for (let j = 0; j < i; j++) {
       if (lmqs[j] === lmq) throw new InvalidArgumentError(`record ${index} names LMQ ${lmq} twice`, { value: lmqs });
     }
@@ -256,11 +289,30 @@ export function encodeBatch(
       actual: Array.isArray(records) ? records.length : undefined,
     });
   }
+  return (
+    encode(records, storeTimestampMs, maxRecordBytes, scratch, false) ??
+    (encode(records, storeTimestampMs, maxRecordBytes, scratch, true) as EncodedBatch)
+  );
+}
+
+/**
+ * `encodeBatch` in two passes: `measure` validates every record and sizes it, then each is written.
+ * Unless `exact`, names are sized as if plain ASCII and checked as they are copied; a name that is
+ * not gives `undefined` (nothing is stored yet), and the caller encodes again with `exact`, which
+ * sizes each name by its UTF-8 bytes (and throws for an invalid one, as `measure` would have).
+ */
+function encode(
+  records: readonly AppendRecord[],
+  storeTimestampMs: number,
+  maxRecordBytes: number,
+  scratch: Buffer | undefined,
+  exact: boolean,
+): EncodedBatch | undefined {
   const lmqs: string[] = [];
   const sizes = new Uint32Array(records.length);
   let total = 0;
   for (let i = 0; i < records.length; i++) {
-    const size = measure(records[i] as AppendRecord, i, lmqs, maxRecordBytes);
+    const size = measure(records[i] as AppendRecord, i, lmqs, maxRecordBytes, exact);
     sizes[i] = size;
     total += size;
   }
@@ -286,7 +338,11 @@ export function encodeBatch(
     let p = at + RECORD_HEADER_BYTES;
     // A byte loop beats fill() for the few bytes of offsets (no builtin call).
     for (const stop = p + 8 * lmqCount; p < stop; p++) bytes[p] = 0;
-    for (let j = 0; j < lmqCount; j++) p = writeName(bytes, p, recordLmqs[j] as string);
+    for (let j = 0; j < lmqCount; j++) {
+      const lmq = recordLmqs[j] as string;
+      p = exact ? writeName(bytes, p, lmq) : writePlainName(bytes, p, lmq);
+      if (p < 0) return undefined;
+    }
     nameIndex += lmqCount;
     p = writeString(bytes, p, record.key);
     p = writeString(bytes, p, record.tag);
