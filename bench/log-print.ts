@@ -78,7 +78,10 @@ function readTable(rows: readonly ReadRow[]): Table {
     note:
       'Right after appending: every LMQ read in full, in offset order (litetopic `read(lmq, from, 1000)` until a short ' +
       'page; lmdb `getRange` over `[lmq, 0]..[lmq, max]`; sqlite `SELECT body … WHERE lmq = ? ORDER BY seq`), every ' +
-      "body's length summed and checked. The plain file has no index to read by.",
+      "body's length summed and checked. The plain file has no index to read by. The floor the machine sets under " +
+      'such a read, whatever the store (the same records, in the same order, copied out of a read-only mapping of the ' +
+      'segment files with nothing else done, and checksummed alone), is printed by ' +
+      '`cargo run --release -p litetopic-core --example log_append` (needs a Rust toolchain).',
     headers: ['store', 'body B', 'records/s', 'spread %', 'native ×', 'note'],
     rows: rows.map((r) => [
       r.store,
