@@ -7,7 +7,7 @@
  */
 import { bufferView } from './buffer-view.js';
 import type { LogReadResult } from './engine/contract.js';
-import { FLAG_HAS_KEY, FLAG_HAS_TAG, RECORD_HEADER_BYTES } from './engine/js/log-record.js';
+import { FLAG_HAS_KEY, FLAG_HAS_TAG, RECORD_HEADER_BYTES, viewU64 } from './engine/js/log-record.js';
 
 /** A message as `CommitLog.read` returns it. */
 export interface StoredMessage {
@@ -30,14 +30,6 @@ export interface StoredMessage {
 
 function text(bytes: Buffer, start: number, end: number): string {
   return bytes.toString('utf8', start, end);
-}
-
-const TWO_32 = 0x1_0000_0000;
-
-/** The little-endian u64 at `at`, or NaN above 2^53 (as `readU64` of log-record.ts). */
-function u64(view: DataView, at: number): number {
-  const high = view.getUint32(at + 4, true);
-  return high >= 0x20_0000 ? Number.NaN : high * TWO_32 + view.getUint32(at, true);
 }
 
 /** Decodes every record of a read result. */
@@ -85,8 +77,8 @@ export function decodeMessages(lmq: string, result: LogReadResult): StoredMessag
       lmq,
       offset: firstOffset + i,
       position: positions[i] as number,
-      storeTimestamp: u64(view, at + 16),
-      bornTimestamp: u64(view, at + 24),
+      storeTimestamp: viewU64(view, at + 16),
+      bornTimestamp: viewU64(view, at + 24),
       key,
       tag,
       properties,
