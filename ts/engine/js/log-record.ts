@@ -41,12 +41,6 @@ export function readU64(bytes: Uint8Array, at: number): number {
   return high >= 0x20_0000 ? Number.NaN : high * TWO_32 + readU32(bytes, at);
 }
 
-/** `readU64` through a DataView (whose loads the JIT makes whole, where `readU32` reads bytes). */
-export function viewU64(view: DataView, at: number): number {
-  const high = view.getUint32(at + 4, true);
-  return high >= 0x20_0000 ? Number.NaN : high * TWO_32 + view.getUint32(at, true);
-}
-
 export function writeU16(bytes: Uint8Array, at: number, value: number): void {
   bytes[at] = value;
   bytes[at + 1] = value >>> 8;
