@@ -2,7 +2,7 @@
  * The log suite's figures as tables: the same headers and cells feed the console (aligned text) and
  * bench/RESULTS.md (markdown), as pattern-print.ts and trie-print.ts do for their suites.
  */
-import type { AppendRow, FootprintSample, LogBenchResult, ReadRow } from './log.js';
+import type { AppendRow, FootprintSample, LmqScaleSample, LogBenchResult, ReadRow } from './log.js';
 import { figureTargetsTable } from './log-targets.js';
 import { figure, textTable } from './measure.js';
 import type { Table } from './pattern-print.js';
@@ -146,6 +146,74 @@ function footprintTable(result: Pick<LogBenchResult, 'config' | 'footprint'>): T
   };
 }
 
+/** Bytes per LMQ and per message from the probe's two phases (bench/log-lmqs.ts). */
+function perLmqAndMessage(lmqs: number, extra: number, afterLmqs: number, afterExtra: number) {
+  const perMessage = (afterExtra - afterLmqs) / extra;
+  return { perLmq: (afterLmqs - perMessage * lmqs) / lmqs, perMessage };
+}
+
+function lmqScaleTable(config: LogBenchResult['config'], rows: NonNullable<LogBenchResult['lmqScale']>): Table {
+  const first = rows.find((r): r is LmqScaleSample => !('error' in r));
+  const lmqs = first?.lmqs ?? Number.NaN;
+  const extra = first?.extraRecords ?? Number.NaN;
+  const whole = (value: number | null) =>
+    value === null || !Number.isFinite(value) ? '—' : Math.round(value).toLocaleString('en-US');
+  return {
+    title: `${figure(lmqs)} LMQs (fresh process per engine)`,
+    note:
+      `Each engine appends one record (16 B body) to each of ${figure(lmqs)} LMQs, then ${figure(extra)} more spread ` +
+      `evenly over the first ${figure(config.scaleExtraLmqs)} of them, in a fresh process whose descriptor limit a ` +
+      `shell lowered to ${figure(config.scaleOpenFilesLimit)} ` +
+      '(the limit it saw is shown). Per message: the second phase’s growth over its records; per LMQ: the first ' +
+      'phase’s growth less that many messages, over the LMQs (a name is a key of the index, about ' +
+      `${first ? Math.round(first.meanNameBytes) : '—'} bytes here). Index bytes are the log’s own estimate ` +
+      '(`stats().indexBytes`). RSS is the process’s growth after global.gc(): per LMQ, the first phase’s over its ' +
+      'LMQs (each with its one message); per message, the second phase’s over its records (the js engine’s heap ' +
+      'grows in steps, so its figure moves more). Descriptors and mappings are the whole process’s ' +
+      '(/proc/self/fd, /proc/self/maps) after both phases: none of them is per LMQ.',
+    headers: [
+      'engine',
+      'LMQs',
+      'records',
+      'ulimit -n',
+      'vm.max_map_count',
+      'descriptors',
+      'mappings',
+      'index bytes',
+      'index B/LMQ',
+      'index B/message',
+      'rss Δ',
+      'rss B/LMQ (1 message each)',
+      'rss B/message',
+      'append s',
+      'note',
+    ],
+    rows: rows.map((r) => {
+      if ('error' in r)
+        return [r.engine, '—', '—', '—', '—', '—', '—', '—', '—', '—', '—', '—', '—', '—', failure(r.error)];
+      const index = perLmqAndMessage(r.lmqs, r.extraRecords, r.indexBytesAfterLmqs, r.indexBytesAfterExtra);
+      const rssPerMessage = (r.rssAfterExtra - r.rssAfterLmqs) / r.extraRecords;
+      return [
+        r.engine,
+        figure(r.lmqs),
+        figure(r.lmqs + r.extraRecords),
+        whole(r.openFilesLimit),
+        whole(r.maxMapCount),
+        whole(r.descriptors),
+        whole(r.mappings),
+        mebibytes(r.indexBytesAfterExtra),
+        whole(index.perLmq),
+        whole(index.perMessage),
+        mebibytes(r.rssAfterExtra),
+        whole(r.rssAfterLmqs / r.lmqs),
+        whole(rssPerMessage),
+        cell(r.appendSeconds),
+        '',
+      ];
+    }),
+  };
+}
+
 function recoveryTable(result: Pick<LogBenchResult, 'config' | 'recovery'>): Table {
   const { config } = result;
   return {
@@ -188,6 +256,7 @@ export function logTables(result: Partial<LogBenchResult> & Pick<LogBenchResult,
     tables.push(appendTable(result.append, false, result.config), appendTable(result.append, true, result.config));
   if (result.read) tables.push(readTable(result.read));
   if (result.footprint) tables.push(footprintTable({ config: result.config, footprint: result.footprint }));
+  if (result.lmqScale) tables.push(lmqScaleTable(result.config, result.lmqScale));
   if (result.recovery) tables.push(recoveryTable({ config: result.config, recovery: result.recovery }));
   if (result.targets)
     tables.push(

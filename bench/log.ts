@@ -14,9 +14,11 @@
 
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import type { EngineName } from '../ts/index.js';
 import { benchSeed, PACKAGE_ROOT, scriptArgs } from './lib.js';
 import { type DiskProbe, diskUsage, freeBytes, probeDisk, removeDir, tempDir } from './log-disk.js';
 import type { FootprintSample } from './log-footprint.js';
+import type { LmqScaleSample } from './log-lmqs.js';
 import { printLogResult } from './log-print.js';
 import { benchRecovery, type RecoveryRow } from './log-recovery.js';
 import { type AppendShape, installedStores, LMDB_WINDOW, openStore, type StoreName } from './log-stores.js';
@@ -24,7 +26,7 @@ import { checkLogTargets, type LogTarget } from './log-targets.js';
 import { batchesOf, type LogWorkload, makeLogWorkload, prefixOf } from './log-workload.js';
 import { figure, type Measurement, median, pairedSpeedup } from './measure.js';
 
-export type { FootprintSample, LogTarget, RecoveryRow };
+export type { FootprintSample, LmqScaleSample, LogTarget, RecoveryRow };
 
 const SEED = benchSeed(20_250_504);
 const MIB = 2 ** 20;
@@ -58,6 +60,11 @@ export interface LogBenchConfig {
   recoverNote?: string;
   checkpointBytes: number;
   probeBytes: number;
+  /** The many-LMQ probe (bench/log-lmqs.ts): LMQs of one record each, then the first `scaleExtraLmqs` get 9 more. */
+  scaleLmqs: number;
+  scaleExtraLmqs: number;
+  /** The descriptor limit the probe runs under where a shell can lower it (issue 4 names 20,000). */
+  scaleOpenFilesLimit: number;
 }
 
 export interface AppendRow {
@@ -95,6 +102,8 @@ export interface LogBenchResult {
   append: AppendRow[];
   read: ReadRow[];
   footprint: (FootprintSample | { store: StoreName; error: string })[];
+  /** Absent from runs recorded before the probe existed. */
+  lmqScale?: (LmqScaleSample | { engine: EngineName; error: string })[];
   recovery: RecoveryRow[];
   targets: LogTarget[];
 }
@@ -113,6 +122,7 @@ function configFor(options: LogBenchOptions): LogBenchConfig {
     bodySizes: [100, 1024],
     callRecords: 100,
     lmdbWindowBatches: LMDB_WINDOW,
+    scaleOpenFilesLimit: 20_000,
   };
   const recoverBytes = (options.recoverMib ?? (options.quick ? 64 : 2048)) * MIB;
   return options.quick
@@ -127,6 +137,8 @@ function configFor(options: LogBenchOptions): LogBenchConfig {
         recoverBytes,
         checkpointBytes: 8 * MIB,
         probeBytes: 64 * MIB,
+        scaleLmqs: 50_000,
+        scaleExtraLmqs: 5_000,
       }
     : {
         ...common,
@@ -139,6 +151,8 @@ function configFor(options: LogBenchOptions): LogBenchConfig {
         recoverBytes,
         checkpointBytes: 64 * MIB,
         probeBytes: 256 * MIB,
+        scaleLmqs: 1_000_000,
+        scaleExtraLmqs: 100_000,
       };
 }
 
@@ -296,6 +310,24 @@ function readRows(work: LogWorkload, t: SizeTimings, stores: readonly StoreName[
 
 const run = promisify(execFile);
 
+/** The JSON line a bench child prints, or the first error line of its stderr. */
+async function childJson<T>(file: string, args: readonly string[]): Promise<T | { error: string }> {
+  try {
+    const { stdout } = await run(file, args, { cwd: PACKAGE_ROOT, maxBuffer: 1 << 20 });
+    return JSON.parse(stdout) as T;
+  } catch (error) {
+    const stderr = (error as { stderr?: string }).stderr ?? '';
+    return {
+      error: (
+        stderr
+          .trim()
+          .split('\n')
+          .find((l) => l.includes('Error')) ?? String(error)
+      ).slice(0, 300),
+    };
+  }
+}
+
 async function footprintOf(store: StoreName, config: LogBenchConfig): Promise<LogBenchResult['footprint'][number]> {
   const args = [
     '--expose-gc',
@@ -306,21 +338,40 @@ async function footprintOf(store: StoreName, config: LogBenchConfig): Promise<Lo
     '100',
     String(SEED),
   ];
-  try {
-    const { stdout } = await run(process.execPath, args, { cwd: PACKAGE_ROOT, maxBuffer: 1 << 20 });
-    return JSON.parse(stdout) as FootprintSample;
-  } catch (error) {
-    const stderr = (error as { stderr?: string }).stderr ?? '';
-    return {
-      store,
-      error: (
-        stderr
-          .trim()
-          .split('\n')
-          .find((l) => l.includes('Error')) ?? String(error)
-      ).slice(0, 300),
-    };
-  }
+  const sample = await childJson<FootprintSample>(process.execPath, args);
+  return 'error' in sample ? { store, error: sample.error } : sample;
+}
+
+/** Records the many-LMQ probe adds to each of its first LMQs. */
+const SCALE_EXTRA_PER_LMQ = 9;
+
+/**
+ * The many-LMQ probe for one engine, in a fresh process. On Linux a shell lowers its descriptor
+ * limit to `scaleOpenFilesLimit` first (lowering needs no privilege); the child reports the limit it saw.
+ */
+async function lmqScaleOf(
+  engine: EngineName,
+  config: LogBenchConfig,
+): Promise<NonNullable<LogBenchResult['lmqScale']>[number]> {
+  const node = [
+    process.execPath,
+    '--expose-gc',
+    ...scriptArgs('log-lmqs'),
+    engine,
+    String(config.scaleLmqs),
+    String(config.scaleExtraLmqs),
+    String(SCALE_EXTRA_PER_LMQ),
+  ];
+  const sample =
+    process.platform === 'linux'
+      ? await childJson<LmqScaleSample>('/bin/sh', [
+          '-c',
+          `ulimit -n ${config.scaleOpenFilesLimit} && exec "$@"`,
+          'sh',
+          ...node,
+        ])
+      : await childJson<LmqScaleSample>(process.execPath, node.slice(1));
+  return 'error' in sample ? { engine, error: sample.error } : sample;
 }
 
 /** The recovery log's size: as asked if the disk has room, else the largest power of two that fits. */
@@ -357,9 +408,13 @@ export async function runLogBench(options: LogBenchOptions): Promise<LogBenchRes
   const footprint: LogBenchResult['footprint'] = [];
   for (const store of stores.filter((s) => s !== 'fs append')) footprint.push(await footprintOf(store, config));
   printLogResult({ config, footprint });
+  const lmqScale: NonNullable<LogBenchResult['lmqScale']> = [];
+  const engines: EngineName[] = stores.includes('litetopic native') ? ['native', 'js'] : ['js'];
+  for (const engine of engines) lmqScale.push(await lmqScaleOf(engine, config));
+  printLogResult({ config, lmqScale });
   const recovery = await benchRecovery(config.recoverBytes, config.checkpointBytes, SEED);
   printLogResult({ config, recovery });
-  const partial = { config, disk, append, read, footprint, recovery };
+  const partial = { config, disk, append, read, footprint, lmqScale, recovery };
   const targets = checkLogTargets(partial);
   printLogResult({ config, targets });
   return { ...partial, targets };
