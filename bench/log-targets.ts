@@ -135,7 +135,9 @@ function lmqScaleTarget(
     target: 1,
     strict: false,
     pass: counted ? held : null,
-    measured: `${count(sample.descriptors)} descriptors, ${count(sample.mappings)} mappings`,
+    measured: underLimit
+      ? `${count(sample.descriptors)} descriptors, ${count(sample.mappings)} mappings`
+      : `not counted: ran under ulimit -n ${count(sample.openFilesLimit)}`,
     required,
   };
 }
