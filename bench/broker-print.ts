@@ -18,7 +18,12 @@ function failure(error: string | undefined): string {
   return error === undefined ? '' : `failed: ${error.split('\n')[0]?.slice(0, 120)}`;
 }
 
-const storeName = (store: string) => (store === 'disk' ? "disk (flush 'async')" : 'memory');
+const STORE_NAMES: Record<string, string> = {
+  memory: 'memory',
+  disk: "disk (flush 'async')",
+  floor: 'floor: minimal broker, memory',
+};
+const storeName = (store: string) => STORE_NAMES[store] ?? store;
 
 function throughputTable(rows: readonly ThroughputRow[], config: BrokerBenchResult['config']): Table {
   return {
@@ -27,14 +32,31 @@ function throughputTable(rows: readonly ThroughputRow[], config: BrokerBenchResu
       `One producer: \`sendBatch\` of ${config.sendBatch}, at most ${config.maxLagMessages.toLocaleString('en-US')} messages ` +
       'sent but not yet acked by planner or tools. msgs/s = messages ÷ (first send → last ack of the last group); ' +
       "deliveries/s counts every pop+ack of every group; sent/s is the producer's view (until the last send resolved). " +
-      'Medians over rounds; spread = range of the rounds over the median.',
-    headers: ['engine', 'store', 'msgs/s', 'deliveries/s', 'sent/s', 'deliveries', 'spread %', 'setup ms', 'note'],
+      'CPU µs/msg = CPU time of the process (all threads) over the run ÷ messages. ' +
+      'Medians over rounds; spread = range of the rounds over the median. ' +
+      'The floor row is not the broker: it is bench/broker-floor.ts, the least work any broker with this API does for ' +
+      'this workload (trie, pattern match, stored message, one event per group, FIFO, message objects, one promise per ' +
+      'ack; state in typed arrays by integer id; no journal, invisible time, timers, quotas or validation), run by the ' +
+      'same harness and checks. Its rate bounds what a broker can reach on this machine.',
+    headers: [
+      'engine',
+      'store',
+      'msgs/s',
+      'deliveries/s',
+      'sent/s',
+      'CPU µs/msg',
+      'deliveries',
+      'spread %',
+      'setup ms',
+      'note',
+    ],
     rows: rows.map((r) => [
       r.engine,
       storeName(r.store),
       cell(r.messagesPerSecond),
       cell(r.deliveriesPerSecond),
       cell(r.sentPerSecond),
+      cell(r.cpuMicrosPerMessage),
       cell(r.deliveries),
       cell(r.spreadPercent),
       cell(r.setupMs),

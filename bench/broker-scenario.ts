@@ -15,13 +15,15 @@
  *   messages of the lite topics those match, attached through the pattern index at their first message.
  * The tools shares need `maxLiteTopicsPerClient` and `maxSubscriptionsPerBroker` above their defaults.
  */
-import type { Broker, Consumer, EngineName } from '../ts/index.js';
+import type { EngineName, PoppedMessage } from '../ts/index.js';
+import { minimalBroker } from './broker-floor.js';
 import { GroupTally, type LatencyProbe } from './broker-tally.js';
 import { AUDITOR_PATTERNS, type BrokerWorkload, messagesOf, PARENT_TOPIC } from './broker-workload.js';
 import { lib } from './lib.js';
 import { removeDir, tempDir } from './log-disk.js';
 
-export type StoreKind = 'memory' | 'disk';
+/** `floor`: not the broker but broker-floor.ts's bound, in memory, run by the same harness. */
+export type StoreKind = 'memory' | 'disk' | 'floor';
 
 export const PLANNER_CLIENTS = 4;
 export const TOOLS_CLIENTS = 4;
@@ -60,19 +62,53 @@ export interface RunFigures {
   elapsedMs: number;
   /** Start of the timed phase to the last send resolved, ms. */
   sendMs: number;
+  /** CPU time of the process (all threads, user + system) from the start of the timed phase to the end, ms. */
+  cpuMs: number;
   tallies: GroupTally[];
 }
 
+/** What the harness uses of a broker and of a consumer: the real ones, or the floor's. */
+interface BenchBroker {
+  sendBatch(parent: string, messages: { liteTopic: string; body: Buffer }[]): Promise<unknown>;
+  close(): Promise<void>;
+}
+interface BenchConsumer {
+  pop(options: { maxNum: number; invisibleTimeMs: number; waitMs: number }): Promise<PoppedMessage[]>;
+  ack(message: PoppedMessage): Promise<void>;
+  close(): Promise<void>;
+}
+
 interface Running {
-  broker: Broker;
-  consumers: { consumer: Consumer; tally: GroupTally }[];
+  broker: BenchBroker;
+  consumers: { consumer: BenchConsumer; tally: GroupTally }[];
   tallies: GroupTally[];
   dir: string | undefined;
   /** The first error of a consumer loop; it ends the run. */
   failure?: unknown;
 }
 
+function talliesOf(work: BrokerWorkload, probe: LatencyProbe | undefined) {
+  const everything = () => true;
+  return {
+    planner: new GroupTally('planner', work, everything, probe),
+    tools: new GroupTally('tools', work, everything, probe),
+    auditor: new GroupTally('auditor', work, (topic) => work.audited[topic] === 1, probe),
+  };
+}
+
+function setUpFloor(engine: EngineName, work: BrokerWorkload, probe: LatencyProbe | undefined): Running {
+  const floor = minimalBroker(engine, work, PLANNER_CLIENTS, TOOLS_CLIENTS);
+  const { planner, tools, auditor } = talliesOf(work, probe);
+  const consumers: Running['consumers'] = [
+    ...floor.planner.map((consumer) => ({ consumer, tally: planner })),
+    ...floor.tools.map((consumer) => ({ consumer, tally: tools })),
+    ...floor.auditor.map((consumer) => ({ consumer, tally: auditor })),
+  ];
+  return { broker: floor.broker, consumers, tallies: [planner, tools, auditor], dir: undefined };
+}
+
 async function setUp(engine: EngineName, store: StoreKind, work: BrokerWorkload, probe: LatencyProbe | undefined) {
+  if (store === 'floor') return setUpFloor(engine, work, probe);
   const dir = store === 'disk' ? tempDir(`broker-${engine}`) : undefined;
   const broker = await lib.Broker.open({
     engine,
@@ -84,10 +120,7 @@ async function setUp(engine: EngineName, store: StoreKind, work: BrokerWorkload,
   broker.createGroup('planner', { bindTopic: PARENT_TOPIC, subModel: 'shared', wildcard: true });
   broker.createGroup('tools', { bindTopic: PARENT_TOPIC, subModel: 'exclusive' });
   broker.createGroup('auditor', { bindTopic: PARENT_TOPIC, subModel: 'shared', wildcard: true });
-  const everything = () => true;
-  const planner = new GroupTally('planner', work, everything, probe);
-  const tools = new GroupTally('tools', work, everything, probe);
-  const auditor = new GroupTally('auditor', work, (topic) => work.audited[topic] === 1, probe);
+  const { planner, tools, auditor } = talliesOf(work, probe);
   const consumers: Running['consumers'] = [];
   for (let i = 0; i < PLANNER_CLIENTS; i++) {
     consumers.push({ consumer: broker.consumer({ group: 'planner', clientId: `planner-${i}` }), tally: planner });
@@ -232,14 +265,17 @@ export async function runBroker(
       }),
     );
     let started = performance.now();
+    let cpuFrom = process.cpuUsage();
     await sendAtMax(run, work, pace, signal, 0, warmup);
     if (probe !== undefined) {
       await settled(run, warmup);
       started = pacedFrom = performance.now();
+      cpuFrom = process.cpuUsage();
       await sendPaced(run, work, pace, probe, started);
     }
     const sentDone = performance.now();
     await untilDone(run);
+    const cpu = process.cpuUsage(cpuFrom);
     const done = Math.max(...run.tallies.map((t) => t.doneAt));
     stop.now = true;
     for (const { consumer } of run.consumers) await consumer.close();
@@ -253,6 +289,7 @@ export async function runBroker(
       setupMs,
       elapsedMs: done - started,
       sendMs: sentDone - started,
+      cpuMs: (cpu.user + cpu.system) / 1000,
       tallies: run.tallies,
     };
   } finally {

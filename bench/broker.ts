@@ -30,6 +30,11 @@ const CASES: readonly { engine: EngineName; store: StoreKind }[] = [
   { engine: 'native', store: 'disk' },
   { engine: 'js', store: 'disk' },
 ];
+/** Throughput also runs the floor (broker-floor.ts): the ceiling of any broker with this API here. */
+const THROUGHPUT_CASES: readonly { engine: EngineName; store: StoreKind }[] = [
+  ...CASES,
+  { engine: 'native', store: 'floor' },
+];
 
 export interface BrokerBenchConfig {
   quick: boolean;
@@ -62,6 +67,8 @@ export interface ThroughputRow {
   /** Messages/s until the last send resolved (the producer's view). */
   sentPerSecond: number;
   setupMs: number;
+  /** CPU time of the process per message over the timed phase, µs (median over rounds). */
+  cpuMicrosPerMessage: number;
   spreadPercent: number;
   error?: string;
 }
@@ -114,12 +121,13 @@ const errorText = (error: unknown) => (error instanceof Error ? (error.stack ?? 
 /** Each case in `rounds` interleaved rounds, order reversed every other round; a failed case is not run again. */
 async function interleaved<T>(
   config: BrokerBenchConfig,
+  cases: typeof CASES,
   run: (c: (typeof CASES)[number], round: number) => Promise<T>,
 ) {
   const results = new Map<string, T[]>();
   const errors = new Map<string, string>();
   for (let round = 0; round < config.rounds; round++) {
-    for (const c of round % 2 === 1 ? [...CASES].reverse() : CASES) {
+    for (const c of round % 2 === 1 ? [...cases].reverse() : cases) {
       const name = caseName(c);
       if (errors.has(name)) continue;
       try {
@@ -137,17 +145,17 @@ async function interleaved<T>(
 async function measureThroughput(config: BrokerBenchConfig): Promise<ThroughputRow[]> {
   const work = makeBrokerWorkload(config.messages, config.topics, config.messages, config.bodyBytes, config.seed);
   const pace: Pace = { kind: 'max', batch: config.sendBatch, maxLagMessages: config.maxLagMessages };
-  const { results, errors } = await interleaved(config, async (c, round) => {
+  const { results, errors } = await interleaved(config, THROUGHPUT_CASES, async (c, round) => {
     const f = await runBroker(c.engine, c.store, work, pace);
     const rate = (f.messages / f.elapsedMs) * 1000;
     console.log(
       `  round ${round + 1}/${config.rounds}, ${caseName(c)}: ${figure(rate)} msgs/s end to end ` +
         `(${figure((f.deliveries / f.elapsedMs) * 1000)} deliveries/s, ${f.deliveries.toLocaleString('en-US')} ` +
-        `popped and acked, all checked), setup ${figure(f.setupMs)} ms`,
+        `popped and acked, all checked), ${figure((f.cpuMs / f.timedMessages) * 1000)} µs CPU per message, setup ${figure(f.setupMs)} ms`,
     );
     return f;
   });
-  return CASES.map((c) => {
+  return THROUGHPUT_CASES.map((c) => {
     const runs = results.get(caseName(c)) ?? [];
     const rates = runs.map((f) => (f.messages / f.elapsedMs) * 1000);
     const rate = median(rates);
@@ -162,6 +170,7 @@ async function measureThroughput(config: BrokerBenchConfig): Promise<ThroughputR
         error === undefined ? median(runs.map((f) => (f.deliveries / f.elapsedMs) * 1000)) : Number.NaN,
       sentPerSecond: error === undefined ? median(runs.map((f) => (f.messages / f.sendMs) * 1000)) : Number.NaN,
       setupMs: median(runs.map((f) => f.setupMs)),
+      cpuMicrosPerMessage: median(runs.map((f) => (f.cpuMs / f.timedMessages) * 1000)),
       spreadPercent: ((Math.max(...rates) - Math.min(...rates)) / rate) * 100,
       ...(error === undefined ? {} : { error }),
     };
@@ -195,7 +204,7 @@ async function measureLatency(config: BrokerBenchConfig, throughput: readonly Th
     const row = throughput.find((r) => r.engine === c.engine && r.store === c.store);
     return Math.max(1, Math.round((row?.messagesPerSecond ?? Number.NaN) * config.loadShare));
   };
-  const { results, errors } = await interleaved(config, async (c, round) => {
+  const { results, errors } = await interleaved(config, CASES, async (c, round) => {
     const rate = rateOf(c);
     if (!Number.isFinite(rate)) throw new Error('no throughput figure to pace from');
     const timed = Math.max(1, Math.round(rate * config.pacedSeconds));
