@@ -131,7 +131,7 @@ export class Admin {
     for (const group of source.groups.values()) {
       queuedEvents += group.backlog.size;
       for (const progress of group.progress.values()) {
-        for (const delivery of progress.deliveries.values()) if (!delivery.acked) inflight++;
+        for (const delivery of progress.keptDeliveries()) if (!delivery.acked) inflight++;
       }
     }
     let clients = 0;

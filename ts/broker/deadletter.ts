@@ -85,7 +85,7 @@ export class DeadLetters {
         ]);
       }
     } catch (error) {
-      if (progress.deliveries.get(delivery.offset) === delivery) delivery.invisibleUntil = clock.now();
+      if (progress.delivery(delivery.offset) === delivery) delivery.invisibleUntil = clock.now();
       this.dispatcher.ready(group, liteTopic);
       throw error;
     }

@@ -152,7 +152,7 @@ export class KeySharedProgress extends TopicProgress {
     if (open === undefined) return undefined;
     let holder: { inflight: number } | undefined;
     for (const delivery of open) {
-      if (delivery.acked || this.deliveries.get(delivery.offset) !== delivery) {
+      if (delivery.acked || this.delivery(delivery.offset) !== delivery) {
         open.delete(delivery);
         continue;
       }
@@ -202,7 +202,7 @@ export class KeySharedProgress extends TopicProgress {
     this.hashes.set(offset, hash);
     const queue = this.queueOf(bucketOf(hash, this.buckets));
     queue.offsets.push(offset);
-    const delivery = this.deliveries.get(offset);
+    const delivery = this.delivery(offset);
     if (delivery !== undefined && !delivery.acked) {
       this.open.add(delivery);
       queue.open.add(delivery);
@@ -260,7 +260,7 @@ export class KeySharedProgress extends TopicProgress {
     const offsets = queue.offsets;
     for (let at = cursor.at; at < offsets.length; at++) {
       const offset = offsets[at] as number;
-      const delivery = offset < this.committed ? undefined : this.deliveries.get(offset);
+      const delivery = offset < this.committed ? undefined : this.delivery(offset);
       if (offset < this.committed || delivery?.acked === true) {
         if (at === queue.start) queue.start++;
         continue;
@@ -301,7 +301,7 @@ export class KeySharedProgress extends TopicProgress {
     };
     const dead = queue.deadEnd;
     if (dead !== undefined && dead.end > queue.start) {
-      if (dead.blockers.every((d) => !d.acked && d.invisibleUntil > now && this.deliveries.get(d.offset) === d)) {
+      if (dead.blockers.every((d) => !d.acked && d.invisibleUntil > now && this.delivery(d.offset) === d)) {
         cursor.at = dead.end;
         cursor.blocked = new Set(dead.blocked);
         cursor.blockers = [...dead.blockers];
@@ -435,7 +435,7 @@ export class KeySharedProgress extends TopicProgress {
         continue;
       }
       const offset = cursor.offset;
-      const delivery = this.deliveries.get(offset);
+      const delivery = this.delivery(offset);
       if (delivery === undefined) {
         const fresh: Delivery = { offset, attempt: 0, invisibleUntil: 0, acked: false, holder: undefined };
         this.deliveries.set(offset, fresh);
@@ -503,7 +503,7 @@ export class KeySharedProgress extends TopicProgress {
   override firstDeadline(now = Number.NEGATIVE_INFINITY): number {
     let first = Number.POSITIVE_INFINITY;
     for (const delivery of this.open) {
-      if (delivery.acked || this.deliveries.get(delivery.offset) !== delivery) this.open.delete(delivery);
+      if (delivery.acked || this.delivery(delivery.offset) !== delivery) this.open.delete(delivery);
       else if (delivery.invisibleUntil > now && delivery.invisibleUntil < first) first = delivery.invisibleUntil;
     }
     return first;
@@ -513,7 +513,7 @@ export class KeySharedProgress extends TopicProgress {
   override restore(offset: number, attempt: number, invisibleUntil: number, acked: boolean): void {
     if (offset < this.committed) return;
     if (offset >= this.next) this.next = offset + 1;
-    let delivery = this.deliveries.get(offset);
+    let delivery = this.delivery(offset);
     if (delivery === undefined) {
       delivery = { offset, attempt, invisibleUntil, acked: false, holder: undefined };
       this.deliveries.set(offset, delivery);

@@ -273,7 +273,7 @@ export function releaseInflight(
   for (const [liteTopic, progress] of group.progress) {
     if (client.inflight === 0) break;
     const released: number[] = [];
-    for (const delivery of progress.deliveries.values()) {
+    for (const delivery of progress.keptDeliveries()) {
       if (delivery.holder !== client || delivery.acked) continue;
       delivery.holder = undefined;
       client.inflight--;

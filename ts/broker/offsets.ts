@@ -22,6 +22,90 @@ export interface Delivery {
 /** The invisible deadline of a delivery on its way to the dead-letter queue: never by time. */
 export const MOVING_TO_DEAD_LETTERS = Number.MAX_SAFE_INTEGER;
 
+/**
+ * The deliveries of one progress by offset. FIFO hands offsets out in ascending runs and acks move
+ * `committed` up from the front, so they sit in an array from the lowest kept offset, without a
+ * hash per lookup; key-shared progress may leave gaps (undefined slots) and, replaying its journal,
+ * set an offset below the lowest kept one (the array is then rebuilt). Emptied, it releases its
+ * array: an idle progress keeps no storage for deliveries (a Map kept its table once made).
+ */
+export class DeliveryWindow {
+  /** `slots[i]` is the delivery of offset `base + i`; slots below `head` are unused. */
+  private slots: (Delivery | undefined)[] = [];
+  private base = 0;
+  private head = 0;
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  get(offset: number): Delivery | undefined {
+    const i = offset - this.base;
+    return i >= this.head && i < this.slots.length ? this.slots[i] : undefined;
+  }
+
+  has(offset: number): boolean {
+    return this.get(offset) !== undefined;
+  }
+
+  set(offset: number, delivery: Delivery): void {
+    if (this.count === 0) {
+      this.slots = [delivery];
+      this.base = offset;
+      this.head = 0;
+      this.count = 1;
+      return;
+    }
+    let i = offset - this.base;
+    if (i < 0) {
+      // Below everything kept: rebuild from `offset` (journal replay of key-shared progress only).
+      const kept = this.slots.slice(this.head);
+      const gap = this.base + this.head - offset;
+      this.slots = [];
+      for (let k = 0; k < gap; k++) this.slots.push(undefined);
+      for (const slot of kept) this.slots.push(slot);
+      this.base = offset;
+      this.head = 0;
+      i = 0;
+    } else if (i < this.head) {
+      this.head = i;
+    }
+    while (this.slots.length <= i) this.slots.push(undefined);
+    if (this.slots[i] === undefined) this.count++;
+    this.slots[i] = delivery;
+  }
+
+  delete(offset: number): boolean {
+    const i = offset - this.base;
+    if (i < this.head || i >= this.slots.length || this.slots[i] === undefined) return false;
+    this.slots[i] = undefined;
+    if (--this.count === 0) {
+      this.slots = [];
+      this.head = 0;
+      return true;
+    }
+    if (i === this.head) {
+      while (this.slots[this.head] === undefined) this.head++;
+      // Drop the unused front once it is most of the array (amortised O(1) per delivery).
+      if (this.head >= 16 && this.head * 2 >= this.slots.length) {
+        this.slots = this.slots.slice(this.head);
+        this.base += this.head;
+        this.head = 0;
+      }
+    }
+    return true;
+  }
+
+  /** The deliveries kept, in offset order. */
+  *values(): IterableIterator<Delivery> {
+    for (let i = this.head; i < this.slots.length; i++) {
+      const delivery = this.slots[i];
+      if (delivery !== undefined) yield delivery;
+    }
+  }
+}
+
 /** What `ack` found. */
 export type AckOutcome = 'acked' | 'already-acked' | 'stale' | 'unknown' | 'below-committed';
 
@@ -31,11 +115,10 @@ export class TopicProgress {
   /** The first offset never handed out. */
   next: number;
   /**
-   * Deliveries of the offsets in [committed, next), made on first use: a reopen restores a progress
-   * per lite topic of every group, most of them with nothing in flight, and a Map each is what the
-   * young-generation collector then copies over and over.
+   * Deliveries of the offsets in [committed, next): made on first use, dropped once empty. A reopen
+   * restores a progress per lite topic of every group, most of them with nothing in flight.
    */
-  private deliveryMap: Map<number, Delivery> | undefined;
+  private window: DeliveryWindow | undefined;
   /** Cancels the timer that wakes the topic when its first hidden message becomes visible. */
   cancelWake: (() => void) | undefined;
   /** The deadline that timer is set for. */
@@ -59,9 +142,20 @@ export class TopicProgress {
     this.next = start;
   }
 
-  get deliveries(): Map<number, Delivery> {
-    if (this.deliveryMap === undefined) this.deliveryMap = new Map();
-    return this.deliveryMap;
+  /** The deliveries, to add to (made if there is none; readers use `delivery` and `keptDeliveries`). */
+  get deliveries(): DeliveryWindow {
+    if (this.window === undefined) this.window = new DeliveryWindow();
+    return this.window;
+  }
+
+  /** The kept delivery of `offset`, if any. */
+  delivery(offset: number): Delivery | undefined {
+    return this.window?.get(offset);
+  }
+
+  /** Every kept delivery (acked or not), in offset order. */
+  keptDeliveries(): Iterable<Delivery> {
+    return this.window?.values() ?? [];
   }
 
   /** Skips offsets the store no longer holds (retention) so the group does not wait for them. */
@@ -96,7 +190,7 @@ export class TopicProgress {
    */
   firstDeadline(_now?: number): number {
     for (let offset = this.committed; offset < this.next; offset++) {
-      const delivery = this.deliveries.get(offset) as Delivery;
+      const delivery = this.delivery(offset) as Delivery;
       if (!delivery.acked) return delivery.invisibleUntil;
     }
     return Number.POSITIVE_INFINITY;
@@ -123,7 +217,7 @@ export class TopicProgress {
   ): Delivery[] {
     const taken: Delivery[] = [];
     for (let offset = this.committed; offset < this.next && taken.length < max; offset++) {
-      const delivery = this.deliveries.get(offset) as Delivery;
+      const delivery = this.delivery(offset) as Delivery;
       if (delivery.acked) continue;
       if (delivery.invisibleUntil > now) return taken;
       if (delivery.attempt >= maxAttempt) {
@@ -159,14 +253,14 @@ export class TopicProgress {
   /** Acks one delivery if `attempt` is its current one; advances `committed` over the acked prefix. */
   ack(offset: number, attempt: number): AckOutcome {
     if (offset < this.committed) return 'below-committed';
-    const delivery = this.deliveries.get(offset);
+    const delivery = this.delivery(offset);
     if (delivery === undefined) return 'unknown';
     if (delivery.attempt !== attempt) return 'stale';
     if (delivery.acked) return 'already-acked';
     delivery.acked = true;
     if (delivery.holder !== undefined) delivery.holder.inflight--;
     delivery.holder = undefined;
-    while (this.deliveries.get(this.committed)?.acked === true) this.forget(this.committed++);
+    while (this.delivery(this.committed)?.acked === true) this.forget(this.committed++);
     return 'acked';
   }
 
@@ -177,7 +271,7 @@ export class TopicProgress {
   restore(offset: number, attempt: number, invisibleUntil: number, acked: boolean): void {
     if (offset < this.committed) return;
     if (offset > this.next) this.skipTo(offset);
-    let delivery = this.deliveries.get(offset);
+    let delivery = this.delivery(offset);
     if (delivery === undefined) {
       delivery = { offset, attempt, invisibleUntil, acked: false, holder: undefined };
       this.deliveries.set(offset, delivery);
@@ -190,12 +284,12 @@ export class TopicProgress {
 
   /** Marks `offset` done whatever its attempt (journal replay, dead letters); advances `committed`. */
   settle(offset: number): void {
-    const delivery = this.deliveries.get(offset);
+    const delivery = this.delivery(offset);
     if (delivery === undefined || delivery.acked) return;
     delivery.acked = true;
     if (delivery.holder !== undefined) delivery.holder.inflight--;
     delivery.holder = undefined;
-    while (this.deliveries.get(this.committed)?.acked === true) this.forget(this.committed++);
+    while (this.delivery(this.committed)?.acked === true) this.forget(this.committed++);
   }
 
   /** Forgets every delivery (the lite topic expired); their holders no longer count them. */
@@ -207,13 +301,16 @@ export class TopicProgress {
 
   /** The current, unacked delivery of `offset` at `attempt`, else undefined. */
   current(offset: number, attempt: number): Delivery | undefined {
-    const delivery = this.deliveries.get(offset);
+    const delivery = this.delivery(offset);
     return delivery !== undefined && delivery.attempt === attempt && !delivery.acked ? delivery : undefined;
   }
 
   protected forget(offset: number): void {
-    const delivery = this.deliveries.get(offset);
+    const window = this.window;
+    if (window === undefined) return;
+    const delivery = window.get(offset);
     if (delivery?.holder !== undefined && !delivery.acked) delivery.holder.inflight--;
-    this.deliveries.delete(offset);
+    window.delete(offset);
+    if (window.size === 0) this.window = undefined; // nothing in flight: keep no storage for deliveries
   }
 }

@@ -32,7 +32,7 @@ const DELIVERY_BYTES = 8 + 4 + 8 + 1;
 function deliveryCount(progress: TopicProgress): number {
   let count = 0;
   for (let offset = progress.committed; offset < progress.next; offset++) {
-    if (progress.deliveries.has(offset)) count++;
+    if (progress.delivery(offset) !== undefined) count++;
   }
   return count;
 }
@@ -61,7 +61,7 @@ export function encodeProgress(group: string, progress: ReadonlyMap<string, Topi
       out.writeUInt32LE(count, at + 16);
       at += 20;
       for (let offset = entry.committed; offset < entry.next; offset++) {
-        const delivery = entry.deliveries.get(offset);
+        const delivery = entry.delivery(offset);
         if (delivery === undefined) continue;
         out.writeDoubleLE(offset, at);
         out.writeUInt32LE(delivery.attempt, at + 8);
