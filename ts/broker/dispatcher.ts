@@ -18,6 +18,7 @@ import {
   maxOffsetOf,
 } from './state.js';
 import { lmqName } from './store.js';
+import { WakeQueue } from './wakes.js';
 
 /** Stale entries a drain list may hold beyond twice the backlog before it is pruned. */
 const PRUNE_SLACK = 64;
@@ -41,8 +42,18 @@ export class Dispatcher {
    * `ready` and POP (a Node-API crossing each on disk).
    */
   private retained = 0;
+  /** Every pending wake-up (see `armWake`), under one scheduler timer. */
+  private readonly wakes: WakeQueue<GroupState>;
 
-  constructor(private readonly context: BrokerContext) {}
+  constructor(private readonly context: BrokerContext) {
+    this.wakes = new WakeQueue(context.scheduler, context.clock, ({ group, liteTopic, progress }) => {
+      progress.wake = undefined;
+      progress.wakeAt = Number.POSITIVE_INFINITY;
+      const at = this.context.clock.now();
+      this.ready(group, liteTopic, at);
+      this.armWake(group, liteTopic, progress, at);
+    });
+  }
 
   /**
    * Queues the event of `liteTopic` for `group` if it has something deliverable and none is queued.
@@ -274,8 +285,8 @@ export class Dispatcher {
   }
 
   /**
-   * Keeps one timer per (group, lite topic) for the moment its first hidden delivery becomes visible
-   * again; at that moment the lite topic is ready. No timer while nothing is hidden.
+   * Keeps one wake-up per (group, lite topic) for the moment its first hidden delivery becomes
+   * visible again; at that moment the lite topic is ready. None while nothing is hidden.
    */
   armWake(group: GroupState, liteTopic: string, progress: TopicProgress, now = this.context.clock.now()): void {
     const first = progress.firstDeadline(now);
@@ -283,17 +294,9 @@ export class Dispatcher {
     // A delivery moving to the dead-letter queue is woken by the move, not by time.
     const deadline = first > now && first < MOVING_TO_DEAD_LETTERS ? first : Number.POSITIVE_INFINITY;
     if (deadline === progress.wakeAt) return;
-    progress.cancelWake?.();
-    progress.cancelWake = undefined;
     progress.wakeAt = deadline;
-    if (deadline === Number.POSITIVE_INFINITY) return;
-    progress.cancelWake = this.context.scheduler.at(deadline, () => {
-      progress.cancelWake = undefined;
-      progress.wakeAt = Number.POSITIVE_INFINITY;
-      const at = this.context.clock.now();
-      this.ready(group, liteTopic, at);
-      this.armWake(group, liteTopic, progress, at);
-    });
+    progress.wake =
+      deadline === Number.POSITIVE_INFINITY ? undefined : this.wakes.add(deadline, group, liteTopic, progress);
   }
 
   /** Runs waiting POPs of `client` once the current synchronous work is done (one wake per batch). */

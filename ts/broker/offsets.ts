@@ -119,9 +119,12 @@ export class TopicProgress {
    * restores a progress per lite topic of every group, most of them with nothing in flight.
    */
   private window: DeliveryWindow | undefined;
-  /** Cancels the timer that wakes the topic when its first hidden message becomes visible. */
-  cancelWake: (() => void) | undefined;
-  /** The deadline that timer is set for. */
+  /**
+   * The dispatcher's pending wake-up of the topic for when its first hidden message becomes visible
+   * (wakes.ts): current while it is this entry; undefined cancels it.
+   */
+  wake: object | undefined;
+  /** The deadline of that wake-up (Infinity: none). */
   wakeAt = Number.POSITIVE_INFINITY;
   /** The dispatcher's retention count when `skipTo` last ran (-1: never; see `Dispatcher.skipRetired`). */
   retiredChecked = -1;
@@ -295,8 +298,8 @@ export class TopicProgress {
   /** Forgets every delivery (the lite topic expired); their holders no longer count them. */
   dropAll(): void {
     for (let offset = this.committed; offset < this.next; offset++) this.forget(offset);
-    this.cancelWake?.();
-    this.cancelWake = undefined;
+    this.wake = undefined;
+    this.wakeAt = Number.POSITIVE_INFINITY;
   }
 
   /** The current, unacked delivery of `offset` at `attempt`, else undefined. */
