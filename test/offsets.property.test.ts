@@ -1,13 +1,15 @@
 /**
- * Model-based property test of `DeliveryWindow`, the array the broker keeps a progress's deliveries
+ * Model-based property tests of two structures behind POP and ack. `DeliveryWindow`: the array the broker keeps a progress's deliveries
  * in by offset: random sets (ascending runs as FIFO makes them, gaps and sets below everything kept
  * as key-shared replay makes them) and deletes (mostly from the front, as acks make them), checked
- * after every step against a Map. Pure TypeScript with no engine underneath, so it runs once; the
- * broker suites run it on both engines through every POP and ack.
+ * after every step against a Map. `RecentAcks`: a group's last acks, against a plain list of them.
+ * Pure TypeScript with no engine underneath, so they run once; the broker suites run both on both
+ * engines through every POP and ack.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Delivery, DeliveryWindow } from '../ts/broker/offsets.js';
+import { type Delivery, DeliveryWindow, TopicProgress } from '../ts/broker/offsets.js';
+import { RecentAcks } from '../ts/broker/pop.js';
 
 type Op = { kind: 'set'; offset: number } | { kind: 'run'; length: number } | { kind: 'delete'; offset: number };
 
@@ -62,6 +64,45 @@ describe('DeliveryWindow', () => {
         }
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('RecentAcks', () => {
+  it('remembers exactly the last `capacity` acks, through index builds, upkeep and drops', () => {
+    type Ack = { topic: number; offset: number; attempt: number };
+    /** An ack to record, or a lookup: of an ack recorded before (`pick` into them) or of any triple. */
+    type Step = { kind: 'add'; ack: Ack } | { kind: 'has'; pick: number | undefined; ack: Ack };
+    const ack: fc.Arbitrary<Ack> = fc.record({ topic: fc.nat(3), offset: fc.nat(30), attempt: fc.nat(2) });
+    const step: fc.Arbitrary<Step> = fc.oneof(
+      { weight: 3, arbitrary: fc.record({ kind: fc.constant('add' as const), ack }) },
+      {
+        weight: 2,
+        arbitrary: fc.record({ kind: fc.constant('has' as const), pick: fc.option(fc.nat(), { nil: undefined }), ack }),
+      },
+    );
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 9 }), fc.array(step, { maxLength: 300 }), (capacity, steps) => {
+        const recent = new RecentAcks(capacity);
+        const topics = [0, 1, 2, 3].map(() => new TopicProgress(0));
+        const recorded: Ack[] = [];
+        const same = (a: Ack, b: Ack) => a.topic === b.topic && a.offset === b.offset;
+        for (const s of steps) {
+          if (s.kind === 'add') {
+            // The broker records an offset of a progress once (a second ack of it is not recorded).
+            if (recorded.some((r) => same(r, s.ack))) continue;
+            recent.add(topics[s.ack.topic] as TopicProgress, s.ack.offset, s.ack.attempt);
+            recorded.push(s.ack);
+          } else {
+            const asked =
+              s.pick === undefined || recorded.length === 0 ? s.ack : (recorded[s.pick % recorded.length] as Ack);
+            const last = recorded.slice(-capacity);
+            const expected = last.some((r) => same(r, asked) && r.attempt === asked.attempt);
+            expect(recent.has(topics[asked.topic] as TopicProgress, asked.offset, asked.attempt)).toBe(expected);
+          }
+        }
+      }),
+      { numRuns: 500 },
     );
   });
 });
