@@ -28,6 +28,23 @@ function prune(list: Set<string>, backlog: ReadonlySet<string>): void {
   for (const liteTopic of list) if (!backlog.has(liteTopic)) list.delete(liteTopic);
 }
 
+/**
+ * `client` if it can take an event (open, not stalled, with room) and is less loaded than `best`
+ * (queued events + unacked deliveries; a tie to the one chosen longest ago), else `best`. A function
+ * of its own rather than a closure made on every dispatch.
+ */
+function lessLoaded(best: ClientState | undefined, client: ClientState, room: number): ClientState | undefined {
+  if (client.closed || client.stalled || client.events.size >= room) return best;
+  if (
+    best === undefined ||
+    client.load < best.load ||
+    (client.load === best.load && client.lastChosen < best.lastChosen)
+  ) {
+    return client;
+  }
+  return best;
+}
+
 export class Dispatcher {
   /**
    * Drain lists of the backlog (see `toBacklog`). `group.backlog` stays the one record of what
@@ -193,18 +210,8 @@ export class Dispatcher {
   private choose(group: GroupState, holders: ReadonlySet<ClientState> | undefined): ClientState | undefined {
     const room = this.context.limits.maxEventsPerClient;
     let best: ClientState | undefined;
-    const consider = (client: ClientState) => {
-      if (client.closed || client.stalled || client.events.size >= room) return;
-      if (
-        best === undefined ||
-        client.load < best.load ||
-        (client.load === best.load && client.lastChosen < best.lastChosen)
-      ) {
-        best = client;
-      }
-    };
-    if (holders !== undefined) for (const client of holders) consider(client);
-    for (const client of group.legacy) consider(client);
+    if (holders !== undefined) for (const client of holders) best = lessLoaded(best, client, room);
+    for (const client of group.legacy) best = lessLoaded(best, client, room);
     return best;
   }
 
