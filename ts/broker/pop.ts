@@ -418,9 +418,10 @@ export class Popper {
 
 /**
  * The deliveries a group acked lately, so a repeated ack of one stays harmless after the offset moved
- * on: exactly the last `capacity`, as (progress, offset, attempt) in a ring of arrays. Recording one
- * writes three slots and hashes nothing; a Set of the handle strings had cost hashing and inserting
- * a new string into a table of up to 130,000 per ack, about a twentieth of the broker's CPU time.
+ * on: exactly the last `capacity`, as (progress, offset, attempt) in a ring of arrays that grow with
+ * the acks up to `capacity` (a group that acks little holds little). Recording one writes three slots
+ * and hashes nothing; a Set of the handle strings had cost hashing and inserting a new string into a
+ * table of up to 130,000 per ack, about a twentieth of the broker's CPU time.
  *
  * Looking one up (only for an ack below the committed offset: a repeat, or a handle from long ago)
  * goes through an index by progress and offset, built from the ring on the first lookup and kept up
@@ -428,42 +429,46 @@ export class Popper {
  * repeats therefore costs one build, and a stray one at most a build per `capacity` acks.
  */
 export class RecentAcks {
-  private readonly progress: (TopicProgress | undefined)[];
-  private readonly offsets: Float64Array;
-  private readonly attempts: Float64Array;
+  /** The ring: grown as acks come, up to `capacity`, then overwritten from `next` on. */
+  private readonly progress: TopicProgress[] = [];
+  private readonly offsets: number[] = [];
+  private readonly attempts: number[] = [];
   private next = 0;
   private index: Map<TopicProgress, Map<number, number>> | undefined;
   /** Acks recorded since the last lookup (the index goes once this reaches `capacity`). */
   private sinceLookup = 0;
 
-  constructor(private readonly capacity: number) {
-    this.progress = new Array<TopicProgress | undefined>(capacity).fill(undefined);
-    this.offsets = new Float64Array(capacity);
-    this.attempts = new Float64Array(capacity);
-  }
+  constructor(private readonly capacity: number) {}
 
   add(progress: TopicProgress, offset: number, attempt: number): void {
-    const at = this.next;
-    this.next = at + 1 === this.capacity ? 0 : at + 1;
-    const index = this.index;
-    if (index !== undefined) {
-      if (++this.sinceLookup >= this.capacity) {
-        this.index = undefined;
-      } else {
-        const evicted = this.progress[at];
-        if (evicted !== undefined)
-          this.unindex(index, evicted, this.offsets[at] as number, this.attempts[at] as number);
-        let offsets = index.get(progress);
-        if (offsets === undefined) {
-          offsets = new Map();
-          index.set(progress, offsets);
-        }
-        offsets.set(offset, attempt);
+    if (this.index !== undefined && ++this.sinceLookup >= this.capacity) this.index = undefined;
+    if (this.progress.length < this.capacity) {
+      this.progress.push(progress);
+      this.offsets.push(offset);
+      this.attempts.push(attempt);
+    } else {
+      const at = this.next;
+      this.next = at + 1 === this.capacity ? 0 : at + 1;
+      if (this.index !== undefined) {
+        this.unindex(
+          this.index,
+          this.progress[at] as TopicProgress,
+          this.offsets[at] as number,
+          this.attempts[at] as number,
+        );
       }
+      this.progress[at] = progress;
+      this.offsets[at] = offset;
+      this.attempts[at] = attempt;
     }
-    this.progress[at] = progress;
-    this.offsets[at] = offset;
-    this.attempts[at] = attempt;
+    if (this.index !== undefined) {
+      let offsets = this.index.get(progress);
+      if (offsets === undefined) {
+        offsets = new Map();
+        this.index.set(progress, offsets);
+      }
+      offsets.set(offset, attempt);
+    }
   }
 
   has(progress: TopicProgress, offset: number, attempt: number): boolean {
@@ -474,9 +479,8 @@ export class RecentAcks {
 
   private build(): Map<TopicProgress, Map<number, number>> {
     const index = new Map<TopicProgress, Map<number, number>>();
-    for (let i = 0; i < this.capacity; i++) {
-      const progress = this.progress[i];
-      if (progress === undefined) continue;
+    for (let i = 0; i < this.progress.length; i++) {
+      const progress = this.progress[i] as TopicProgress;
       let offsets = index.get(progress);
       if (offsets === undefined) {
         offsets = new Map();
