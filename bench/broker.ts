@@ -7,6 +7,8 @@
  * 1. Throughput: a fixed number of messages sent with `sendBatch` as fast as the groups keep up;
  *    messages/s = messages ÷ (first send → last ack of the last group). Every delivery is checked
  *    (right group, exactly once, FIFO per lite topic, never redelivered) before a rate is reported.
+ *    The same rounds also run broker-floor.ts, the least work any broker with this API does for the
+ *    workload, through the same harness: its rate bounds what the broker can reach on the machine.
  * 2. Latency: every lite topic opened first (warm-up, not measured), then sends paced at half the
  *    configuration's measured median rate; send-to-pop latency = performance.now() when `pop`
  *    resolved − performance.now() just before the `sendBatch` that carried the message.
