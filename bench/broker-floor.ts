@@ -12,9 +12,10 @@
  *
  * What it leaves out, so that it costs less than any real broker: it keys all state by small
  * integer ids in typed arrays (one string lookup per sent message; the broker keys its state by
- * lite topic names); it has no journal, no invisible time (nothing is ever redelivered), no
- * timers but the long poll's, no quotas, no validation of names, options or handles, no stall
- * checks, dead letters, expiry or reopen, and it serves only the in-memory store.
+ * lite topic names); it stores and hands out the caller's body without copying it; it has no
+ * journal, no invisible time (nothing is ever redelivered), no timers but the long poll's, no
+ * quotas, no validation of names, options or handles, no stall checks, dead letters, expiry or
+ * reopen, and it serves only the in-memory store.
  */
 import type { EngineName, PoppedMessage } from '../ts/index.js';
 import { AUDITOR_PATTERNS, type BrokerWorkload, PARENT_TOPIC } from './broker-workload.js';
@@ -111,7 +112,10 @@ export class MinimalBroker {
     this.audited = new Uint8Array(capacity);
   }
 
-  /** A group of `clients` clients; `exclusive` gives lite topic `names[i]` to client `holderOf(i)`. */
+  /**
+   * A group of `clients` clients. `exclusive` (for one group at most) gives the index of the client
+   * holding each new lite topic.
+   */
   group(name: string, clients: number, options: { audit?: boolean; exclusive?: (name: string) => number } = {}) {
     const group = new FloorGroup(name, `2.0.${name}.`, options.audit ?? false, this.capacity);
     if (options.exclusive !== undefined) {
