@@ -1,8 +1,9 @@
 /**
- * Model-based property tests of two structures behind POP and ack. `DeliveryWindow`: the array the broker keeps a progress's deliveries
- * in by offset: random sets (ascending runs as FIFO makes them, gaps and sets below everything kept
- * as key-shared replay makes them) and deletes (mostly from the front, as acks make them), checked
- * after every step against a Map. `RecentAcks`: a group's last acks, against a plain list of them.
+ * Model-based property tests of two structures behind POP and ack. `DeliveryWindow`: the array the
+ * broker keeps a progress's deliveries in by offset: random sets (ascending runs as FIFO makes them,
+ * gaps and sets below everything kept as key-shared replay makes them) and deletes (mostly from the
+ * front, as acks make them), checked after every step against a Map. `RecentAcks`: a group's last
+ * acks, against a plain list of them.
  * Pure TypeScript with no engine underneath, so they run once; the broker suites run both on both
  * engines through every POP and ack.
  */
@@ -33,7 +34,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
 );
 
 describe('DeliveryWindow', () => {
-  it('answers get, has, size and values as a Map of the same sets and deletes would', () => {
+  it('answers get, size and values as a Map of the same sets and deletes would', () => {
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 1_000_000 }), fc.array(op, { maxLength: 200 }), (base, ops) => {
         const window = new DeliveryWindow();
@@ -59,7 +60,6 @@ describe('DeliveryWindow', () => {
           expect([...window.values()].map((d) => d.offset)).toEqual(kept);
           for (let offset = base - 2; offset <= Math.max(next, base + 122); offset++) {
             expect(window.get(offset)).toBe(model.get(offset));
-            expect(window.has(offset)).toBe(model.has(offset));
           }
         }
       }),

@@ -45,10 +45,6 @@ export class DeliveryWindow {
     return i >= this.head && i < this.slots.length ? this.slots[i] : undefined;
   }
 
-  has(offset: number): boolean {
-    return this.get(offset) !== undefined;
-  }
-
   set(offset: number, delivery: Delivery): void {
     if (this.count === 0) {
       this.slots = [delivery];

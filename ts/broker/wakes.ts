@@ -56,7 +56,7 @@ export class WakeQueue<G> {
     return entry;
   }
 
-  /** Entries held, current or stale (for tests and admin figures). */
+  /** Entries held, current or stale (tests check the bound on it). */
   get size(): number {
     return this.heap.length;
   }
