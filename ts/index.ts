@@ -14,7 +14,9 @@ export {
   type WithheldBucketInfo,
 } from './broker/admin.js';
 export {
+  type BackgroundErrorInfo,
   Broker,
+  type BrokerLogger,
   type BrokerOptions,
   DEFAULT_MAX_RECONSUME_TIMES,
   DEFAULT_STALL_TIMEOUT_MS,

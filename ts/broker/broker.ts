@@ -5,6 +5,7 @@
  * with a manual clock, `tick()` runs what is due).
  */
 import { randomBytes } from 'node:crypto';
+import { EventEmitter } from 'node:events';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { EngineName } from '../engine/contract.js';
@@ -90,6 +91,21 @@ export interface BrokerOptions {
   maintenanceIntervalMs?: number;
   /** Compact the state journal once it is this large (bytes); default 4 MiB. */
   stateCompactBytes?: number;
+  /**
+   * Where failures of background work go when nothing listens to the broker's `'error'` event;
+   * default: a process warning (`process.emitWarning`).
+   */
+  logger?: BrokerLogger;
+}
+
+/** The logger a broker reports background failures to when it has no `'error'` listener. */
+export interface BrokerLogger {
+  error(message: string, error: unknown): void;
+}
+
+/** What a broker's `'error'` event carries besides the error: the background work that failed. */
+export interface BackgroundErrorInfo {
+  during: string;
 }
 
 export interface TopicOptions {
@@ -157,7 +173,13 @@ function optionalCount(value: unknown, what: string, fallback: number): number {
   return value;
 }
 
-export class Broker {
+/**
+ * The embedded broker. It is an `EventEmitter`: `'error'` (error, { during }) reports a failure of
+ * background work (maintenance, the state journal, a dead-letter move, a corrupt record met by a
+ * POP). Without a listener such failures go to the `logger` option, or become process warnings; they
+ * never throw into the event loop.
+ */
+export class Broker extends EventEmitter {
   readonly engine: EngineName;
   /** Admin queries (docs/BROKER.md, "Admin"). */
   readonly admin: Admin;
@@ -179,6 +201,7 @@ export class Broker {
     engine: EngineName,
     lifecycle: { retention: RetentionPolicy | undefined; maintenanceIntervalMs: number; sessionTimeoutMs: number },
   ) {
+    super();
     this.engine = engine;
     this.dispatcher = new Dispatcher(context);
     this.registry = new Registry(context, this.dispatcher);
@@ -276,8 +299,11 @@ export class Broker {
     // The epoch names the directory's broker in receipt handles: kept across restarts, so handles
     // of deliveries still current after a restart are honoured.
     const epoch = restored?.epoch ?? randomBytes(6).toString('hex');
-    const context: BrokerContext = { store, clock, scheduler, limits, epoch, stallTimeoutMs, state };
-    const broker = new Broker(context, engine, { retention, maintenanceIntervalMs, sessionTimeoutMs });
+    const logger = checkLogger(options.logger);
+    let broker: Broker | undefined;
+    const report = (error: unknown, during: string): void => reportBackground(broker, logger, error, during);
+    const context: BrokerContext = { store, clock, scheduler, limits, epoch, stallTimeoutMs, state, report };
+    broker = new Broker(context, engine, { retention, maintenanceIntervalMs, sessionTimeoutMs });
     broker.journal = journal;
     if (restored !== undefined) broker.restore(restored);
     if (journal !== undefined) {
@@ -656,6 +682,30 @@ export class Broker {
   private checkOpen(): void {
     if (this.closed) throw new ClosedError('the broker is closed');
   }
+}
+
+function checkLogger(value: unknown): BrokerLogger | undefined {
+  if (value === undefined) return undefined;
+  if (value === null || typeof (value as BrokerLogger).error !== 'function') {
+    throw new InvalidArgumentError('logger must have an error(message, error) method', { value });
+  }
+  return value as BrokerLogger;
+}
+
+/** Emits a background failure as `'error'`, or logs it when nobody listens (an unheard `'error'` would throw). */
+function reportBackground(
+  broker: Broker | undefined,
+  logger: BrokerLogger | undefined,
+  error: unknown,
+  during: string,
+) {
+  if (broker !== undefined && broker.listenerCount('error') > 0) {
+    broker.emit('error', error, { during } satisfies BackgroundErrorInfo);
+    return;
+  }
+  const message = `litetopic broker: ${during} failed: ${error instanceof Error ? error.message : String(error)}`;
+  if (logger !== undefined) logger.error(message, error);
+  else process.emitWarning(message, { code: 'LITETOPIC_BACKGROUND_ERROR', detail: String(error) });
 }
 
 /** The journal's records and the state they replay to, read without changing the file. */

@@ -122,6 +122,7 @@ export class Lifecycle {
       this.running = this.pass()
         .catch((error: unknown) => {
           this.lastError = error;
+          this.context.report(error, 'maintenance');
           throw error;
         })
         .finally(() => {

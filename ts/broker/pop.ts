@@ -383,6 +383,7 @@ export class Popper {
   private moveInBackground(group: GroupState, liteTopic: string, progress: TopicProgress, delivery: Delivery): void {
     this.deadLetters.move(group, liteTopic, progress, delivery).catch((error: unknown) => {
       this.lastMoveError = error;
+      this.context.report(error, 'dead-letter move');
     });
   }
 

@@ -254,4 +254,9 @@ export interface BrokerContext {
   readonly stallTimeoutMs: number;
   /** Where changes to persisted state are recorded (the state journal, or nothing in memory). */
   readonly state: import('./persist.js').StateRecorder;
+  /**
+   * Reports a failure of background work (maintenance, journal, dead-letter moves, reads met by a
+   * POP): the broker emits it as `'error'`, or hands it to its logger when nobody listens.
+   */
+  readonly report: (error: unknown, during: string) => void;
 }
