@@ -10,6 +10,10 @@ import { copyFileSync, mkdirSync, renameSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// The libc check below asks for a process report; without its network section, which can stall
+// for seconds on some hosts, it costs a few milliseconds.
+if (process.report) process.report.excludeNetwork = true;
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const required = process.env.LITETOPIC_REQUIRE_NATIVE === '1';
 

@@ -6,6 +6,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// The libc check below asks for a process report; without its network section, which can stall
+// for seconds on some hosts, it costs a few milliseconds.
+if (process.report) process.report.excludeNetwork = true;
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 function fail(message) {

@@ -261,6 +261,10 @@ export { active, added, count, hit, ids, requested, sameClass, why };
 `,
   'check.mts': `
 import {
+
+// The libc check below asks for a process report; without its network section, which can stall
+// for seconds on some hosts, it costs a few milliseconds.
+if (process.report) process.report.excludeNetwork = true;
   Broker,
   CommitLog,
   compilePattern,

@@ -14,6 +14,7 @@ import type { Engine, EngineName } from './contract.js';
 import { jsEngine } from './js/engine.js';
 import type { NativeBinding } from './native/binding.js';
 import { createNativeEngine } from './native/engine.js';
+import { detectLibc, missingReason, type PlatformTarget, prebuildFile, targetName } from './platform.js';
 
 export type EngineRequest = 'auto' | EngineName;
 
@@ -58,28 +59,22 @@ function packageVersion(root: string): string {
   return (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
 }
 
-let libcTag: 'glibc' | 'musl' | undefined | null = null;
+let machine: PlatformTarget | undefined;
 
-/** `glibc` or `musl` on Linux; undefined elsewhere. Asked once: a process report takes milliseconds. */
-export function libc(): 'glibc' | 'musl' | undefined {
-  if (libcTag !== null) return libcTag;
-  if (process.platform !== 'linux') libcTag = undefined;
-  else {
-    const report = process.report?.getReport() as { header?: { glibcVersionRuntime?: string } } | undefined;
-    libcTag = report?.header?.glibcVersionRuntime ? 'glibc' : 'musl';
-  }
-  return libcTag;
+/** This process's platform, arch and libc, found once. */
+function thisMachine(): PlatformTarget {
+  machine ??= { platform: process.platform, arch: process.arch, libc: detectLibc() };
+  return machine;
 }
 
-/** Where the prebuilt addon for this platform is expected, relative to the package root. */
+/** Where the prebuilt addon for this machine is expected. */
 export function prebuildPath(root: string): string {
-  const tag = libc();
-  const file = tag === undefined ? 'litetopic.node' : `litetopic.${tag}.node`;
-  return join(root, 'prebuilds', `${process.platform}-${process.arch}`, file);
+  return join(root, prebuildFile(thisMachine()));
 }
 
 function describePlatform(): string {
-  return `platform ${process.platform}, arch ${process.arch}, libc ${libc() ?? 'n/a'}`;
+  const { platform, arch, libc } = thisMachine();
+  return `platform ${platform}, arch ${arch}, libc ${libc ?? 'n/a'}`;
 }
 
 function loadNative(): NativeState {
@@ -88,8 +83,10 @@ function loadNative(): NativeState {
   const path = process.env.LITETOPIC_NATIVE_PATH || prebuildPath(root);
   try {
     if (!existsSync(path)) {
+      const why = missingReason(thisMachine());
       throw new Error(
-        `no prebuilt binary at ${path}: none ships for this platform (a source checkout builds one with "npm run build:native", which needs cargo)`,
+        why ??
+          `no binary at ${path}, although this package is built for ${targetName(thisMachine())}: the install is incomplete (a source checkout builds it with "npm run build:native", which needs cargo)`,
       );
     }
     const module = { exports: {} as NativeBinding };
