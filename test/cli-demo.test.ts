@@ -85,4 +85,31 @@ describe.concurrent('litetopic demo', () => {
       expect(lite.maxOffset).toBeGreaterThan(lite.minOffset);
     }
   });
+
+  it.runIf(ENGINES.length === 2)(
+    '--engine both --json keeps one directory per engine, and each inspect command it prints works',
+    async () => {
+      const dir = join(scratch(), 'data');
+      const demo = await cli(['demo', ...TINY, '--engine', 'both', '--dir', dir, '--json']);
+      expect(demo.code).toBe(0);
+      const document = JSON.parse(demo.stdout) as {
+        reports: { engine: string; drained: boolean }[];
+        nativeOverJs: number;
+      };
+      expect(document.reports.map((r) => [r.engine, r.drained])).toEqual([
+        ['native', true],
+        ['js', true],
+      ]);
+      expect(document.nativeOverJs).toBeGreaterThan(0);
+      const hint = demo.stderr.split('\n').find((line) => line.startsWith('data kept in'));
+      const commands = [...(hint ?? '').matchAll(/litetopic inspect (\S+)/g)].map((m) => m[1] as string);
+      expect(commands).toEqual([join(dir, 'native'), join(dir, 'js')]);
+      for (const target of commands) {
+        const inspected = await cli(['inspect', target, '--json']);
+        expect(inspected.stderr).toBe('');
+        expect(inspected.code).toBe(0);
+        expect(JSON.parse(inspected.stdout).layout).toBe('broker');
+      }
+    },
+  );
 });

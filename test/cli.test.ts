@@ -37,10 +37,11 @@ describe.concurrent('litetopic --help and usage errors', () => {
     expect(r.stderr).toBe('');
   });
 
-  it('no command prints the usage and exits 2', async () => {
+  it('no command prints the usage on stderr and exits 2', async () => {
     const r = await cli([]);
     expect(r.code).toBe(USAGE);
-    expect(r.stdout).toContain('usage: litetopic <command>');
+    expect(r.stderr).toContain('usage: litetopic <command>');
+    expect(r.stdout).toBe('');
   });
 
   it.each([
@@ -49,6 +50,9 @@ describe.concurrent('litetopic --help and usage errors', () => {
     [['demo', '--seconds=abc'], /--seconds takes a whole number/],
     [['inspect'], /missing the data directory/],
     [['inspect', '--json', '--bogus', 'x'], /unknown option "--bogus"/],
+    [['inspect', '-x', 'dir'], /unknown option "-x"/],
+    [['demo', '--json=yes'], /--json/],
+    [['demo', '--seconds'], /--seconds/],
     [['bench', 'nope'], /unknown suite "nope"/],
   ])('%j is a usage error: one line, exit 2', async (args, message) => {
     const r = await cli(args);

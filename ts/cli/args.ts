@@ -1,8 +1,9 @@
 /**
- * Argument parsing for the `litetopic` command: a small declarative parser (no dependency) that
- * accepts `--name value`, `--name=value` and bare positionals, and turns every mistake into a
- * `UsageError`, which `main.ts` prints as one line and exits with `EXIT.USAGE`.
+ * Argument parsing for the `litetopic` command: declared options checked on top of `node:util`'s
+ * `parseArgs` (`--name value`, `--name=value`, bare positionals), every mistake turned into a
+ * `UsageError`, which `main.ts` prints as one line on stderr and exits with `EXIT.USAGE`.
  */
+import { parseArgs as parseNodeArgs } from 'node:util';
 
 /** Exit codes of every command; README.md "Command line" lists them. */
 export const EXIT = {
@@ -75,48 +76,50 @@ function stringValue(name: string, text: string, spec: OptionSpec): string {
   return text;
 }
 
+/** How `node:util` reports a malformed command line; each becomes a `UsageError`. */
+const PARSE_ERRORS = new Set([
+  'ERR_PARSE_ARGS_UNKNOWN_OPTION',
+  'ERR_PARSE_ARGS_INVALID_OPTION_VALUE',
+  'ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL',
+]);
+
 /**
- * Parses `argv` against `specs` (plus the common options). `--` ends the options. A value may be
- * attached (`--seconds=5`) or follow (`--seconds 5`); flags take no value.
+ * Parses `argv` against `specs` (plus the common options) with `node:util`'s `parseArgs`, then
+ * checks each value against its spec. `--` ends the options. A value may be attached
+ * (`--seconds=5`) or follow (`--seconds 5`); flags take no value.
  */
 export function parseArgs(argv: readonly string[], specs: Record<string, OptionSpec>): ParsedArgs {
-  const all = { ...COMMON_OPTIONS, ...specs };
-  const options = new Map<string, string | number | boolean>();
-  const positionals: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] as string;
-    if (arg === '--') {
-      positionals.push(...argv.slice(i + 1));
-      break;
-    }
-    if (arg === '-h') {
-      options.set('help', true);
-      continue;
-    }
-    if (!arg.startsWith('--') || arg === '-') {
-      if (arg.startsWith('-') && arg !== '-') throw new UsageError(`unknown option "${arg}"`);
-      positionals.push(arg);
-      continue;
-    }
-    const equals = arg.indexOf('=');
-    const name = arg.slice(2, equals < 0 ? undefined : equals);
-    const spec = Object.hasOwn(all, name) ? all[name] : undefined;
-    if (spec === undefined) throw new UsageError(`unknown option "--${name}"`);
-    if (spec.kind === 'flag') {
-      if (equals >= 0) throw new UsageError(`--${name} takes no value`);
-      options.set(name, true);
-      continue;
-    }
-    let text: string | undefined;
-    if (equals >= 0) text = arg.slice(equals + 1);
-    else {
-      text = argv[i + 1];
-      if (text === undefined || text.startsWith('--')) throw new UsageError(`--${name} needs a value`);
-      i++;
-    }
-    options.set(name, spec.kind === 'integer' ? integerValue(name, text, spec) : stringValue(name, text, spec));
+  const all: Record<string, OptionSpec> = { ...COMMON_OPTIONS, ...specs };
+  const config: Record<string, { type: 'boolean' | 'string'; short?: string }> = {};
+  for (const [name, spec] of Object.entries(all)) config[name] = { type: spec.kind === 'flag' ? 'boolean' : 'string' };
+  (config.help as { short?: string }).short = 'h';
+  let parsed: ReturnType<typeof parseNodeArgs>;
+  try {
+    parsed = parseNodeArgs({ args: [...argv], options: config, strict: true, allowPositionals: true });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== undefined && PARSE_ERRORS.has(code)) throw new UsageError(usageMessage(error as Error));
+    throw error;
   }
-  return { options, positionals };
+  const options = new Map<string, string | number | boolean>();
+  for (const [name, value] of Object.entries(parsed.values)) {
+    const spec = all[name] as OptionSpec;
+    if (value === undefined) continue;
+    if (spec.kind === 'flag') options.set(name, true);
+    else if (spec.kind === 'integer') options.set(name, integerValue(name, value as string, spec));
+    else options.set(name, stringValue(name, value as string, spec));
+  }
+  return { options, positionals: parsed.positionals };
+}
+
+/**
+ * One line in the CLI's own words for a `node:util` parse error: its messages span lines and, for an
+ * unknown option, add advice about positionals that does not apply to these commands.
+ */
+function usageMessage(error: Error): string {
+  const unknown = /^Unknown option '([^']+)'/.exec(error.message);
+  if (unknown !== null) return `unknown option "${unknown[1]}"`;
+  return error.message.replace(/\s*\n\s*/g, ' ').trim();
 }
 
 /** Typed accessors over `ParsedArgs.options`. */

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { type EngineName, engineInfo, nativeAvailable } from '../index.js';
-import { CommandError, EXIT, integer, type ParsedArgs, text } from './args.js';
+import { CommandError, EXIT, flag, integer, type ParsedArgs, text } from './args.js';
 import { AUDITOR_PATTERNS, type BusProgress, type BusReport, PARENT_TOPIC, runBus } from './demo-bus.js';
 import { formatCount, formatMs, renderTable } from './format.js';
 import type { Output } from './output.js';
@@ -17,9 +17,10 @@ export const DEMO_OPTIONS = {
   seconds: { kind: 'integer', min: 1, max: 3600 },
   topics: { kind: 'integer', min: 1, max: 1_000_000 },
   dir: { kind: 'string' },
+  json: { kind: 'flag' },
 } as const;
 
-export const DEMO_HELP = `usage: litetopic demo [--seconds n] [--topics n] [--engine native|js|both] [--dir path]
+export const DEMO_HELP = `usage: litetopic demo [--seconds n] [--topics n] [--engine native|js|both] [--dir path] [--json]
 
 Runs an agent-to-agent message bus on an embedded broker: a parent topic "${PARENT_TOPIC}", lite
 topics tenantT__agentA__sessionS created on the fly by their first message, and three groups:
@@ -34,6 +35,8 @@ options:
   --engine e     native, js, or both back to back with their ratio (default: the active engine)
   --dir path     keep the data directory here (default: a temporary one, removed at the end);
                  with --engine both, each engine writes to path/<engine>
+  --json         one JSON document on stdout (each engine's report, and the ratio with both);
+                 progress lines go to stderr
   --verbose      stack traces on errors
   --help         this text
 
@@ -81,9 +84,14 @@ function summary(report: BusReport, topics: number): string {
   return `${head}\n\n${table}`;
 }
 
-function ratioLine(native: BusReport, js: BusReport): string {
+/** Messages per second sent by native over js, NaN when js sent nothing. */
+function nativeOverJs(native: BusReport, js: BusReport): number {
   const rate = (r: BusReport) => (r.sendMs > 0 ? r.sent / r.sendMs : 0);
-  const ratio = rate(js) > 0 ? rate(native) / rate(js) : Number.NaN;
+  return rate(js) > 0 ? rate(native) / rate(js) : Number.NaN;
+}
+
+function ratioLine(native: BusReport, js: BusReport): string {
+  const ratio = nativeOverJs(native, js);
   const p99 = (r: BusReport) => Math.max(...r.groups.map((g) => g.p99Ms ?? 0));
   return (
     `native / js: ${Number.isFinite(ratio) ? ratio.toFixed(2) : '-'}× the messages per second ` +
@@ -105,6 +113,9 @@ export async function runDemo(args: ParsedArgs, out: Output): Promise<number> {
   const topics = integer(args, 'topics', 100_000);
   const list = engines(text(args, 'engine'));
   const keep = text(args, 'dir');
+  const json = flag(args, 'json');
+  // With --json, stdout carries the document alone; what a person reads goes to stderr.
+  const say = json ? (line: string) => out.error(line) : (line: string) => out.info(line);
   const base = keep !== undefined ? resolve(keep) : mkdtempSync(join(tmpdir(), 'litetopic-demo-'));
   const removeTemporary = () => {
     if (keep === undefined) rmSync(base, { recursive: true, force: true });
@@ -122,7 +133,7 @@ export async function runDemo(args: ParsedArgs, out: Output): Promise<number> {
     for (const engine of list) {
       const dir = list.length > 1 ? join(base, engine) : base;
       if (keep !== undefined) prepareDir(dir);
-      out.info(
+      say(
         `demo: ${engine} engine, ${formatCount(topics)} lite topics over ${seconds} s, data in ${dir}` +
           (keep === undefined ? ' (temporary)' : ''),
       );
@@ -131,16 +142,24 @@ export async function runDemo(args: ParsedArgs, out: Output): Promise<number> {
         dir,
         seconds,
         topics,
-        progressMs: out.isTTY ? 250 : 1000,
-        onProgress: (p) => out.status(progressLine(engine, p)),
+        progressMs: out.isTTY && !json ? 250 : 1000,
+        onProgress: (p) => (json ? out.error(progressLine(engine, p)) : out.status(progressLine(engine, p))),
       });
       out.endLine();
-      out.info(`\n${summary(report, topics)}\n`);
+      if (!json) out.info(`\n${summary(report, topics)}\n`);
       reports.push(report);
     }
     const [native, js] = reports;
-    if (list.length === 2 && native !== undefined && js !== undefined) out.info(ratioLine(native, js));
-    if (keep !== undefined) out.info(`data kept in ${base}; look at it with: litetopic inspect ${base}`);
+    const both = list.length === 2 && native !== undefined && js !== undefined;
+    if (json) {
+      const ratio = both ? nativeOverJs(native, js) : undefined;
+      out.info(JSON.stringify({ reports, nativeOverJs: ratio !== undefined && Number.isFinite(ratio) ? ratio : null }));
+    } else if (both) out.info(ratioLine(native, js));
+    if (keep !== undefined) {
+      // With both engines each wrote its own directory below the base: one inspect per engine.
+      const dirs = list.length > 1 ? list.map((engine) => join(base, engine)) : [base];
+      say(`data kept in ${base}; look at it with: ${dirs.map((dir) => `litetopic inspect ${dir}`).join(' and ')}`);
+    }
     return reports.every((r) => r.drained) ? EXIT.OK : EXIT.FAILURE;
   } finally {
     process.off('SIGINT', onSignal);

@@ -62,9 +62,14 @@ function describe(error: unknown): string {
 export async function main(argv: readonly string[], out = new Output()): Promise<number> {
   const [name, ...rest] = argv;
   const verbose = argv.includes('--verbose');
-  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+  if (name === undefined) {
+    // No command is a usage error: the usage goes to stderr, where a script's errors go.
+    out.error(MAIN_HELP);
+    return EXIT.USAGE;
+  }
+  if (name === '--help' || name === '-h' || name === 'help') {
     out.info(MAIN_HELP);
-    return name === undefined ? EXIT.USAGE : EXIT.OK;
+    return EXIT.OK;
   }
   if (name === '--version') {
     out.info(packageVersion());
