@@ -355,7 +355,7 @@ function main() {
 
   // 1. Pack and inspect the file list.
   let tarball;
-  check('npm pack: the tarball holds dist/, the prebuilt binary, binding.d.ts and README.md, and no sources', () => {
+  check('npm pack: dist/, the binary, binding.d.ts, README, LICENSE, CHANGELOG; no sources', () => {
     const packed = npm(['pack', '--json', '--pack-destination', packDir], { cwd: root, env: baseEnvironment() });
     if (packed.status !== 0) return `npm pack failed\n${processOutput(packed)}`;
     const start = packed.stdout.search(/^\[/m);
@@ -374,6 +374,8 @@ function main() {
       'dist/bench/run.js',
       'binding.d.ts',
       'README.md',
+      'LICENSE',
+      'CHANGELOG.md',
       'package.json',
     ];
     const missing = required.filter((f) => !files.includes(f));
