@@ -27,6 +27,7 @@ export {
   Consumer,
   type ConsumerEvents,
   type StreamedMessage,
+  type StreamOptions,
   type SubscribeOptions,
   type UnsubscribedEvent,
 } from './broker/consumer.js';
@@ -40,6 +41,14 @@ export {
 export type { RetentionPolicy } from './broker/lifecycle.js';
 export { type BrokerLimits, DEFAULT_LIMITS } from './broker/quota.js';
 export type { UnsubscribeReason } from './broker/registry.js';
+export {
+  DEFAULT_RETRY_INITIAL_DELAY_MS,
+  DEFAULT_RETRY_MAX_DELAY_MS,
+  DEFAULT_RUN_WAIT_MS,
+  type MessageHandler,
+  type Running,
+  type RunOptions,
+} from './broker/run.js';
 export type { StartPosition } from './broker/start.js';
 export { MemoryStore, type MessageStore } from './broker/store.js';
 export {

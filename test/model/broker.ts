@@ -15,6 +15,8 @@ interface Delivery {
   count: number;
   acked: boolean;
   invisibleUntil: number;
+  /** The client the latest delivery went to. */
+  holder: string;
 }
 
 interface HandleInfo {
@@ -88,8 +90,15 @@ export class BrokerModel {
     for (const t of topics) this.topicsOf(group, client).delete(t);
   }
 
+  /** A closed client's unacked deliveries are visible again at once (`close()` releases them). */
   close(group: string, client: string): void {
     this.subscriptions.get(group)?.delete(client);
+    for (const [where, progress] of this.deliveries) {
+      if (!where.startsWith(`${group}|`)) continue;
+      for (const delivery of progress.values()) {
+        if (delivery.holder === client && !delivery.acked) delivery.invisibleUntil = 0;
+      }
+    }
   }
 
   /** Checks one POP result against the model and records the deliveries. Throws on a violation. */
@@ -108,7 +117,7 @@ export class BrokerModel {
           throw new Error(`FIFO: ${where}#${m.offset} handed out before #${earlier} was acked`);
         }
       }
-      const delivery = progress.get(m.offset) ?? { count: 0, acked: false, invisibleUntil: 0 };
+      const delivery = progress.get(m.offset) ?? { count: 0, acked: false, invisibleUntil: 0, holder: client };
       if (delivery.acked) throw new Error(`${where}#${m.offset} redelivered after its ack`);
       if (delivery.invisibleUntil > now) throw new Error(`${where}#${m.offset} redelivered while invisible`);
       if (m.reconsumeTimes !== delivery.count) {
@@ -116,6 +125,7 @@ export class BrokerModel {
       }
       delivery.count++;
       delivery.invisibleUntil = now + invisibleTimeMs;
+      delivery.holder = client;
       progress.set(m.offset, delivery);
       inBatch.add(`${where}#${m.offset}`);
       this.handles.set(m.receiptHandle, { group, topic: m.liteTopic, offset: m.offset, attempt: m.reconsumeTimes });

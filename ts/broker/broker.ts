@@ -218,12 +218,15 @@ export class Broker extends EventEmitter {
         client.lastSeenAt = context.clock.now();
       },
       deadLetter: (client, handle) => this.popper.deadLetter(client, handle),
-      leave: (client) => {
+      leave: (client, release) => {
         const liteTopics = [...client.topics];
         this.registry.close(client);
         // A key-shared client that leaves gives its buckets up at once: its messages go to their new owners.
-        if (client.group.keyShared !== undefined) releaseInflight(context, this.dispatcher, client, liteTopics);
+        if (release || client.group.keyShared !== undefined) {
+          releaseInflight(context, this.dispatcher, client, liteTopics);
+        }
       },
+      report: (error, during) => context.report(error, during),
     };
     this.admin = new Admin({
       engine,

@@ -8,6 +8,7 @@ import { ClosedError, InvalidArgumentError } from '../errors.js';
 import type { Matcher } from '../pattern.js';
 import type { BrokerParts } from './parts.js';
 import { compilePatterns } from './registry.js';
+import { type MessageHandler, type Running, type RunOptions, startRun } from './run.js';
 import { requireStart, type StartPosition } from './start.js';
 import type { ClientState } from './state.js';
 import type { PopOptions, PoppedMessage } from './types.js';
@@ -24,9 +25,20 @@ export interface UnsubscribedEvent {
   reason: 'evicted' | 'expired';
 }
 
-/** A popped message with its own `ack()`, as `messages()` yields it. */
+/** A popped message with its own settling methods, as `messages()` yields it. */
 export interface StreamedMessage extends PoppedMessage {
   ack(): Promise<void>;
+  /** Visible again after `delayMs` (default 0: at once), for a new delivery. */
+  nack(delayMs?: number): Promise<void>;
+  /** Hidden for `ms` from now (the message is still being worked on). */
+  extend(ms: number): Promise<void>;
+  /** To the group's dead-letter queue now. */
+  deadLetter(): Promise<void>;
+}
+
+/** `messages()` options: a POP's, and a signal that ends the stream. */
+export interface StreamOptions extends PopOptions {
+  signal?: AbortSignal;
 }
 
 export interface ConsumerEvents {
@@ -147,24 +159,116 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
   }
 
   /**
-   * The messages as a stream: POPs with long poll (default wait 30 s per round) until the consumer
-   * closes. Each message has `ack()`.
+   * Handler-style consumption (see `RunOptions`): up to `concurrency` handlers at once, in order per
+   * lite topic (per key in key-shared groups); a handler that resolves acks, one that throws makes
+   * its message visible again after a capped exponential backoff, and dead-letters it once it is at
+   * the group's `maxReconsumeTimes`. Returns `{ stop(), done }`.
    */
-  async *messages(options?: PopOptions): AsyncGenerator<StreamedMessage, void, undefined> {
-    const pop = { waitMs: 30_000, ...options };
+  run(handler: MessageHandler, options?: RunOptions): Running {
+    this.checkOpen();
+    const consumer = this;
+    const group = this.client.group;
+    return startRun(
+      {
+        get closed() {
+          return consumer.client.closed;
+        },
+        pop: (pop) => this.pop(pop),
+        ack: (message) => this.ack(message),
+        changeInvisibleTime: (message, ms) => this.changeInvisibleTime(message, ms),
+        deadLetter: (message) => this.deadLetter(message),
+        get maxReconsumeTimes() {
+          return group.config.maxReconsumeTimes;
+        },
+        keyShared: group.keyShared !== undefined,
+        report: (error, during) => this.parts.report(error, during),
+      },
+      handler,
+      options,
+    );
+  }
+
+  /**
+   * The messages as a stream: POPs with long poll (default wait 30 s per round) until the consumer
+   * closes or `signal` aborts. Each message has `ack()`, `nack(delayMs)`, `extend(ms)` and
+   * `deadLetter()`. When the loop ends early (`break`, a throw, an abort), the messages of the
+   * current batch not yet handed out are made visible again at once.
+   */
+  async *messages(options?: StreamOptions): AsyncGenerator<StreamedMessage, void, undefined> {
+    const { signal, ...rest } = options ?? {};
+    const pop = { waitMs: 30_000, ...rest };
     this.parts.popper.options(pop);
-    while (!this.client.closed) {
-      const batch = await this.pop(pop).catch((error: unknown) => {
-        if (error instanceof ClosedError) return [];
-        throw error;
-      });
-      for (const message of batch) yield { ...message, ack: () => this.ack(message) };
+    if (signal !== undefined && !(signal instanceof AbortSignal)) {
+      throw new InvalidArgumentError('signal must be an AbortSignal', { value: signal });
+    }
+    let batch: PoppedMessage[] = [];
+    let handedOut = 0;
+    try {
+      while (!this.client.closed && !aborted(signal)) {
+        batch = await this.popUnlessAborted(pop, signal);
+        for (handedOut = 0; handedOut < batch.length; ) {
+          if (aborted(signal)) return;
+          const message = batch[handedOut++] as PoppedMessage;
+          yield this.streamed(message);
+        }
+      }
+    } finally {
+      this.releaseAll(batch.slice(handedOut));
     }
   }
 
-  /** Complete remove: drops the subscription; queued events go to other clients at once. */
-  async close(): Promise<void> {
-    this.parts.leave(this.client);
+  /** A POP that gives up when `signal` aborts; what it returns after that is released. */
+  private async popUnlessAborted(pop: PopOptions, signal: AbortSignal | undefined): Promise<PoppedMessage[]> {
+    const popping = this.pop(pop).catch((error: unknown) => {
+      if (error instanceof ClosedError) return [];
+      throw error;
+    });
+    if (signal === undefined) return popping;
+    let onAbort: (() => void) | undefined;
+    const aborted = new Promise<'aborted'>((resolve) => {
+      onAbort = () => resolve('aborted');
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+    try {
+      const first = await Promise.race([popping, aborted]);
+      if (first !== 'aborted') return first;
+      popping.then((late) => this.releaseAll(late)).catch(() => undefined);
+      return [];
+    } finally {
+      signal.removeEventListener('abort', onAbort as () => void);
+    }
+  }
+
+  private streamed(message: PoppedMessage): StreamedMessage {
+    return {
+      ...message,
+      ack: () => this.ack(message),
+      nack: (delayMs = 0) => this.changeInvisibleTime(message, delayMs),
+      extend: (ms) => this.changeInvisibleTime(message, ms),
+      deadLetter: () => this.deadLetter(message),
+    };
+  }
+
+  /** Makes popped messages visible again now; a closed consumer's were released by its close. */
+  private releaseAll(messages: readonly PoppedMessage[]): void {
+    for (const message of messages) {
+      if (this.client.closed) return;
+      this.changeInvisibleTime(message, 0).catch((error: unknown) => {
+        if (!(error instanceof ClosedError)) this.parts.report(error, 'releasing unconsumed messages');
+      });
+    }
+  }
+
+  /**
+   * Complete remove: drops the subscription; queued events go to other clients at once, and so do
+   * its in-flight messages, visible again now, unless `release: false` keeps them hidden until
+   * their invisible time ends.
+   */
+  async close(options: { release?: boolean } = {}): Promise<void> {
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('close options must be an object');
+    if (this.client.closed) return;
+    this.parts.leave(this.client, options.release ?? true);
   }
 
   get closed(): boolean {
@@ -187,4 +291,9 @@ function handleOf(messageOrHandle: PoppedMessage | string): string {
   if (typeof messageOrHandle === 'string') return messageOrHandle;
   if (messageOrHandle !== null && typeof messageOrHandle === 'object') return messageOrHandle.receiptHandle;
   throw new InvalidArgumentError('expected a popped message or a receipt handle', { value: messageOrHandle });
+}
+
+/** Read through a call: an abort can happen while the stream is suspended at a `yield`. */
+function aborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
 }

@@ -13,8 +13,13 @@ export interface BrokerParts {
   settle(): Promise<void>;
   /** The client called: its session is alive (the implicit heartbeat). */
   seen(client: import('./state.js').ClientState): void;
-  /** The consumer closes: `registry.close`, and in key-shared groups its in-flight messages go to others now. */
-  leave(client: import('./state.js').ClientState): void;
+  /**
+   * The consumer closes: `registry.close`; its in-flight messages go to others now when `release`
+   * (always in key-shared groups, whose buckets move).
+   */
+  leave(client: import('./state.js').ClientState, release: boolean): void;
   /** Moves a current delivery to the group's dead-letter queue. */
   deadLetter(client: import('./state.js').ClientState, handle: string): Promise<void>;
+  /** Reports a failure of work done for a consumer in the background (the broker's `'error'` event). */
+  report(error: unknown, during: string): void;
 }
