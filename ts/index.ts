@@ -50,6 +50,7 @@ export {
   type RunOptions,
 } from './broker/run.js';
 export type { StartPosition } from './broker/start.js';
+export type { SubModel } from './broker/state.js';
 export { MemoryStore, type MessageStore } from './broker/store.js';
 export {
   DEFAULT_INVISIBLE_TIME_MS,
@@ -58,7 +59,7 @@ export {
   type SendMessage,
   type SendResult,
 } from './broker/types.js';
-export type { DialectName, EngineName } from './engine/contract.js';
+export type { DialectName, EngineName, LogRecoveryStats } from './engine/contract.js';
 export {
   DEFAULT_SEGMENT_BYTES,
   MAX_APPEND_RECORDS,
@@ -85,6 +86,7 @@ export {
   InvalidReceiptError,
   InvalidTopicError,
   LitetopicError,
+  type LitetopicErrorDetails,
   LogCorruptError,
   LogIoError,
   LogLockedError,
