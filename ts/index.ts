@@ -39,6 +39,7 @@ export {
   MIN_KEY_SHARED_BUCKETS,
 } from './broker/key-shared.js';
 export type { RetentionPolicy } from './broker/lifecycle.js';
+export type { BrokerMetrics, GroupMetrics, LatencySummary, TopicMetrics } from './broker/metrics.js';
 export { type BrokerLimits, DEFAULT_LIMITS } from './broker/quota.js';
 export type { UnsubscribeReason } from './broker/registry.js';
 export {

@@ -34,6 +34,7 @@ import {
   type RetentionPolicy,
   releaseInflight,
 } from './lifecycle.js';
+import { type BrokerMetrics, CHANNELS, Counters, renderPrometheus } from './metrics.js';
 import { checkLiteTopic } from './names.js';
 import type { TopicProgress } from './offsets.js';
 import type { BrokerParts } from './parts.js';
@@ -47,7 +48,7 @@ import {
   type TopicAttributes,
 } from './persist.js';
 import { messageId, Popper } from './pop.js';
-import { type BrokerLimits, checkQuota, resolveLimits } from './quota.js';
+import { type BrokerLimits, checkQuota, countRefusals, resolveLimits } from './quota.js';
 import { Registry } from './registry.js';
 import {
   type BrokerContext,
@@ -305,7 +306,9 @@ export class Broker extends EventEmitter {
     const logger = checkLogger(options.logger);
     let broker: Broker | undefined;
     const report = (error: unknown, during: string): void => reportBackground(broker, logger, error, during);
-    const context: BrokerContext = { store, clock, scheduler, limits, epoch, stallTimeoutMs, state, report };
+    const counters = new Counters();
+    countRefusals(limits, (quota) => counters.refused(quota));
+    const context: BrokerContext = { store, clock, scheduler, limits, epoch, stallTimeoutMs, state, report, counters };
     broker = new Broker(context, engine, { retention, maintenanceIntervalMs, sessionTimeoutMs });
     broker.journal = journal;
     if (restored !== undefined) broker.restore(restored);
@@ -535,6 +538,8 @@ export class Broker extends EventEmitter {
       return { messageId: messageId(result.position), liteTopic, offset };
     });
     await this.context.state.settle(); // the groups' starting offsets of new lite topics
+    this.context.counters.sent(parent.name, sent.length);
+    if (CHANNELS.send.hasSubscribers) CHANNELS.send.publish({ topic: parent.name, results: sent });
     return sent;
   }
 
@@ -553,6 +558,49 @@ export class Broker extends EventEmitter {
       throw new InvalidArgumentError(`group ${group} has no dead letter at offset ${offset}`, { value: offset });
     }
     return this.send(state.parent.name, DeadLetters.resendable(letter));
+  }
+
+  /**
+   * What the broker has counted since it opened (per parent topic and per group), refusals per
+   * quota, gauges read now (lag, in flight, clients, lite topics) and the send-to-POP latency.
+   */
+  metrics(): BrokerMetrics {
+    this.checkOpen();
+    const { counters, store } = this.context;
+    const topics = [...this.parents.values()].map((parent) => ({
+      topic: parent.name,
+      sent: counters.sentTo(parent.name),
+      expired: counters.expiredIn(parent.name),
+      liteTopics: parent.trie.size,
+    }));
+    const groups = [...this.groups.values()].map((group) => {
+      let lag = 0;
+      for (const [liteTopic, progress] of group.progress) {
+        const lmq = lmqOf(group.parent, liteTopic);
+        lag += Math.max(0, store.maxOffset(lmq) - Math.max(progress.committed, store.minOffset(lmq)));
+      }
+      let inFlight = 0;
+      for (const client of group.clients.values()) inFlight += client.inflight;
+      return {
+        group: group.name,
+        topic: group.parent.name,
+        ...counters.groupCounts(group.name),
+        lag,
+        inFlight,
+        clients: group.clients.size,
+      };
+    });
+    return {
+      topics,
+      groups,
+      quotaRefusals: counters.quotaRefusals(),
+      sendToPopLatency: counters.latencySummary(),
+    };
+  }
+
+  /** `metrics()` in the Prometheus text exposition format, for a `/metrics` endpoint. */
+  metricsText(): string {
+    return renderPrometheus(this.metrics());
   }
 
   /** Runs a maintenance pass (expiry, retention) now, or waits for the running one. */

@@ -92,6 +92,7 @@ export class DeadLetters {
     if (group.progress.get(liteTopic) !== progress) return; // the lite topic expired meanwhile
     progress.settle(delivery.offset);
     this.context.state.record(['ack', group.name, liteTopic, delivery.offset]);
+    this.context.counters.deadLettered(group.name);
     this.dispatcher.armWake(group, liteTopic, progress);
     this.dispatcher.ready(group, liteTopic);
     await this.context.state.settle();

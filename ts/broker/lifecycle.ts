@@ -210,6 +210,7 @@ export class Lifecycle {
       }
       this.context.state.record(['drop', parent.name, name]);
       this.expiredCount++;
+      this.context.counters.expired(parent.name, 1);
     }
     const self: { done?: Promise<void> } = {};
     const done = (async () => {

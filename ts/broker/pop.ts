@@ -5,11 +5,13 @@
  * event is removed before the read and re-checked after, an ack (or arrival) during the read that
  * queues the lite topic again is never undone by the POP: no event is lost.
  */
+
 import { ClosedError, InvalidArgumentError, InvalidReceiptError } from '../errors.js';
 import { CommitLog, type ReadRequest, type StoredMessage } from '../log.js';
 import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
 import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
+import { CHANNELS } from './metrics.js';
 import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import { checkQuota } from './quota.js';
 import { decodeOwnReceipt, decodeReceipt, encodeReceipt, type Receipt, receiptPrefix } from './receipt.js';
@@ -129,8 +131,14 @@ export class Popper {
   /** POP with long poll: resolves with messages as soon as some are ready, or with [] after `waitMs`. */
   async pop(client: ClientState, maxNum: number, invisibleTimeMs: number, waitMs: number): Promise<PoppedMessage[]> {
     const messages = await this.popOrWait(client, maxNum, invisibleTimeMs, waitMs);
+    if (messages.length === 0) return messages;
     // Under `sync` the deliveries are durable before anyone sees them: a restart continues their attempts.
-    if (messages.length > 0) await this.context.state.settle();
+    await this.context.state.settle();
+    const { counters, clock } = this.context;
+    const now = clock.now();
+    const group = client.group.name;
+    for (const m of messages) counters.delivered(group, m.reconsumeTimes, now - m.storeTimestamp);
+    if (CHANNELS.pop.hasSubscribers) CHANNELS.pop.publish({ group, clientId: client.clientId, messages });
     return messages;
   }
 
@@ -329,6 +337,15 @@ export class Popper {
       });
     }
     this.context.state.record(['ack', group.name, receipt.liteTopic, receipt.offset]);
+    this.context.counters.acked(group.name);
+    if (CHANNELS.ack.hasSubscribers) {
+      CHANNELS.ack.publish({
+        group: group.name,
+        clientId: client.clientId,
+        liteTopic: receipt.liteTopic,
+        offset: receipt.offset,
+      });
+    }
     recent.add(progress, receipt.offset, receipt.attempt);
     const now = this.context.clock.now();
     this.dispatcher.armWake(group, receipt.liteTopic, progress, now);

@@ -57,10 +57,22 @@ export function resolveLimits(given: Partial<BrokerLimits> | undefined): BrokerL
   return limits;
 }
 
+/**
+ * Who counts refusals of a broker's limits: every quota check of a broker passes its own limits
+ * object, so the object names the broker without every caller carrying its counters.
+ */
+const refusalCounters = new WeakMap<BrokerLimits, (quota: string) => void>();
+
+/** Routes the refusals of `limits` (one broker's, from `resolveLimits`) to `count`. */
+export function countRefusals(limits: BrokerLimits, count: (quota: string) => void): void {
+  refusalCounters.set(limits, count);
+}
+
 /** Throws `QuotaExceededError` when `actual` (the figure after the operation) is above the limit. */
 export function checkQuota(limits: BrokerLimits, quota: keyof BrokerLimits, actual: number, value?: unknown): void {
   const limit = limits[quota];
   if (actual > limit) {
+    refusalCounters.get(limits)?.(quota);
     throw new QuotaExceededError(`${quota} is ${limit}; this would make it ${actual}`, { quota, limit, actual, value });
   }
 }

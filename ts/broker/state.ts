@@ -259,4 +259,6 @@ export interface BrokerContext {
    * POP): the broker emits it as `'error'`, or hands it to its logger when nobody listens.
    */
   readonly report: (error: unknown, during: string) => void;
+  /** What the broker counts (`broker.metrics()`). */
+  readonly counters: import('./metrics.js').Counters;
 }
