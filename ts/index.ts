@@ -80,6 +80,7 @@ export {
   LogIoError,
   LogLockedError,
   QuotaExceededError,
+  ReadOnlyError,
   TopicNotFoundError,
   UnsupportedFormatError,
   VALIDATION_REASONS,
