@@ -215,7 +215,7 @@ function prediction(log: CommitLog): unknown {
 
 /** Expects every write of `log` to throw READ_ONLY. */
 async function expectWritesRefused(log: CommitLog): Promise<void> {
-  const writes = [
+  const writes: (() => Promise<unknown>)[] = [
     () => log.append([{ lmqs: ['x'], body: 'x' }]),
     () => log.deleteLmq('q0'),
     () => log.deleteLmqs(['q0']),
@@ -224,7 +224,7 @@ async function expectWritesRefused(log: CommitLog): Promise<void> {
   ];
   for (const write of writes) {
     const error = await Promise.resolve()
-      .then(write)
+      .then<unknown>(write)
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ReadOnlyError);
     expect(error).toMatchObject({ code: 'READ_ONLY' });
