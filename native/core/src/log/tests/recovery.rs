@@ -369,3 +369,25 @@ fn a_read_only_open_beside_a_live_writer_reads_and_takes_nothing() {
     assert_eq!(read_all(&log, "all").len(), 51);
     log.close().expect("close");
 }
+
+#[test]
+fn an_empty_segment_the_checkpoint_points_into_is_not_taken_for_a_half_prepared_one() {
+    let dir = TempDir::new();
+    let log = open(&dir.0);
+    let written = append_all(&log, &(0..100).map(workload).collect::<Vec<_>>(), 10);
+    log.checkpoint(11).expect("checkpoint");
+    log.close().expect("close");
+    // The last segment loses its header and records: zeros after an invalid header, as a segment
+    // being prepared would be, but the checkpoint's position is inside it.
+    let (path, _) = segment_of(&dir, written[99].0);
+    let mut bytes = fs::read(&path).expect("read");
+    bytes[64..].fill(0);
+    bytes[20] ^= 1;
+    fs::write(&path, &bytes).expect("write");
+    let before = files_of(&dir.0);
+    assert!(matches!(
+        open_as(&dir.0, false, false),
+        Err(LogError::Corrupt { file: Some(file), .. }) if file == path.display().to_string()
+    ));
+    assert_eq!(files_of(&dir.0), before);
+}
