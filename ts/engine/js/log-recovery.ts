@@ -493,7 +493,7 @@ export async function recoverLog(storage: Storage, dir: string, mode: RecoveryMo
     // The cut the unusable files make on their own: their first position and their bytes.
     let restCut: { position: number; bytes: number } | undefined;
     if (problem !== undefined) {
-      // A checkpoint at or past the segment's base shows it was in use: its header was durable.
+      // A checkpoint past the segment's base shows it was in use: its header was durable.
       const prepared =
         problem.prepared && (headerPosition === undefined || headerPosition <= problem.corruption.position);
       if (!prepared) {

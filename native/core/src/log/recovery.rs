@@ -251,14 +251,18 @@ fn recover(
     let mut rest_cut = None;
     if let Some(problem) = problem {
         let rest_bytes: u64 = rest.iter().map(|r| r.length).sum();
-        // A checkpoint at or past the segment's base shows it was in use: its header was durable.
+        // A checkpoint past the segment's base shows it was in use: its header was durable.
         let prepared = problem.prepared
             && header_position.is_none_or(|position| position <= problem.corruption.position);
         if !prepared {
             if !options.repair && !options.read_only {
                 return Err(problem.corruption.error().into());
             }
-            rest_cut = Some((problem.corruption.position, rest_bytes));
+            // A repair cuts there; a read-only open ends the readable log there, where a writable
+            // open would refuse.
+            if options.repair {
+                rest_cut = Some((problem.corruption.position, rest_bytes));
+            }
             stats.corruption = Some(problem.corruption);
         }
         if prepared || options.repair {
@@ -267,10 +271,6 @@ fn recover(
                 stats.removed_files.push(unusable.path.display().to_string());
                 changes.remove.push(unusable.path);
             }
-        }
-        if !prepared && !options.repair {
-            // Read-only: a writable open would refuse; the readable log ends before the file.
-            rest_cut = None;
         }
     }
     let LoadedCheckpoint {
@@ -281,11 +281,7 @@ fn recover(
     } = if use_checkpoint {
         load_checkpoint(storage, dir, &segments, &mut stats)?
     } else {
-        stats.checkpoint = CheckpointState::Invalid;
-        LoadedCheckpoint {
-            unusable: true,
-            ..LoadedCheckpoint::default()
-        }
+        unusable_checkpoint(&mut stats)
     };
     changes.drop_checkpoint = unusable;
     // Everything before the checkpoint's position was durable when it was written, whether or not
