@@ -7,7 +7,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeSegmentHeader } from '../ts/engine/js/log-segment.js';
@@ -335,6 +335,28 @@ describe.each(ENGINES)('%s engine, read-only', (engine) => {
       child.removeAllListeners('exit');
       child.kill('SIGKILL');
     }
+  });
+
+  it('reads a last segment left short by an interrupted cut as far as it goes, without extending it', async () => {
+    const { dir, records } = await written(engine);
+    const last = records.at(-1) as Written;
+    const { file, at } = locate(dir, last.position);
+    // Where a cut stops if killed between its truncate and its extend: past the last record.
+    truncateSync(file, Math.min(at + 400, MIN_SEGMENT_BYTES - 1));
+    const before = files(dir);
+    const reader = await openLog(dir, engine, { ...OPTIONS, readOnly: true });
+    expectRecords(reader, records);
+    await reader.close();
+    expect(files(dir)).toEqual(before);
+  });
+
+  it('opens a directory that does not exist as an empty log, creating nothing', async () => {
+    const dir = join(tempDir(), 'never-opened');
+    const reader = await openLog(dir, engine, { ...OPTIONS, readOnly: true });
+    expect(reader.lmqCount).toBe(0);
+    expect(reader.read('q', 0, 10)).toEqual([]);
+    await reader.close();
+    expect(existsSync(dir)).toBe(false);
   });
 
   it('cannot be combined with a repair', async () => {
