@@ -49,8 +49,11 @@ export declare function logMaxOffset(handle: ExternalObject<'Log'>, lmq: string)
 
 export declare function logMinOffset(handle: ExternalObject<'Log'>, lmq: string): number
 
-/** Opens (creating if needed), locks and recovers the log in `dir`. */
-export declare function logOpen(dir: string, segmentBytes: number, nowMs: number): Promise<ExternalObject<'Log'>>
+/**
+ * Opens (creating if needed), locks and recovers the log in `dir`. `read_only` opens it without
+ * writing anything; `repair` cuts corruption instead of refusing it (`LogOptions`).
+ */
+export declare function logOpen(dir: string, segmentBytes: number, nowMs: number, readOnly: boolean, repair: boolean): Promise<ExternalObject<'Log'>>
 
 /** Creates, sizes, heads and syncs the next segment unless one is ready or being made. */
 export declare function logPrepareSegment(handle: ExternalObject<'Log'>, nowMs: number): Promise<void>
@@ -126,6 +129,13 @@ export interface NativeLmqSummaries {
   values: Float64Array
 }
 
+/** `LogCorruption` of ts/engine/contract.ts. */
+export interface NativeLogCorruption {
+  file: string
+  position: number
+  message: string
+}
+
 /** `LogRecoveryStats` of ts/engine/contract.ts. */
 export interface NativeLogRecovery {
   checkpoint: string
@@ -134,6 +144,9 @@ export interface NativeLogRecovery {
   cutPosition: number
   cutBytes: number
   removedSegments: number
+  removedFiles: Array<string>
+  corruption?: NativeLogCorruption
+  readOnly: boolean
   durationMs: number
 }
 

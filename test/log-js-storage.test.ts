@@ -34,7 +34,7 @@ function tempDir(): string {
 }
 
 async function open(dir: string, storage?: Storage): Promise<LogCore> {
-  const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW }, storage);
+  const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW, readOnly: false, repair: false }, storage);
   logs.push(log);
   return log;
 }
@@ -90,7 +90,7 @@ describe('js commit log with injected storage faults', () => {
     expectIntact(reopened, 'q');
   });
 
-  it('never returns a record whose bytes were flipped on the way to disk, and cuts it on reopen', async () => {
+  it('never returns a record whose bytes were flipped on the way to disk; reopening refuses it, a repair cuts it', async () => {
     const dir = tempDir();
     const storage = faultySegments();
     const log = await open(dir, storage);
@@ -102,9 +102,12 @@ describe('js commit log with injected storage faults', () => {
     expect(() => log.read('q', 0, 100)).toThrow(LogCorruptError);
     expect(log.read('q', 6, 3).count).toBe(3);
     await log.close();
-    const reopened = await open(dir);
-    // The flipped record is the end of the log: it and everything after it are gone.
-    expect(reopened.stats().recovery.cutPosition).toBe(damaged);
+    // Valid records follow the flipped one, which has no zeroed sector: corruption, not a torn tail.
+    await expect(open(dir)).rejects.toMatchObject({ code: 'LOG_CORRUPT', position: damaged });
+    const reopened = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW, readOnly: false, repair: true });
+    logs.push(reopened);
+    // The repair cuts there: the flipped record and everything after it are gone.
+    expect(reopened.stats().recovery).toMatchObject({ cutPosition: damaged, corruption: { position: damaged } });
     expect(reopened.maxOffset('q')).toBe(5);
     expectIntact(reopened, 'q');
   });

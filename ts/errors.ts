@@ -21,6 +21,7 @@ export const ERROR_CODES = [
   'TOPIC_NOT_FOUND',
   'GROUP_NOT_FOUND',
   'INVALID_RECEIPT',
+  'READ_ONLY',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -211,5 +212,12 @@ export class GroupNotFoundError extends LitetopicError {
 export class InvalidReceiptError extends LitetopicError {
   constructor(message: string, details: { value: unknown }) {
     super('INVALID_RECEIPT', message, details);
+  }
+}
+
+/** A write (append, deletion, retention, checkpoint) to a commit log opened with `readOnly`; nothing was done. */
+export class ReadOnlyError extends LitetopicError {
+  constructor(message: string) {
+    super('READ_ONLY', message);
   }
 }

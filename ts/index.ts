@@ -92,6 +92,7 @@ export {
   LogIoError,
   LogLockedError,
   QuotaExceededError,
+  ReadOnlyError,
   TopicNotFoundError,
   UnsupportedFormatError,
   VALIDATION_REASONS,

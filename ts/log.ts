@@ -16,7 +16,7 @@ import {
 } from './engine/js/limits.js';
 import { type AppendRecord, encodeBatch, encodeDeletions } from './engine/js/log-encode.js';
 import { getEngine } from './engine/load.js';
-import { ClosedError, InvalidArgumentError } from './errors.js';
+import { ClosedError, InvalidArgumentError, ReadOnlyError } from './errors.js';
 import { decodeMessages, type StoredMessage } from './log-message.js';
 import { requireString } from './pattern.js';
 
@@ -42,6 +42,21 @@ export interface CommitLogOptions {
   checkpointBytes?: number;
   engine?: EngineName;
   clock?: Clock;
+  /**
+   * Open without writing anything (docs/FORMAT.md, "Recovery"): no lock is taken, so a directory a
+   * live process holds can be read; nothing is cut, removed, created or synced; writes (`append`,
+   * `deleteLmq(s)`, `retain`, `checkpoint`) throw `ReadOnlyError`. `stats().recovery` says what a
+   * writable open would do: the cut, the files it would remove, the checkpoint's state, and the
+   * corruption it would refuse (the readable log ends there). Default false.
+   */
+  readOnly?: boolean;
+  /**
+   * Where a plain open refuses corruption with `LogCorruptError` (a bad record where valid ones must
+   * be, an invalid header on a segment holding records), cut the log there instead: everything from
+   * it on is removed and `stats().recovery` says what (`corruption`, `cutPosition`, `cutBytes`,
+   * `removedFiles`). Default false.
+   */
+  repair?: boolean;
 }
 
 /** Where one appended record went: its log position and its offset in each of its LMQs. */
@@ -92,6 +107,14 @@ function integerOption(value: unknown, name: string, min: number, max: number, f
   return value;
 }
 
+function booleanOption(value: unknown, name: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') {
+    throw new InvalidArgumentError(`${name} must be a boolean (got ${String(value)})`, { value });
+  }
+  return value;
+}
+
 function count(value: unknown, name: string, min: number, max: number): number {
   return integerOption(value, name, min, max, Number.NaN);
 }
@@ -130,6 +153,8 @@ export class CommitLog {
   ) {
     this.durablePosition = core.stats().durablePosition;
     this.maxRecordBytes = options.segmentBytes - SEGMENT_HEADER_BYTES;
+    // A read-only log writes nothing: no flushes, no spare segment, no checkpoint.
+    if (options.readOnly) return;
     if (options.flush === 'async') {
       this.timer = setInterval(() => this.backgroundFlush(), options.flushIntervalMs);
       this.timer.unref();
@@ -163,10 +188,20 @@ export class CommitLog {
         DEFAULT_CHECKPOINT_BYTES,
       ),
       clock: options.clock ?? systemClock,
+      readOnly: booleanOption(options.readOnly, 'readOnly'),
+      repair: booleanOption(options.repair, 'repair'),
     } as const;
     if (typeof resolved.clock?.now !== 'function') throw new InvalidArgumentError('clock must have a now() method');
+    if (resolved.readOnly && resolved.repair) {
+      throw new InvalidArgumentError('a read-only open cannot repair: repair writes', { value: options });
+    }
     const engine = getEngine(options.engine);
-    const core = await engine.openLog(dir, { segmentBytes: resolved.segmentBytes, nowMs: resolved.clock.now() });
+    const core = await engine.openLog(dir, {
+      segmentBytes: resolved.segmentBytes,
+      nowMs: resolved.clock.now(),
+      readOnly: resolved.readOnly,
+      repair: resolved.repair,
+    });
     return new CommitLog(core, engine.name, resolved);
   }
 
@@ -176,7 +211,7 @@ export class CommitLog {
    * once the records are durable. Invalid records reject before anything is stored.
    */
   async append(records: readonly AppendRecord[]): Promise<AppendResult[]> {
-    this.checkOpen();
+    this.checkWritable();
     const now = this.now();
     // The scratch buffer is lent to this batch; it comes back once the engine is done with the
     // bytes, which is at once unless the write has to wait for a segment.
@@ -205,7 +240,7 @@ export class CommitLog {
    * the same name starts it again at offset 0. Resolves to whether it existed.
    */
   async deleteLmq(lmq: string): Promise<boolean> {
-    this.checkOpen();
+    this.checkWritable();
     const [existed] = await this.deleteLmqs([requireString(lmq, 'lmq')]);
     return existed === true;
   }
@@ -217,7 +252,7 @@ export class CommitLog {
    * `lmqs`; a name given twice is deleted once, and its later place says false.
    */
   async deleteLmqs(lmqs: readonly string[]): Promise<boolean[]> {
-    this.checkOpen();
+    this.checkWritable();
     if (!Array.isArray(lmqs)) throw new InvalidArgumentError('lmqs must be an array of LMQ names', { value: lmqs });
     for (const lmq of lmqs) requireString(lmq, 'lmq');
     const existed = new Array<boolean>(lmqs.length);
@@ -335,7 +370,7 @@ export class CommitLog {
    * being written is never deleted.
    */
   async retain(policy: { maxAgeMs?: number; maxBytes?: number }): Promise<{ segments: number; bytes: number }> {
-    this.checkOpen();
+    this.checkWritable();
     if (policy === null || typeof policy !== 'object')
       throw new InvalidArgumentError('retain takes { maxAgeMs?, maxBytes? }');
     const maxAge = integerOption(policy.maxAgeMs, 'maxAgeMs', 0, Number.MAX_SAFE_INTEGER, -1);
@@ -358,7 +393,7 @@ export class CommitLog {
 
   /** Writes a checkpoint of the index now, so the next open replays less. */
   async checkpoint(): Promise<void> {
-    this.checkOpen();
+    this.checkWritable();
     await this.runCheckpoint();
   }
 
@@ -383,6 +418,7 @@ export class CommitLog {
   private async shutdown(): Promise<void> {
     this.closed = true;
     if (this.timer !== undefined) clearInterval(this.timer);
+    if (this.options.readOnly) return this.core.close();
     const settle = (work: () => Promise<unknown> | undefined) =>
       Promise.resolve()
         .then(work)
@@ -420,6 +456,12 @@ export class CommitLog {
 
   private checkOpen(): void {
     if (this.closed) throw new ClosedError('the commit log is closed');
+  }
+
+  /** The check of every call that writes. */
+  private checkWritable(): void {
+    this.checkOpen();
+    if (this.options.readOnly) throw new ReadOnlyError('the commit log was opened read-only');
   }
 
   private now(): number {

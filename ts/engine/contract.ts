@@ -94,6 +94,14 @@ export interface LogOpenOptions {
   segmentBytes: number;
   /** Time stamped into new segment headers and the lock file. */
   nowMs: number;
+  /**
+   * Read without writing anything: no lock, no cut, no removal, no new segment, files opened (and
+   * mapped) read-only; writes throw `ReadOnlyError`. The recovery stats say what a writable open
+   * would do.
+   */
+  readOnly: boolean;
+  /** Cut the log at the first corrupt record or segment header instead of refusing to open. */
+  repair: boolean;
 }
 
 /**
@@ -134,7 +142,17 @@ export interface ReadRequest {
   maxNum: number;
 }
 
-/** How the last open recovered the log (docs/FORMAT.md, "Recovery"). */
+/** Damage recovery found where valid data must be (docs/FORMAT.md, "Recovery"). */
+export interface LogCorruption {
+  file: string;
+  position: number;
+  message: string;
+}
+
+/**
+ * How the last open recovered the log (docs/FORMAT.md, "Recovery"). After a read-only open, what a
+ * writable open would do: nothing was done.
+ */
 export interface LogRecoveryStats {
   checkpoint: 'none' | 'loaded' | 'invalid';
   /** Position replay started from. */
@@ -144,6 +162,15 @@ export interface LogRecoveryStats {
   cutPosition: number;
   cutBytes: number;
   removedSegments: number;
+  /** The segment files removed: after the cut, unusable, or half-prepared. */
+  removedFiles: string[];
+  /**
+   * Damage found where valid records must be: what a read-only open would have a writable one refuse
+   * (the readable log ends there), or what a repair cut. Null when there was none.
+   */
+  corruption: LogCorruption | null;
+  /** The open was read-only. */
+  readOnly: boolean;
   durationMs: number;
 }
 

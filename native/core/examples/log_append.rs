@@ -70,10 +70,7 @@ struct Round {
 
 fn round(dir: &std::path::Path, body_bytes: usize, records: usize) -> Round {
     let _ = std::fs::remove_dir_all(dir);
-    let options = LogOptions {
-        segment_bytes: DEFAULT_SEGMENT_BYTES as u64,
-        now_ms: 1_700_000_000_000,
-    };
+    let options = LogOptions::new(DEFAULT_SEGMENT_BYTES as u64, 1_700_000_000_000);
     let log = LogHandle::open(dir, options, Arc::new(RealStorage)).expect("open");
     let names: Vec<String> = (0..LMQS).map(lmq_name).collect();
     let body = vec![b'x'; body_bytes];

@@ -31,11 +31,13 @@ pub enum ErrorCode {
     GroupNotFound,
     /// An unknown or stale receipt handle.
     InvalidReceipt,
+    /// A write to a commit log opened read-only.
+    ReadOnly,
 }
 
 impl ErrorCode {
     /// Every code, in registry order.
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 15] = [
         ErrorCode::InvalidPattern,
         ErrorCode::InvalidLiteTopic,
         ErrorCode::InvalidArgument,
@@ -50,6 +52,7 @@ impl ErrorCode {
         ErrorCode::TopicNotFound,
         ErrorCode::GroupNotFound,
         ErrorCode::InvalidReceipt,
+        ErrorCode::ReadOnly,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -68,6 +71,7 @@ impl ErrorCode {
             ErrorCode::TopicNotFound => "TOPIC_NOT_FOUND",
             ErrorCode::GroupNotFound => "GROUP_NOT_FOUND",
             ErrorCode::InvalidReceipt => "INVALID_RECEIPT",
+            ErrorCode::ReadOnly => "READ_ONLY",
         }
     }
 }

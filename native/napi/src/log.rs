@@ -62,7 +62,10 @@ pub(crate) fn js_error(error: LogError) -> Error {
         LogError::Io {
             errno: Some(errno), ..
         } => field("errno", json_string(errno)),
-        LogError::Io { errno: None, .. } | LogError::Closed | LogError::InvalidArgument(_) => {}
+        LogError::Io { errno: None, .. }
+        | LogError::Closed
+        | LogError::ReadOnly
+        | LogError::InvalidArgument(_) => {}
     }
     let reason = format!("{}\t{{{}}}\t{error}", error.code().as_str(), fields.join(","));
     Error::new(Status::GenericFailure, reason)
@@ -405,6 +408,14 @@ pub fn log_lmq_summaries(
     })
 }
 
+/// `LogCorruption` of ts/engine/contract.ts.
+#[napi(object)]
+pub struct NativeLogCorruption {
+    pub file: String,
+    pub position: f64,
+    pub message: String,
+}
+
 /// `LogRecoveryStats` of ts/engine/contract.ts.
 #[napi(object)]
 pub struct NativeLogRecovery {
@@ -414,6 +425,9 @@ pub struct NativeLogRecovery {
     pub cut_position: f64,
     pub cut_bytes: f64,
     pub removed_segments: u32,
+    pub removed_files: Vec<String>,
+    pub corruption: Option<NativeLogCorruption>,
+    pub read_only: bool,
     pub duration_ms: f64,
 }
 
@@ -453,6 +467,13 @@ pub fn log_stats(#[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle)
             cut_position: recovery.cut_position.map_or(-1.0, |p| p as f64),
             cut_bytes: recovery.cut_bytes as f64,
             removed_segments: recovery.removed_segments,
+            removed_files: recovery.removed_files,
+            corruption: recovery.corruption.map(|c| NativeLogCorruption {
+                file: c.file,
+                position: c.position as f64,
+                message: c.message,
+            }),
+            read_only: recovery.read_only,
             duration_ms: recovery.duration_ms as f64,
         },
     })

@@ -18,7 +18,7 @@ import {
   decodeCheckpointV1,
 } from './log-checkpoint-v1.js';
 import { readU16, readU32, readU64, writeU16, writeU32, writeU64 } from './log-record.js';
-import { ioError, type Segment } from './log-segment.js';
+import { ioError, openForReading, type Segment } from './log-segment.js';
 import {
   type CheckpointFile,
   ConsumeQueue,
@@ -312,7 +312,7 @@ export async function readCheckpoint(storage: Storage, dir: string): Promise<Che
   const path = join(dir, CHECKPOINT_FILE);
   let fd: number;
   try {
-    fd = await storage.open(path);
+    fd = await openForReading(storage, path);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw ioError(`cannot open ${path}`, error);

@@ -37,6 +37,14 @@ export function ioError(message: string, cause: unknown): LogIoError {
   return new LogIoError(`${message}: ${reason}`, { errno: typeof code === 'string' ? code : undefined, cause });
 }
 
+/**
+ * Opens an existing file for reading only where the storage can (a read-only open of the log writes
+ * nothing, and needs no write permission); a storage without `openReadOnly` opens it as `open` does.
+ */
+export function openForReading(storage: Storage, path: string): Promise<number> {
+  return storage.openReadOnly !== undefined ? storage.openReadOnly(path) : storage.open(path);
+}
+
 export function segmentFileName(base: number): string {
   return `${String(base).padStart(20, '0')}.seg`;
 }

@@ -5,7 +5,7 @@
  * native/core/src/log/mod.rs. Reading is in log-read.ts, opening and recovery in log-recovery.ts.
  */
 import { join } from 'node:path';
-import { ClosedError, InvalidArgumentError, type LogIoError } from '../../errors.js';
+import { ClosedError, InvalidArgumentError, type LogIoError, ReadOnlyError } from '../../errors.js';
 import type {
   EncodedBatch,
   LogCore,
@@ -54,6 +54,8 @@ class JsLog implements LogCore {
   private syncing: Promise<void> | undefined;
   private checkpointing: Promise<void> = Promise.resolve();
   private readonly recovery: LogRecoveryStats;
+  /** Set when opened read-only: where its readable records end (it may have no segment to say so). */
+  private readonly readOnlyEnd: number | undefined;
   /** Scratch for `recordHashes`: tag hash, key hash. */
   private readonly hashes = new Uint32Array(2);
 
@@ -61,7 +63,8 @@ class JsLog implements LogCore {
     private readonly storage: Storage,
     private readonly dir: string,
     private readonly segmentBytes: number,
-    private readonly lockPath: string,
+    /** The lock taken, or undefined for a read-only log, which takes none. */
+    private readonly lockPath: string | undefined,
     recovered: RecoveredLog,
   ) {
     this.segments = recovered.segments;
@@ -69,6 +72,7 @@ class JsLog implements LogCore {
     this.segmentsDir = join(dir, SEGMENTS_DIR);
     this.activeOffset = recovered.endOffset;
     this.recovery = recovered.recovery;
+    this.readOnlyEnd = lockPath === undefined ? recovered.writePosition : undefined;
     // Recovery synced every segment it replayed.
     this.durable = this.writePosition;
   }
@@ -78,7 +82,13 @@ class JsLog implements LogCore {
   }
 
   get writePosition(): number {
-    return this.active.base + this.activeOffset;
+    return this.readOnlyEnd ?? this.active.base + this.activeOffset;
+  }
+
+  /** The check of every call that writes: the log is usable and not read-only. */
+  private writable(): void {
+    this.usable();
+    if (this.readOnlyEnd !== undefined) throw new ReadOnlyError('the commit log was opened read-only');
   }
 
   get spareReady(): boolean {
@@ -132,7 +142,7 @@ class JsLog implements LogCore {
   }
 
   append(batch: EncodedBatch, from: number, storeTimestampMs: number): number {
-    this.usable();
+    this.writable();
     const { bytes, starts, lmqs, lmqStarts, positions, offsets } = batch;
     const count = batch.count;
     // Assert the writer's side of the layout: every record fits in a fresh segment.
@@ -220,7 +230,7 @@ class JsLog implements LogCore {
   }
 
   async prepareSegment(nowMs: number): Promise<void> {
-    this.usable();
+    this.writable();
     if (this.spare !== undefined) return;
     this.preparing ??= (async () => {
       try {
@@ -311,7 +321,7 @@ class JsLog implements LogCore {
   }
 
   async retain(cutoffMs: number, maxBytes: number): Promise<{ segments: number; bytes: number }> {
-    this.usable();
+    this.writable();
     const segments = this.segments;
     // Only a prefix can go (positions stay contiguous), and never the active segment.
     const last = segments.length - 1;
@@ -352,7 +362,7 @@ class JsLog implements LogCore {
   }
 
   async checkpoint(nowMs: number): Promise<void> {
-    this.usable();
+    this.writable();
     // One at a time, in call order, so an older checkpoint never replaces a newer one.
     const run = this.checkpointing.then(() => this.checkpointOnce(nowMs));
     this.checkpointing = run.catch(() => undefined);
@@ -423,7 +433,9 @@ class JsLog implements LogCore {
     // Let work under way finish; a sync of what was written follows unless the log has failed.
     await Promise.allSettled([this.preparing, this.checkpointing, this.syncing]);
     let syncError: unknown;
-    if (this.failure === undefined) await this.sync().catch((error: unknown) => (syncError = error));
+    if (this.failure === undefined && this.lockPath !== undefined) {
+      await this.sync().catch((error: unknown) => (syncError = error));
+    }
     this.closed = true;
     this.queues.forgetStored();
     for (const segment of this.segments) await this.storage.close(segment.fd).catch(() => undefined);
@@ -435,17 +447,28 @@ class JsLog implements LogCore {
       await this.storage.unlink(spare.path).catch(() => undefined);
       await this.storage.syncDir(this.segmentsDir).catch(() => undefined);
     }
-    await releaseLock(this.storage, this.lockPath);
+    if (this.lockPath !== undefined) await releaseLock(this.storage, this.lockPath);
     if (syncError !== undefined) throw syncError;
   }
 }
 
-/** Opens, locks and recovers the commit log in `dir` with the js engine. */
+/**
+ * Opens, locks and recovers the commit log in `dir` with the js engine; read-only, it neither creates
+ * nor locks anything (docs/FORMAT.md, "Recovery").
+ */
 export async function openJsLog(
   dir: string,
   options: LogOpenOptions,
   storage: Storage = nodeStorage,
 ): Promise<LogCore> {
+  const mode = {
+    segmentBytes: options.segmentBytes,
+    nowMs: options.nowMs,
+    readOnly: options.readOnly,
+    repair: options.repair,
+  };
+  if (options.readOnly)
+    return new JsLog(storage, dir, options.segmentBytes, undefined, await recoverLog(storage, dir, mode));
   try {
     await storage.mkdir(dir);
   } catch (error) {
@@ -453,7 +476,7 @@ export async function openJsLog(
   }
   const lockPath = await acquireLock(storage, dir, 'js', options.nowMs);
   try {
-    const recovered = await recoverLog(storage, dir, options.segmentBytes, options.nowMs);
+    const recovered = await recoverLog(storage, dir, mode);
     return new JsLog(storage, dir, options.segmentBytes, lockPath, recovered);
   } catch (error) {
     await releaseLock(storage, lockPath).catch(() => undefined);

@@ -12,6 +12,8 @@ import { promisify } from 'node:util';
 export interface Storage {
   /** Opens an existing file for reading and writing; resolves to a file descriptor. */
   open(path: string): Promise<number>;
+  /** Opens an existing file for reading only (a read-only open of the log); `open` where absent. */
+  openReadOnly?(path: string): Promise<number>;
   /** Creates a file that must not exist yet (O_EXCL), open for reading and writing. */
   create(path: string): Promise<number>;
   close(fd: number): Promise<void>;
@@ -47,6 +49,7 @@ const fsyncAsync = promisify(fs.fsync);
 /** The real file system, through Node's callback API so each call runs on the libuv pool. */
 export const nodeStorage: Storage = {
   open: (path) => openAsync(path, 'r+'),
+  openReadOnly: (path) => openAsync(path, 'r'),
   create: (path) => openAsync(path, 'wx+'),
   close: (fd) => closeAsync(fd),
   write: (fd, bytes, offset, length, position) => fs.writeSync(fd, bytes, offset, length, position),
@@ -123,6 +126,12 @@ export class FaultyStorage implements Storage {
 
   async open(path: string): Promise<number> {
     const fd = await this.inner.open(path);
+    this.paths.set(fd, path);
+    return fd;
+  }
+
+  async openReadOnly(path: string): Promise<number> {
+    const fd = await (this.inner.openReadOnly?.(path) ?? this.inner.open(path));
     this.paths.set(fd, path);
     return fd;
   }

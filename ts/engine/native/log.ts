@@ -15,6 +15,7 @@ import {
   LogCorruptError,
   LogIoError,
   LogLockedError,
+  ReadOnlyError,
   UnsupportedFormatError,
 } from '../../errors.js';
 import type { EncodedBatch, LogCore, LogCoreStats, LogOpenOptions, LogReadResult, ReadRequest } from '../contract.js';
@@ -54,6 +55,8 @@ export function toTypedError(error: unknown): unknown {
       return new LogIoError(message, { errno: details.errno, cause: error });
     case 'CLOSED':
       return new ClosedError(message);
+    case 'READ_ONLY':
+      return new ReadOnlyError(message);
     case 'INVALID_ARGUMENT':
       return new InvalidArgumentError(message);
     default:
@@ -80,7 +83,9 @@ async function typedAsync<T>(f: () => Promise<T>): Promise<T> {
 }
 
 export async function openNativeLog(binding: NativeBinding, dir: string, options: LogOpenOptions): Promise<LogCore> {
-  const handle = await typedAsync(() => binding.logOpen(dir, options.segmentBytes, options.nowMs));
+  const handle = await typedAsync(() =>
+    binding.logOpen(dir, options.segmentBytes, options.nowMs, options.readOnly, options.repair),
+  );
   return new NativeLogAdapter(binding, handle);
 }
 
@@ -260,7 +265,7 @@ export class NativeLogAdapter implements LogCore {
   stats(): LogCoreStats {
     const stats = typed(() => this.binding.logStats(this.handle));
     const checkpoint = stats.recovery.checkpoint as LogCoreStats['recovery']['checkpoint'];
-    return { ...stats, recovery: { ...stats.recovery, checkpoint } };
+    return { ...stats, recovery: { ...stats.recovery, checkpoint, corruption: stats.recovery.corruption ?? null } };
   }
 
   close(): Promise<void> {

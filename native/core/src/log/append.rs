@@ -29,7 +29,7 @@ impl Log {
         positions: &mut [f64],
         offsets: &mut [f64],
     ) -> Result<usize, LogError> {
-        self.usable()?;
+        self.writable()?;
         self.check_batch(batch, count, positions.len(), offsets.len())?;
         // The layouts leave `self` for the loop, which needs `&mut self`, and come back after it
         // so their buffer is reused.

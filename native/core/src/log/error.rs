@@ -29,6 +29,8 @@ pub enum LogError {
         message: String,
     },
     Closed,
+    /// A write to a log opened read-only; nothing was done.
+    ReadOnly,
     /// A malformed argument: a programming error in the caller, nothing was done.
     InvalidArgument(String),
 }
@@ -48,6 +50,7 @@ impl LogError {
             LogError::UnsupportedFormat { .. } => ErrorCode::UnsupportedFormat,
             LogError::Io { .. } => ErrorCode::IoError,
             LogError::Closed => ErrorCode::Closed,
+            LogError::ReadOnly => ErrorCode::ReadOnly,
             LogError::InvalidArgument(_) => ErrorCode::InvalidArgument,
         }
     }
@@ -98,6 +101,7 @@ impl fmt::Display for LogError {
             }
             LogError::Io { message, .. } => write!(f, "{message}"),
             LogError::Closed => write!(f, "the commit log is closed"),
+            LogError::ReadOnly => write!(f, "the commit log was opened read-only"),
             LogError::InvalidArgument(message) => write!(f, "{message}"),
         }
     }

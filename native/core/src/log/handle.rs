@@ -55,6 +55,10 @@ impl LogHandle {
         let plan = {
             let log = self.lock();
             log.usable()?;
+            if log.read_only {
+                // Nothing was written: everything the log holds is as durable as it will be.
+                return Ok(log.durable_position);
+            }
             let durable = log.durable_position;
             let ranges = log
                 .segments
@@ -95,7 +99,7 @@ impl LogHandle {
     pub fn prepare_segment(&self, now_ms: u64) -> Result<(), LogError> {
         let (dir, header) = {
             let mut log = self.lock();
-            log.usable()?;
+            log.writable()?;
             if log.spare.is_some() || log.preparing {
                 return Ok(());
             }
@@ -117,9 +121,13 @@ impl LogHandle {
             Ok(segment) => segment,
             Err(e) => {
                 // Nothing was written into it: remove what exists of it and leave the log usable.
-                let _ = self
+                if self
                     .storage
-                    .remove(&dir.join(super::segment::segment_file_name(header.base)));
+                    .remove(&dir.join(super::segment::segment_file_name(header.base)))
+                    .is_ok()
+                {
+                    let _ = self.storage.sync_dir(&dir);
+                }
                 return Err(LogError::io("preparing a segment", &e));
             }
         };
@@ -129,6 +137,7 @@ impl LogHandle {
             return self
                 .storage
                 .remove(&path)
+                .and_then(|()| self.storage.sync_dir(&dir))
                 .map_err(|e| LogError::io("removing an unused segment", &e));
         }
         log.spare = Some(segment);
@@ -159,7 +168,7 @@ impl LogHandle {
     pub fn checkpoint(&self, now_ms: u64) -> Result<(), LogError> {
         let (dir, mut encoder, names) = {
             let log = self.lock();
-            log.usable()?;
+            log.writable()?;
             let segments = log.segment_times();
             let names = log.queues.names();
             let dir = log
@@ -238,6 +247,7 @@ impl LogHandle {
         let synced = if self.lock().closed {
             return Ok(());
         } else {
+            // A read-only log's sync does nothing: it wrote nothing.
             self.sync().map(|_| ())
         };
         let mut log = self.lock();
@@ -245,8 +255,9 @@ impl LogHandle {
             return Ok(());
         }
         log.closed = true;
-        // Only after the sync above: the released range is past every record it made durable.
-        if synced.is_ok() {
+        // Only after the sync above: the released range is past every record it made durable. A
+        // read-only log gives nothing back: that would change its files.
+        if synced.is_ok() && !log.read_only {
             if let Some(active) = log.segments.back() {
                 active.release_tail();
             }
@@ -254,10 +265,13 @@ impl LogHandle {
         log.segments.clear();
         let spare = log.spare.take().map(|s| s.path.clone());
         let lock = log.lock.take();
+        let segments_dir = log.segments_dir.clone();
         drop(log);
         // A spare holds no record: removing it spares the next open a "removed segment".
         if let Some(path) = spare {
-            let _ = self.storage.remove(&path);
+            if self.storage.remove(&path).is_ok() {
+                let _ = self.storage.sync_dir(&segments_dir);
+            }
         }
         if let Some(lock) = lock {
             lock.release(self.storage.as_ref())

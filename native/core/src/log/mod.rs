@@ -25,7 +25,7 @@ mod tests;
 pub use error::LogError;
 pub use handle::LogHandle;
 pub use read::ReadSpan;
-pub use recovery::{CheckpointState, RecoveryStats};
+pub use recovery::{CheckpointState, Corruption, RecoveryStats};
 pub use retain::Retired;
 pub use storage::{FaultyStorage, RealStorage, Storage};
 
@@ -53,6 +53,25 @@ pub struct LogOptions {
     pub segment_bytes: u64,
     /// Time stamped into new segment headers and the lock file.
     pub now_ms: u64,
+    /// Open without writing anything: no lock, no cut, no removal, no new segment, read-only maps.
+    /// Recovery reports what a writable open would do instead of doing it; writes fail with
+    /// [`LogError::ReadOnly`].
+    pub read_only: bool,
+    /// Cut the log at the first corrupt record (or segment header) instead of refusing to open,
+    /// reporting what was removed in the recovery stats.
+    pub repair: bool,
+}
+
+impl LogOptions {
+    /// A writable open that refuses corruption: what every open is unless asked otherwise.
+    pub fn new(segment_bytes: u64, now_ms: u64) -> LogOptions {
+        LogOptions {
+            segment_bytes,
+            now_ms,
+            read_only: false,
+            repair: false,
+        }
+    }
 }
 
 /// Figures about a log (`LogCoreStats` in ts/engine/contract.ts).
@@ -94,6 +113,8 @@ pub struct Log {
     layouts: Vec<Layout>,
     /// Where appends write (the file system, or one that injects faults in tests).
     storage: Arc<dyn Storage>,
+    /// Opened with [`LogOptions::read_only`]: every write fails with [`LogError::ReadOnly`].
+    read_only: bool,
 }
 
 impl Log {
@@ -106,6 +127,20 @@ impl Log {
             Some(error) => Err(error.clone()),
             None => Ok(()),
         }
+    }
+
+    /// Fails when the log is closed, failed or read-only: the check of every call that writes.
+    fn writable(&self) -> Result<(), LogError> {
+        self.usable()?;
+        if self.read_only {
+            return Err(LogError::ReadOnly);
+        }
+        Ok(())
+    }
+
+    /// Whether the log was opened read-only.
+    pub fn read_only(&self) -> bool {
+        self.read_only
     }
 
     /// Next write position.

@@ -50,7 +50,7 @@ impl Log {
         cutoff_ms: Option<u64>,
         max_bytes: Option<u64>,
     ) -> Result<Retired, LogError> {
-        self.usable()?;
+        self.writable()?;
         let mut detached = Vec::new();
         let mut total: u64 = self.segments.iter().map(Segment::size).sum();
         // The queues still in the checkpoint file with entries in segments about to go are read

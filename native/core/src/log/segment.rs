@@ -123,6 +123,30 @@ impl Segment {
         Segment::map(path, file, header)
     }
 
+    /// Maps an existing segment file for reading only, as far as the file goes: a last segment left
+    /// short by an interrupted cut is read up to its length (its header's size then says that
+    /// length, which is where the readable log ends). Nothing may be appended to it.
+    pub fn open_read_only(
+        storage: &dyn Storage,
+        path: PathBuf,
+        mut header: SegmentHeader,
+    ) -> io::Result<Segment> {
+        let file = storage.open_read_only(&path)?;
+        header.size = header.size.min(file.metadata()?.len());
+        let map = MmapOptions::new()
+            .len(header.size as usize)
+            .map_raw_read_only(&file)?;
+        Ok(Segment {
+            header,
+            path,
+            file,
+            map: Arc::new(map),
+            written: SEGMENT_HEADER_BYTES as u64,
+            last_store_ms: 0,
+            complete: false,
+        })
+    }
+
     fn map(path: PathBuf, file: File, header: SegmentHeader) -> io::Result<Segment> {
         if file.metadata()?.len() != header.size {
             return Err(io::Error::new(

@@ -17,6 +17,10 @@ pub trait Storage: Send + Sync {
     fn create(&self, path: &Path) -> io::Result<File>;
     /// Opens an existing file for reading and writing.
     fn open(&self, path: &Path) -> io::Result<File>;
+    /// Opens an existing file for reading only (a read-only open of the log writes nothing).
+    fn open_read_only(&self, path: &Path) -> io::Result<File> {
+        File::open(path)
+    }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     fn set_len(&self, file: &File, len: u64) -> io::Result<()>;
     /// Gives a new, empty file the length `len` with its blocks reserved (`fallocate`), so that

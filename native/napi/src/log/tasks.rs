@@ -50,15 +50,24 @@ impl Task for LogOpenTask {
     }
 }
 
-/// Opens (creating if needed), locks and recovers the log in `dir`.
+/// Opens (creating if needed), locks and recovers the log in `dir`. `read_only` opens it without
+/// writing anything; `repair` cuts corruption instead of refusing it (`LogOptions`).
 #[napi(catch_unwind, ts_return_type = "Promise<ExternalObject<'Log'>>")]
-pub fn log_open(dir: String, segment_bytes: f64, now_ms: f64) -> AsyncTask<LogOpenTask> {
+pub fn log_open(
+    dir: String,
+    segment_bytes: f64,
+    now_ms: f64,
+    read_only: bool,
+    repair: bool,
+) -> AsyncTask<LogOpenTask> {
     let segment_bytes = segment_bytes.clamp(0.0, MAX_SEGMENT_BYTES as f64 * 2.0) as u64;
     AsyncTask::new(LogOpenTask {
         dir: PathBuf::from(dir),
         options: LogOptions {
             segment_bytes,
             now_ms: now_ms as u64,
+            read_only,
+            repair,
         },
     })
 }

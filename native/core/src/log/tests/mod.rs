@@ -45,14 +45,40 @@ impl Drop for TempDir {
 }
 
 pub fn open_with(dir: &Path, storage: Arc<dyn Storage>) -> Result<LogHandle, LogError> {
+    LogHandle::open(dir, LogOptions::new(SMALL_SEGMENT_BYTES, 1), storage)
+}
+
+/// Opens with the read-only and repair options of [`LogOptions`].
+pub fn open_as(dir: &Path, read_only: bool, repair: bool) -> Result<LogHandle, LogError> {
     LogHandle::open(
         dir,
         LogOptions {
-            segment_bytes: SMALL_SEGMENT_BYTES,
-            now_ms: 1,
+            read_only,
+            repair,
+            ..LogOptions::new(SMALL_SEGMENT_BYTES, 1)
         },
-        storage,
+        Arc::new(RealStorage),
     )
+}
+
+/// Every file under `dir` with a checksum of its bytes, sorted: what a test compares to show that
+/// an open changed nothing.
+pub fn files_of(dir: &Path) -> Vec<(PathBuf, u32)> {
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).expect("read dir") {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("read");
+                out.push((path, crate::hash::crc32c(&bytes)));
+            }
+        }
+    }
+    out.sort();
+    out
 }
 
 pub fn open(dir: &Path) -> LogHandle {
