@@ -1,11 +1,13 @@
 /**
  * The `litetopic` command as a user runs it: help, usage errors and their exit codes, one-line
- * errors without stack traces, bench writing a quick suite's results where --out says, and inspect
- * refusing a directory that a live process holds. The demo and inspect on real data are in test/cli-demo.test.ts.
+ * errors without stack traces, bench writing a quick suite's results where --out says, inspect reading
+ * a directory without changing it (a live owner's included) and repair cutting what inspect reports. The demo and inspect on real data are in test/cli-demo.test.ts.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { CommitLog } from '../ts/index.js';
 import { cli, ROOT, scratch, startHolder } from './cli-helpers.js';
 import { ENGINES } from './engines.js';
 
@@ -81,33 +83,95 @@ describe.concurrent('litetopic --help and usage errors', () => {
   });
 });
 
-describe('inspect and a live owner', () => {
+/** Every file below `dir` with a hash of its bytes: what "unchanged" means for a directory. */
+function snapshot(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
+    const path = join(dir, name);
+    if (statSync(path).isFile()) out[name] = createHash('sha256').update(readFileSync(path)).digest('hex');
+  }
+  return out;
+}
+
+describe('inspect reads without changing, repair is explicit', () => {
   const holders: { kill: () => boolean }[] = [];
   afterAll(() => {
     for (const h of holders) h.kill();
   });
 
-  it('refuses with exit 3 while another process holds the LOCK, reads it once that process is gone', async () => {
+  it('inspect reads a directory a live process holds, and changes nothing; repair refuses it with exit 3', async () => {
     const dir = scratch();
     const holder = await startHolder(join(ROOT, 'test', 'cli-lock-holder.ts'), [dir]);
     holders.push(holder);
-    const refused = await cli(['inspect', dir]);
-    expect(refused.code).toBe(LOCKED);
-    expect(oneLine(refused.stderr)).toContain(`in use by process ${holder.pid}`);
-    expect(refused.stdout).toBe('');
-
-    // A crashed owner: the lock is stale, inspect opens (and recovers) the directory.
-    const gone = new Promise((resolve) => holder.once('exit', resolve));
-    holder.kill('SIGKILL');
-    await gone;
+    // The owner prepares its next segment in the background after it opens; wait until its own
+    // writes are done, so that any change after this is the reader's.
+    let before = snapshot(dir);
+    for (let stable = 0; stable < 3; ) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const now = snapshot(dir);
+      stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
+      before = now;
+    }
     const read = await cli(['inspect', dir, '--json']);
+    expect(read.stderr).toBe('');
     expect(read.code).toBe(OK);
     const report = JSON.parse(read.stdout);
-    expect(report.layout).toBe('log');
+    expect(report.log.recovery.readOnly).toBe(true);
     expect(report.liteTopics).toEqual([
       expect.objectContaining({ parent: 'agents', liteTopic: 'tenant1__agent1__session1', minOffset: 0, maxOffset: 1 }),
     ]);
+    expect(snapshot(dir)).toEqual(before);
+
+    const refused = await cli(['repair', dir]);
+    expect(refused.code).toBe(LOCKED);
+    expect(oneLine(refused.stderr)).toContain(`in use by process ${holder.pid}`);
+    expect(snapshot(dir)).toEqual(before);
   });
+
+  it.each(ENGINES)(
+    'on %s: inspect shows damage a writable open refuses; repair cuts it; the log opens again',
+    async (engine) => {
+      const dir = scratch();
+      const log = await CommitLog.open(dir, { engine, flush: 'sync' });
+      const results = await log.append(
+        Array.from({ length: 10 }, (_, i) => ({ lmqs: ['%LMQ%$agents$t1'], body: `message ${i}`.padEnd(200, '.') })),
+      );
+      await log.close();
+      // Without its checkpoint the next open replays every record (a checkpoint vouches for what it
+      // covers, which recovery does not read again); then one flipped bit in the body of the fourth
+      // record is damage with valid records after it.
+      rmSync(join(dir, 'checkpoint'));
+      const segment = join(dir, 'segments', readdirSync(join(dir, 'segments'))[0] as string);
+      const bytes = readFileSync(segment);
+      const at = (results[3]?.position as number) + 100;
+      bytes[at] = (bytes[at] as number) ^ 0x10;
+      writeFileSync(segment, bytes);
+      await expect(CommitLog.open(dir, { engine })).rejects.toMatchObject({ code: 'LOG_CORRUPT' });
+
+      const before = snapshot(dir);
+      const inspected = await cli(['inspect', dir, '--engine', engine]);
+      expect(inspected.code).toBe(OK);
+      expect(inspected.stdout).toMatch(/DAMAGE at .*\.seg position/);
+      expect(inspected.stdout).toContain('a writable open refuses it, "litetopic repair" cuts it');
+      expect(snapshot(dir)).toEqual(before);
+
+      const repaired = await cli(['repair', dir, '--engine', engine, '--json']);
+      expect(repaired.stderr).toBe('');
+      expect(repaired.code).toBe(OK);
+      const recovery = JSON.parse(repaired.stdout).recovery;
+      expect(recovery.corruption).toMatchObject({ position: results[3]?.position });
+      expect(recovery.cutPosition).toBe(results[3]?.position);
+
+      const reopened = await CommitLog.open(dir, { engine });
+      try {
+        expect(reopened.read('%LMQ%$agents$t1', 0, 32).map((m) => m.body.toString().trimEnd())).toEqual(
+          [0, 1, 2].map((i) => `message ${i}`.padEnd(200, '.').trimEnd()),
+        );
+      } finally {
+        await reopened.close();
+      }
+    },
+  );
 });
 
 describe('bench', () => {

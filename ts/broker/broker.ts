@@ -15,6 +15,7 @@ import {
   GroupNotFoundError,
   InvalidArgumentError,
   QuotaExceededError,
+  ReadOnlyError,
   TopicNotFoundError,
 } from '../errors.js';
 import { type Clock, systemClock } from '../log.js';
@@ -97,6 +98,18 @@ export interface BrokerOptions {
    * default: a process warning (`process.emitWarning`).
    */
   logger?: BrokerLogger;
+  /**
+   * Opens `dir` without changing anything in it: no lock taken, nothing cut, written or compacted,
+   * no timers run. Admin queries, `metrics()` and `readDeadLetters` answer; everything that would
+   * change state throws `ReadOnlyError` (`READ_ONLY`). The log's `stats().recovery` (through
+   * `admin.brokerInfo()`, or `litetopic inspect`) says what a writable open would do.
+   */
+  readOnly?: boolean;
+  /**
+   * Recovery cuts damaged records instead of refusing to open (docs/FORMAT.md, "Recovery"): a
+   * deliberate repair, which loses what follows the damage.
+   */
+  repair?: boolean;
 }
 
 /** The logger a broker reports background failures to when it has no `'error'` listener. */
@@ -182,9 +195,15 @@ function optionalCount(value: unknown, what: string, fallback: number): number {
  */
 export class Broker extends EventEmitter {
   readonly engine: EngineName;
+  /** Opened with `readOnly`: every call that would change state throws `ReadOnlyError`. */
+  get readOnly(): boolean {
+    return this.openedReadOnly;
+  }
+
   /** Admin queries (docs/BROKER.md, "Admin"). */
   readonly admin: Admin;
   private closed = false;
+  private openedReadOnly = false;
   private readonly parents = new Map<string, ParentTopic>();
   private readonly groups = new Map<string, GroupState>();
   /** clientId → its state: a client belongs to one group. */
@@ -265,6 +284,12 @@ export class Broker extends EventEmitter {
     if (maintenanceIntervalMs === 0) throw new InvalidArgumentError('maintenanceIntervalMs must be positive');
     const retention = checkRetention(options.retention);
     const flush = options.flush ?? 'async';
+    const readOnly = booleanOption(options.readOnly, 'readOnly');
+    const repair = booleanOption(options.repair, 'repair');
+    if (readOnly && (options.dir === undefined || options.store !== undefined)) {
+      throw new InvalidArgumentError('readOnly needs a data directory (dir) and no custom store');
+    }
+    if (readOnly && repair) throw new InvalidArgumentError('a read-only open cannot repair: repair writes');
     const journalPath =
       options.dir !== undefined && options.store === undefined ? join(options.dir, STATE_FILE) : undefined;
     // The state journal is read and replayed while the commit log recovers (on the thread pool with
@@ -275,14 +300,23 @@ export class Broker extends EventEmitter {
     let store: MessageStore;
     try {
       store =
-        options.store ?? (await openStore(options.dir, { engine, flush, clock, segmentBytes: options.segmentBytes }));
+        options.store ??
+        (await openStore(options.dir, { engine, flush, clock, segmentBytes: options.segmentBytes, readOnly, repair }));
     } catch (error) {
       await reading?.catch(() => undefined); // let the read finish before the caller retries
       throw error;
     }
     let journal: StateJournal | undefined;
     let restored: RestoredState | undefined;
-    if (journalPath !== undefined && reading !== undefined) {
+    if (readOnly && reading !== undefined) {
+      // Read-only: the journal's state is replayed into memory and the file is never opened for writing.
+      try {
+        restored = (await reading).state;
+      } catch (error) {
+        await store.close();
+        throw error;
+      }
+    } else if (journalPath !== undefined && reading !== undefined) {
       try {
         await mkdir(dirname(journalPath), { recursive: true });
         const read = await reading;
@@ -299,7 +333,9 @@ export class Broker extends EventEmitter {
       }
     }
     const state: StateRecorder = journal === undefined ? noRecorder : journalRecorder(journal);
-    const scheduler: Scheduler = timers === 'manual' ? new ManualScheduler(clock) : new SystemScheduler(clock);
+    // Read-only, nothing runs on its own: no expiry, redelivery or session timeout can change state.
+    const scheduler: Scheduler =
+      timers === 'manual' || readOnly ? new ManualScheduler(clock) : new SystemScheduler(clock);
     // The epoch names the directory's broker in receipt handles: kept across restarts, so handles
     // of deliveries still current after a restart are honoured.
     const epoch = restored?.epoch ?? randomBytes(6).toString('hex');
@@ -316,7 +352,8 @@ export class Broker extends EventEmitter {
       if (restored?.epoch === undefined) state.record(['epoch', epoch]);
       journal.snapshot = () => broker.snapshotRecords();
     }
-    broker.lifecycle.start();
+    broker.openedReadOnly = readOnly;
+    if (!readOnly) broker.lifecycle.start();
     return broker;
   }
 
@@ -349,7 +386,7 @@ export class Broker extends EventEmitter {
    * persisted: after a restart they exist already). Lite topics already in the store are found.
    */
   createTopic(name: string, options: TopicOptions = {}): void {
-    this.checkOpen();
+    this.checkWritable();
     requireName(name, 'topic name');
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('topic options must be an object');
@@ -405,7 +442,7 @@ export class Broker extends EventEmitter {
    * one again updates `maxReconsumeTimes` and refuses a different binding, model or wildcard flag.
    */
   createGroup(name: string, options: GroupOptions): void {
-    this.checkOpen();
+    this.checkWritable();
     requireName(name, 'group name');
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('group options are required');
     const parent = this.parent(options.bindTopic);
@@ -479,7 +516,7 @@ export class Broker extends EventEmitter {
    * batch as a whole) before anything is stored.
    */
   async sendBatch(topic: string, messages: readonly SendMessage[]): Promise<SendResult[]> {
-    this.checkOpen();
+    this.checkWritable();
     const parent = this.parent(topic);
     if (!Array.isArray(messages) || messages.length === 0) {
       throw new InvalidArgumentError('messages must be a non-empty array', { value: messages });
@@ -551,7 +588,7 @@ export class Broker extends EventEmitter {
 
   /** Sends dead letter `offset` of `group` again to its original lite topic, key and properties. */
   async resendDeadLetter(group: string, offset: number): Promise<SendResult> {
-    this.checkOpen();
+    this.checkWritable();
     const state = this.group(group);
     const [letter] = this.deadLetters.read(state, offset, 1);
     if (letter === undefined || letter.offset !== offset) {
@@ -605,13 +642,13 @@ export class Broker extends EventEmitter {
 
   /** Runs a maintenance pass (expiry, retention) now, or waits for the running one. */
   runMaintenance(): Promise<void> {
-    this.checkOpen();
+    this.checkWritable();
     return this.lifecycle.runMaintenance();
   }
 
   /** A consumer: client `clientId` of `group`. A clientId belongs to one group at a time. */
   consumer(options: { group: string; clientId: string }): Consumer {
-    this.checkOpen();
+    this.checkWritable();
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('consumer options are required');
     const group = this.groups.get(options.group);
@@ -733,6 +770,18 @@ export class Broker extends EventEmitter {
   private checkOpen(): void {
     if (this.closed) throw new ClosedError('the broker is closed');
   }
+
+  /** `checkOpen`, and refuses a change to a broker opened read-only. */
+  private checkWritable(): void {
+    this.checkOpen();
+    if (this.openedReadOnly) throw new ReadOnlyError('the broker was opened read-only');
+  }
+}
+
+function booleanOption(value: unknown, what: string): boolean {
+  if (value === undefined) return false;
+  if (typeof value !== 'boolean') throw new InvalidArgumentError(`${what} must be a boolean`, { value });
+  return value;
 }
 
 function checkLogger(value: unknown): BrokerLogger | undefined {

@@ -138,7 +138,14 @@ export class MemoryStore implements MessageStore {
 /** A `CommitLog` in `<dir>/log`, or a `MemoryStore` without a directory. */
 export async function openStore(
   dir: string | undefined,
-  options: { engine?: EngineName; flush?: 'async' | 'sync'; clock: Clock; segmentBytes?: number | undefined },
+  options: {
+    engine?: EngineName;
+    flush?: 'async' | 'sync';
+    clock: Clock;
+    segmentBytes?: number | undefined;
+    readOnly?: boolean;
+    repair?: boolean;
+  },
 ): Promise<MessageStore> {
   if (dir === undefined) return new MemoryStore(options.clock);
   const { segmentBytes, ...rest } = options;

@@ -2,16 +2,16 @@
  * What `litetopic inspect` reads from a data directory, as plain data (the `--json` output).
  *
  * A directory is either a broker's (`<dir>/log` holds the commit log, `<dir>/broker-state` the
- * broker's journal) or a bare commit log (`<dir>/segments`). The lock is checked first and a live
- * owner is never disturbed. Then the commit log is opened, which recovers it like any open (a torn
- * tail left by a crash is cut), and every LMQ is listed: lite topics are the LMQs named
- * `%LMQ%$<parent>$<lite topic>`. For a broker directory the broker is opened afterwards with manual
- * timers (nothing expires or times out while it is open) and `broker.admin`, when this version has
- * it, describes the persisted topics and groups.
+ * broker's journal) or a bare commit log (`<dir>/segments`). Everything is opened read-only: nothing
+ * in the directory changes, its lock is neither taken nor checked, and a live owner is never
+ * disturbed; the log's recovery figures say what a writable open would do (where it would cut a
+ * torn tail, what damage it would refuse). Every LMQ is listed: lite topics are the LMQs named
+ * `%LMQ%$<parent>$<lite topic>`. For a broker directory the broker is opened read-only as well and
+ * `broker.admin` describes the persisted topics and groups.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { Broker, CommitLog, type CommitLogStats, type EngineName, LogLockedError } from '../index.js';
+import { Broker, CommitLog, type CommitLogStats, type EngineName } from '../index.js';
 import { CommandError, EXIT } from './args.js';
 
 export interface LiteTopicRow {
@@ -66,37 +66,15 @@ interface AdminView {
 const LMQ = /^%LMQ%\$([^$]+)\$(.+)$/;
 const PAGE = 10_000;
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function lockedError(dir: string, pid: number | undefined): CommandError {
+/** The one-line error for a directory a live process holds (`LOG_LOCKED`), exit code 3. */
+export function lockedError(dir: string, pid: number | undefined): CommandError {
   return new CommandError(
-    `${dir} is in use by ${pid === undefined ? 'a live process' : `process ${pid}`} (its LOCK file); ` +
-      'inspect never takes a live owner’s lock: stop that process first',
+    `${dir} is in use by ${pid === undefined ? 'a live process' : `process ${pid}`} (its LOCK); stop that process first`,
     EXIT.LOCKED,
   );
 }
 
-/** Refuses when LOCK names a live process; a stale lock is left for the open to take over. */
-function checkLock(logDir: string): void {
-  const file = join(logDir, 'LOCK');
-  if (!existsSync(file)) return;
-  let pid: number | undefined;
-  try {
-    pid = (JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown }).pid as number | undefined;
-  } catch {
-    return; // empty or torn: its owner died while writing it (docs/FORMAT.md, "Lock")
-  }
-  if (typeof pid === 'number' && Number.isSafeInteger(pid) && pid > 0 && isAlive(pid)) throw lockedError(logDir, pid);
-}
-
-function layoutOf(dir: string): { layout: 'broker' | 'log'; logDir: string } {
+export function layoutOf(dir: string): { layout: 'broker' | 'log'; logDir: string } {
   if (!existsSync(dir) || !statSync(dir).isDirectory())
     throw new CommandError(`${dir} is not a directory`, EXIT.FAILURE);
   if (existsSync(join(dir, 'log')) || existsSync(join(dir, 'broker-state')))
@@ -106,13 +84,7 @@ function layoutOf(dir: string): { layout: 'broker' | 'log'; logDir: string } {
 }
 
 async function readLog(logDir: string, engine: EngineName | undefined) {
-  let log: CommitLog;
-  try {
-    log = await CommitLog.open(logDir, engine === undefined ? {} : { engine });
-  } catch (error) {
-    if (error instanceof LogLockedError) throw lockedError(logDir, error.pid);
-    throw error;
-  }
+  const log = await CommitLog.open(logDir, { readOnly: true, ...(engine === undefined ? {} : { engine }) });
   try {
     const liteTopics: LiteTopicRow[] = [];
     const otherLmqs: string[] = [];
@@ -158,9 +130,9 @@ function topicsFrom(liteTopics: readonly LiteTopicRow[]): Map<string, TopicRow> 
   return topics;
 }
 
-/** Opens the broker over the directory and reads what its admin queries report. */
+/** Opens the broker over the directory read-only and reads what its admin queries report. */
 async function readBroker(dir: string, engine: EngineName | undefined, topics: Map<string, TopicRow>) {
-  const broker = await Broker.open({ dir, timers: 'manual', ...(engine === undefined ? {} : { engine }) });
+  const broker = await Broker.open({ dir, readOnly: true, ...(engine === undefined ? {} : { engine }) });
   try {
     const admin = (broker as unknown as { admin?: AdminView }).admin;
     if (admin === undefined) return { info: null, groups: [] };
@@ -194,7 +166,6 @@ async function readBroker(dir: string, engine: EngineName | undefined, topics: M
 
 export async function inspectDirectory(dir: string, engine: EngineName | undefined): Promise<Inspection> {
   const { layout, logDir } = layoutOf(dir);
-  checkLock(logDir);
   const { stats, liteTopics, otherLmqs } = await readLog(logDir, engine);
   const topics = topicsFrom(liteTopics);
   const broker = layout === 'broker' ? await readBroker(dir, engine, topics) : { info: null, groups: [] };

@@ -22,9 +22,10 @@ broker (when <dir> is a broker directory and its state is persisted), its topics
 their lag, and its lite topics (the LMQs named %LMQ%$<parent>$<lite topic>) with offsets and last
 write time, most recently written first.
 
-If the directory's LOCK belongs to a live process, inspect refuses (exit code 3) and opens nothing.
-Otherwise it opens the directory like any open does: a directory left by a crash is recovered (a
-torn tail may be cut) and a stale lock is taken over, then released when inspect ends.
+Nothing in the directory changes: inspect opens it read-only, takes no lock and may run beside a
+live owner (it then shows a snapshot). For a directory left by a crash it says what the next
+writable open will do: where it cuts a torn tail, and any damage it refuses, which only
+"litetopic repair" cuts.
 
 options:
   --json         everything as one JSON document on stdout (all lite topics, no limit)
@@ -33,15 +34,28 @@ options:
   --verbose      stack traces on errors
   --help         this text
 
-exit codes: 0 ok, 1 failure (not a data directory, corrupt data), 2 usage error,
-            3 the directory is in use by a live process, 4 the native engine is not available`;
+exit codes: 0 ok, 1 failure (not a data directory, an unreadable file), 2 usage error,
+            4 the native engine is not available`;
+
+/** What recovery found, in the words of a read-only open: what the next writable open will do. */
+export function recoveryText(r: Inspection['log']['recovery']): string {
+  const cut =
+    r.cutPosition >= 0
+      ? `${r.readOnly ? 'a writable open cuts' : 'cut'} ${formatCount(r.cutBytes)} bytes at ${formatCount(r.cutPosition)}`
+      : 'nothing to cut';
+  const removed =
+    r.removedFiles.length > 0 ? `, ${r.readOnly ? 'removes' : 'removed'} ${r.removedFiles.join(', ')}` : '';
+  const damage =
+    r.corruption === null
+      ? ''
+      : `; DAMAGE at ${r.corruption.file} position ${formatCount(r.corruption.position)} (${r.corruption.message})` +
+        (r.readOnly ? ': a writable open refuses it, "litetopic repair" cuts it' : ': cut by the repair');
+  return `checkpoint ${r.checkpoint}, ${formatCount(r.replayedRecords)} records replayed, ${cut}${removed}${damage}`;
+}
 
 function logTable(report: Inspection): string {
   const { log } = report;
-  const r = log.recovery;
-  const recovery =
-    `checkpoint ${r.checkpoint}, ${formatCount(r.replayedRecords)} records replayed` +
-    (r.cutPosition >= 0 ? `, cut ${formatCount(r.cutBytes)} bytes at ${formatCount(r.cutPosition)}` : ', nothing cut');
+  const recovery = recoveryText(log.recovery);
   return renderTable({
     title: 'commit log',
     headers: ['directory', 'layout', 'engine', 'segments', 'on disk', 'write position', 'LMQs', 'recovery'],

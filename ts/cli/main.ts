@@ -11,6 +11,7 @@ import { DEMO_HELP, DEMO_OPTIONS, runDemo } from './demo.js';
 import { INSPECT_HELP, INSPECT_OPTIONS, runInspect } from './inspect.js';
 import { Output } from './output.js';
 import { packageVersion } from './package.js';
+import { REPAIR_HELP, REPAIR_OPTIONS, runRepair } from './repair.js';
 
 interface Command {
   summary: string;
@@ -33,10 +34,16 @@ const COMMANDS: Record<string, Command> = {
     run: runBench,
   },
   inspect: {
-    summary: "print a data directory's broker, topics, groups and lite topics (--json for scripts)",
+    summary: "print a data directory's broker, topics, groups and lite topics, read-only (--json for scripts)",
     help: INSPECT_HELP,
     options: INSPECT_OPTIONS,
     run: runInspect,
+  },
+  repair: {
+    summary: 'cut the damage a normal open refuses (LOG_CORRUPT) out of a data directory, and what follows it',
+    help: REPAIR_HELP,
+    options: REPAIR_OPTIONS,
+    run: runRepair,
   },
 };
 
@@ -49,7 +56,7 @@ ${Object.entries(COMMANDS)
 
 "litetopic <command> --help" describes a command's options.
 options: --help, --version, --verbose (stack traces on errors)
-exit codes: 0 ok, 1 failure, 2 usage error, 3 data directory locked by a live process,
+exit codes: 0 ok, 1 failure, 2 usage error, 3 data directory in use by a live process (repair),
             4 not available in this installation (native engine, or bench without its suites)`;
 
 /** One line for an error: the code of a LitetopicError, then its message. */
