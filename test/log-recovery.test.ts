@@ -212,6 +212,30 @@ describe.each(ENGINES)('%s engine, a power loss', (engine) => {
   });
 });
 
+describe.each(ENGINES)('%s engine, an unusable checkpoint', (engine) => {
+  it('stays when the replay that would replace it refuses damage before its position', async () => {
+    const { dir, records } = await written(engine);
+    const path = join(dir, 'checkpoint');
+    // The directory fails its check, the header (and so the position) still does not.
+    flipByte(path, checkpointDirectory(readFileSync(path)).directoryEnd - 30);
+    // The last record is damaged: with nothing after it, only the checkpoint's position tells this
+    // from a torn tail.
+    const victim = records[59] as Written;
+    const { file, at } = locate(dir, victim.position);
+    flipByte(file, at + 9);
+    await expectRefused(dir, engine, file, victim.position);
+    expect(existsSync(path)).toBe(true);
+    const repaired = await openLog(dir, engine, { ...OPTIONS, repair: true });
+    expect(repaired.stats().recovery).toMatchObject({
+      checkpoint: 'invalid',
+      cutPosition: victim.position,
+      corruption: { file, position: victim.position },
+    });
+    expect(existsSync(path)).toBe(false);
+    expectRecords(repaired, records.slice(0, 59));
+  });
+});
+
 /** The parts of the recovery stats a read-only open predicts and a writable one then does. */
 function prediction(log: CommitLog): unknown {
   const {
