@@ -430,6 +430,10 @@ describe.each(PAIRS)('written by %s, opened by %s', (writer, reader) => {
     expectRecords(readOnly, records.slice(0, -1));
     const predicted = prediction(readOnly);
     await readOnly.close();
+    // The writer's engine predicts the same.
+    const byWriter = await openLog(dir, writer, { ...OPTIONS, readOnly: true });
+    expect(prediction(byWriter)).toEqual(predicted);
+    await byWriter.close();
     expect(files(dir)).toEqual(before);
     const writable = await openLog(dir, reader, OPTIONS);
     expect(prediction(writable)).toEqual(predicted);
