@@ -17,7 +17,7 @@ import type {
 } from '../contract.js';
 import { SEGMENT_HEADER_BYTES } from './limits.js';
 import { CHECKPOINT_FILE, type CopiedBlock, checkpointFile, writeCheckpoint } from './log-checkpoint.js';
-import { acquireLock, releaseLock } from './log-lock.js';
+import { acquireLock, type DirLock, releaseLock } from './log-lock.js';
 import { readQueue } from './log-read.js';
 import {
   END_MAGIC,
@@ -61,7 +61,7 @@ class JsLog implements LogCore {
     private readonly storage: Storage,
     private readonly dir: string,
     private readonly segmentBytes: number,
-    private readonly lockPath: string,
+    private readonly lock: DirLock,
     recovered: RecoveredLog,
   ) {
     this.segments = recovered.segments;
@@ -435,7 +435,7 @@ class JsLog implements LogCore {
       await this.storage.unlink(spare.path).catch(() => undefined);
       await this.storage.syncDir(this.segmentsDir).catch(() => undefined);
     }
-    await releaseLock(this.storage, this.lockPath);
+    await releaseLock(this.storage, this.lock);
     if (syncError !== undefined) throw syncError;
   }
 }
@@ -451,12 +451,12 @@ export async function openJsLog(
   } catch (error) {
     throw ioError(`cannot create ${dir}`, error);
   }
-  const lockPath = await acquireLock(storage, dir, 'js', options.nowMs);
+  const lock = await acquireLock(storage, dir, 'js', options.nowMs);
   try {
     const recovered = await recoverLog(storage, dir, options.segmentBytes, options.nowMs);
-    return new JsLog(storage, dir, options.segmentBytes, lockPath, recovered);
+    return new JsLog(storage, dir, options.segmentBytes, lock, recovered);
   } catch (error) {
-    await releaseLock(storage, lockPath).catch(() => undefined);
+    await releaseLock(storage, lock).catch(() => undefined);
     throw error;
   }
 }
