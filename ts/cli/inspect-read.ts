@@ -9,8 +9,9 @@
  * timers (nothing expires or times out while it is open) and `broker.admin`, when this version has
  * it, describes the persisted topics and groups.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { liveLockOwner } from '../engine/js/log-lock.js';
 import { Broker, CommitLog, type CommitLogStats, type EngineName, LogLockedError } from '../index.js';
 import { CommandError, EXIT } from './args.js';
 
@@ -66,15 +67,6 @@ interface AdminView {
 const LMQ = /^%LMQ%\$([^$]+)\$(.+)$/;
 const PAGE = 10_000;
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 function lockedError(dir: string, pid: number | undefined): CommandError {
   return new CommandError(
     `${dir} is in use by ${pid === undefined ? 'a live process' : `process ${pid}`} (its LOCK file); ` +
@@ -83,17 +75,13 @@ function lockedError(dir: string, pid: number | undefined): CommandError {
   );
 }
 
-/** Refuses when LOCK names a live process; a stale lock is left for the open to take over. */
-function checkLock(logDir: string): void {
-  const file = join(logDir, 'LOCK');
-  if (!existsSync(file)) return;
-  let pid: number | undefined;
-  try {
-    pid = (JSON.parse(readFileSync(file, 'utf8')) as { pid?: unknown }).pid as number | undefined;
-  } catch {
-    return; // empty or torn: its owner died while writing it (docs/FORMAT.md, "Lock")
-  }
-  if (typeof pid === 'number' && Number.isSafeInteger(pid) && pid > 0 && isAlive(pid)) throw lockedError(logDir, pid);
+/**
+ * Refuses when LOCK names a live owner (docs/FORMAT.md, "Lock"); a stale lock is left for the open to
+ * take over.
+ */
+async function checkLock(logDir: string): Promise<void> {
+  const owner = await liveLockOwner(logDir);
+  if (owner !== undefined) throw lockedError(logDir, owner.pid);
 }
 
 function layoutOf(dir: string): { layout: 'broker' | 'log'; logDir: string } {
@@ -194,7 +182,7 @@ async function readBroker(dir: string, engine: EngineName | undefined, topics: M
 
 export async function inspectDirectory(dir: string, engine: EngineName | undefined): Promise<Inspection> {
   const { layout, logDir } = layoutOf(dir);
-  checkLock(logDir);
+  await checkLock(logDir);
   const { stats, liteTopics, otherLmqs } = await readLog(logDir, engine);
   const topics = topicsFrom(liteTopics);
   const broker = layout === 'broker' ? await readBroker(dir, engine, topics) : { info: null, groups: [] };
