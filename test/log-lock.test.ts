@@ -183,7 +183,7 @@ describe.skipIf(problem !== undefined)('owners in other PID namespaces', () => {
       expect(Number(wrote)).toBeGreaterThan(0);
       expect(JSON.parse(readFileSync(join(dir, 'LOCK'), 'utf8'))).toMatchObject({ pid: 1, engine });
       // The second PID 1 runs in a new namespace, judged by the first one's stopped heartbeat, or in one
-    // that reuses the dead namespace's id, where the line names its own PID without its descriptor.
+      // that reuses the dead namespace's id, where the line names its own PID without its descriptor.
       const second = startOwner(UNSHARE, 'read', dir, engine);
       expect(await second.ready).toBe(1);
       expect(await second.exited).toContain(`read ${wrote} intact ${wrote}`);
