@@ -94,11 +94,12 @@ function thisProcess(): Identity {
   } catch {
     pidNamespace = undefined;
   }
+  const started = startTime('self');
   return {
     pid: process.pid,
     ...(plain(bootId) ? { bootId } : {}),
     ...(plain(pidNamespace) ? { pidNamespace } : {}),
-    ...(startTime('self') !== undefined ? { startTime: startTime('self') } : {}),
+    ...(started !== undefined ? { startTime: started } : {}),
   };
 }
 
