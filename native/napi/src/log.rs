@@ -49,7 +49,7 @@ pub(crate) fn js_error(error: LogError) -> Error {
                 field("position", position.to_string());
             }
         }
-        LogError::Locked { dir, pid } => {
+        LogError::Locked { dir, pid, .. } => {
             field("dir", json_string(dir));
             if let Some(pid) = pid {
                 field("pid", pid.to_string());

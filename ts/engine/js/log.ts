@@ -17,7 +17,7 @@ import type {
 } from '../contract.js';
 import { SEGMENT_HEADER_BYTES } from './limits.js';
 import { CHECKPOINT_FILE, type CopiedBlock, checkpointFile, writeCheckpoint } from './log-checkpoint.js';
-import { acquireLock, releaseLock } from './log-lock.js';
+import { acquireLock, type DirLock, releaseLock } from './log-lock.js';
 import { readQueue } from './log-read.js';
 import {
   END_MAGIC,
@@ -64,7 +64,7 @@ class JsLog implements LogCore {
     private readonly dir: string,
     private readonly segmentBytes: number,
     /** The lock taken, or undefined for a read-only log, which takes none. */
-    private readonly lockPath: string | undefined,
+    private readonly lock: DirLock | undefined,
     recovered: RecoveredLog,
   ) {
     this.segments = recovered.segments;
@@ -72,7 +72,7 @@ class JsLog implements LogCore {
     this.segmentsDir = join(dir, SEGMENTS_DIR);
     this.activeOffset = recovered.endOffset;
     this.recovery = recovered.recovery;
-    this.readOnlyEnd = lockPath === undefined ? recovered.writePosition : undefined;
+    this.readOnlyEnd = lock === undefined ? recovered.writePosition : undefined;
     // Recovery synced every segment it replayed.
     this.durable = this.writePosition;
   }
@@ -433,7 +433,7 @@ class JsLog implements LogCore {
     // Let work under way finish; a sync of what was written follows unless the log has failed.
     await Promise.allSettled([this.preparing, this.checkpointing, this.syncing]);
     let syncError: unknown;
-    if (this.failure === undefined && this.lockPath !== undefined) {
+    if (this.failure === undefined && this.lock !== undefined) {
       await this.sync().catch((error: unknown) => (syncError = error));
     }
     this.closed = true;
@@ -447,7 +447,7 @@ class JsLog implements LogCore {
       await this.storage.unlink(spare.path).catch(() => undefined);
       await this.storage.syncDir(this.segmentsDir).catch(() => undefined);
     }
-    if (this.lockPath !== undefined) await releaseLock(this.storage, this.lockPath);
+    if (this.lock !== undefined) await releaseLock(this.storage, this.lock);
     if (syncError !== undefined) throw syncError;
   }
 }
@@ -474,12 +474,12 @@ export async function openJsLog(
   } catch (error) {
     throw ioError(`cannot create ${dir}`, error);
   }
-  const lockPath = await acquireLock(storage, dir, 'js', options.nowMs);
+  const lock = await acquireLock(storage, dir, 'js', options.nowMs);
   try {
     const recovered = await recoverLog(storage, dir, mode);
-    return new JsLog(storage, dir, options.segmentBytes, lockPath, recovered);
+    return new JsLog(storage, dir, options.segmentBytes, lock, recovered);
   } catch (error) {
-    await releaseLock(storage, lockPath).catch(() => undefined);
+    await releaseLock(storage, lock).catch(() => undefined);
     throw error;
   }
 }

@@ -13,10 +13,11 @@ pub enum LogError {
         position: Option<u64>,
         message: String,
     },
-    /// The directory is owned by a live process.
+    /// The directory is owned by a live process; `reason` says why it is judged alive.
     Locked {
         dir: String,
         pid: Option<u32>,
+        reason: String,
     },
     /// A file in a format version this release does not know.
     UnsupportedFormat {
@@ -89,10 +90,19 @@ impl fmt::Display for LogError {
                 }
                 Ok(())
             }
-            LogError::Locked { dir, pid: Some(pid) } => {
-                write!(f, "commit log directory {dir} is locked by process {pid}")
-            }
-            LogError::Locked { dir, pid: None } => write!(f, "commit log directory {dir} is locked"),
+            LogError::Locked {
+                dir,
+                pid: Some(pid),
+                reason,
+            } => write!(
+                f,
+                "commit log directory {dir} is locked by process {pid}: {reason}"
+            ),
+            LogError::Locked {
+                dir,
+                pid: None,
+                reason,
+            } => write!(f, "commit log directory {dir} is locked: {reason}"),
             LogError::UnsupportedFormat { file, version } => {
                 write!(
                     f,
