@@ -208,6 +208,32 @@ describe.each(ENGINES)('%s engine', (engine) => {
       expect(rest[0]?.reconsumeTimes).toBe(1); // its second delivery, not its third
     });
 
+    it('a message due for the dead letters whose record rotted holds its lite topic instead of failing each POP', async () => {
+      const { broker, store, errors, advance } = await corruptingBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents', maxReconsumeTimes: 0 });
+      const consumer = broker.consumer({ group: 'g', clientId: 'c' });
+      await consumer.subscribe(['a', 'b']);
+      await send(broker, 'a', 2);
+      expect(bodies(await consumer.pop({ maxNum: 1, invisibleTimeMs: 5_000 }))).toEqual(['a#0']);
+      store.corrupt('a', 0);
+      advance(5_000);
+      // Its next delivery would exceed maxReconsumeTimes: the move to the dead letters cannot read it.
+      expect(await popAll(consumer)).toEqual([]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expectReported(errors, 'g', 'a', 0);
+      const hits = store.hitsOf('a', 0);
+      await send(broker, 'b', 1);
+      expect(await popAll(consumer)).toEqual(['b#0']);
+      expect(await popAll(consumer)).toEqual([]);
+      await new Promise((resolve) => setImmediate(resolve));
+      expect(store.hitsOf('a', 0)).toBe(hits);
+      expect(broker.admin.groupInfo('g').corrupt).toMatchObject([{ liteTopic: 'a', offset: 0 }]);
+      await broker.admin.skipCorrupt('g', 'a', 0);
+      expect(await popAll(consumer)).toEqual(['a#1']);
+      expect(broker.readDeadLetters('g')).toEqual([]);
+      expect(errors).toHaveLength(1);
+    });
+
     it('refuses to skip an offset that is not held as corrupt, and changes nothing', async () => {
       const { broker, store } = await corruptingBroker(engine);
       broker.createGroup('g', { bindTopic: 'agents' });

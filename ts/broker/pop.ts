@@ -237,7 +237,7 @@ export class Popper {
                 maxAttempt,
                 dying,
               );
-        for (const delivery of dying) this.moveInBackground(group, liteTopic, progress, delivery);
+        for (const delivery of dying) this.moveInBackground(group, liteTopic, lmq, progress, delivery, now);
         if (taken.length === 0) continue;
         this.dispatcher.armWake(group, liteTopic, progress, now);
         handed.push({ liteTopic, lmq, progress, taken });
@@ -467,8 +467,29 @@ export class Popper {
     return this.deadLetters.move(group, receipt.liteTopic, progress, delivery);
   }
 
-  /** A failed move leaves the message visible again; the next POP of its lite topic retries. */
-  private moveInBackground(group: GroupState, liteTopic: string, progress: TopicProgress, delivery: Delivery): void {
+  /**
+   * A failed move leaves the message visible again; the next POP of its lite topic retries. A message
+   * whose record is corrupt is not moved: the move would fail the same way at once, on every POP
+   * (its failure makes the lite topic ready again, inside this POP). It is read here first, and a
+   * corrupt one holds its lite topic like a corrupt record met by a read (`admin.skipCorrupt`).
+   */
+  private moveInBackground(
+    group: GroupState,
+    liteTopic: string,
+    lmq: string,
+    progress: TopicProgress,
+    delivery: Delivery,
+    now: number,
+  ): void {
+    try {
+      this.context.store.read(lmq, delivery.offset, 1);
+    } catch (error) {
+      if (isCorrupt(error)) {
+        delivery.invisibleUntil = now;
+        holdCorrupt(this.context, group, liteTopic, progress, delivery.offset, error, now);
+        return;
+      }
+    }
     this.deadLetters.move(group, liteTopic, progress, delivery).catch((error: unknown) => {
       this.lastMoveError = error;
       this.context.report(error, 'dead-letter move');
