@@ -8,12 +8,13 @@
 import { closeSync, openSync, readdirSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CORRUPT_RETRY_FIRST_MS, CorruptMessageError } from '../ts/broker/corrupt.js';
+import { CORRUPT_RETRY_FIRST_MS } from '../ts/broker/corrupt.js';
 import { replay } from '../ts/broker/persist.js';
 import {
   Broker,
   type Clock,
   type Consumer,
+  CorruptMessageError,
   type EngineName,
   LogCorruptError,
   MemoryStore,
