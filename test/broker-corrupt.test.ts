@@ -311,7 +311,10 @@ describe.each(ENGINES)('%s engine', (engine) => {
     });
   });
 
-  describe('a data directory with a flipped bit', () => {
+  describe.each([
+    ['a FIFO group', false],
+    ['a key-shared group', true],
+  ])('a data directory with a flipped bit, %s', (_, keyShared) => {
     it('holds the lite topic at the damaged record, flows the rest, and a skip survives a restart', async () => {
       const dir = tempDir();
       const clock = new ManualClock();
@@ -323,13 +326,17 @@ describe.each(ENGINES)('%s engine', (engine) => {
       };
       const { broker: first } = await open();
       first.createTopic('agents');
-      first.createGroup('g', { bindTopic: 'agents' });
+      first.createGroup('g', { bindTopic: 'agents', ...(keyShared ? { keyShared: { buckets: 16 } } : {}) });
       const setup = first.consumer({ group: 'g', clientId: 'c' });
       await setup.subscribe(['a', 'b', 'c']);
       const ids = new Map<string, string>();
       for (const lite of ['a', 'b', 'c']) {
         for (let i = 0; i < 3; i++) {
-          const sent = await first.send('agents', { liteTopic: lite, body: `${lite}#${i}-payload` });
+          const sent = await first.send('agents', {
+            liteTopic: lite,
+            key: `key-${i % 2}`,
+            body: `${lite}#${i}-payload`,
+          });
           ids.set(`${lite}#${i}`, sent.messageId);
         }
       }
@@ -361,7 +368,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
       const { broker: third, errors: later } = await open();
       const again = third.consumer({ group: 'g', clientId: 'c' });
       await again.subscribe(['a', 'b', 'c']);
-      await third.send('agents', { liteTopic: 'a', body: 'a#3-payload' });
+      await third.send('agents', { liteTopic: 'a', key: 'key-1', body: 'a#3-payload' });
       expect(await popAll(again)).toEqual(['a#2-payload', 'a#3-payload']);
       expect(later).toEqual([]);
       expect(third.admin.groupInfo('g').corrupt).toEqual([]);

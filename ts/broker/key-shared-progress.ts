@@ -276,13 +276,14 @@ export class KeySharedProgress extends TopicProgress {
         if (at === queue.start) queue.start++;
         continue;
       }
+      const hash = this.hashAt(offset, load);
+      // Checked after the hash is read, which may find this very record corrupt (and lower `stop`).
       if (offset >= this.stop) {
         // Held behind a corrupt offset: nothing of the bucket from here on, and no dead end kept.
         cursor.at = at;
         cursor.offset = -1;
         return;
       }
-      const hash = this.hashAt(offset, load);
       if (cursor.blocked?.has(hash) === true) continue;
       if (delivery !== undefined && delivery.invisibleUntil > now) {
         block(cursor, hash, delivery);
