@@ -287,6 +287,24 @@ describe.each(ENGINES)('%s engine', (engine) => {
       expect(errors).toHaveLength(1);
     });
 
+    it('a record whose key could not be read joins the window when it reads again, in key order', async () => {
+      const { broker, store, errors, advance } = await corruptingBroker(engine);
+      broker.createGroup('ks', { bindTopic: 'agents', subModel: 'shared', keyShared: { buckets: 16 } });
+      const consumer = broker.consumer({ group: 'ks', clientId: 'c' });
+      await consumer.subscribe(['k']);
+      store.corrupt('k', 1);
+      await send(broker, 'k', 4, 0, (i) => `key-${i % 2}`);
+      expect(await popAll(consumer)).toEqual(['k#0']);
+      expectReported(errors, 'ks', 'k', 1);
+      store.heal('k', 1);
+      advance(CORRUPT_RETRY_FIRST_MS);
+      const healed = await consumer.pop({ maxNum: 32 });
+      expect(bodies(healed)).toEqual(['k#1', 'k#2', 'k#3']);
+      expect(healed.every((m) => m.reconsumeTimes === 0)).toBe(true);
+      expect(broker.admin.groupInfo('ks').corrupt).toEqual([]);
+      expect(errors).toHaveLength(1);
+    });
+
     it('a record that rots after its key was read: what the POP read is delivered, the rest released', async () => {
       const { broker, store, errors, advance } = await corruptingBroker(engine);
       broker.createGroup('ks', { bindTopic: 'agents', subModel: 'shared', keyShared: { buckets: 16 } });
