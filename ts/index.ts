@@ -7,6 +7,7 @@ export {
   Admin,
   type BrokerInfo,
   type ClientInfo,
+  type CorruptRecordInfo,
   type GroupInfo,
   type LiteTopicInfo,
   type LiteTopicLag,
@@ -31,6 +32,7 @@ export {
   type SubscribeOptions,
   type UnsubscribedEvent,
 } from './broker/consumer.js';
+export { CorruptMessageError } from './broker/corrupt.js';
 export type { DeadLetter } from './broker/deadletter.js';
 export {
   DEFAULT_KEY_SHARED_BUCKETS,

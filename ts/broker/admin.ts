@@ -5,8 +5,10 @@
  * Group queries cost the group's progress entries; nothing here runs on the send or POP path.
  */
 import { GroupNotFoundError, InvalidArgumentError, TopicNotFoundError } from '../errors.js';
+import { holdCorrupt, isCorrupt } from './corrupt.js';
 import type { Dispatcher } from './dispatcher.js';
 import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
+import type { TopicProgress } from './offsets.js';
 import type { Registry } from './registry.js';
 import type { BrokerContext, ClientState, GroupState, ParentTopic } from './state.js';
 import { lmqName } from './store.js';
@@ -49,6 +51,26 @@ export interface LiteTopicInfo {
   /** Store timestamp of its newest message. */
   lastWriteTimestamp: number | undefined;
   subscribers: { group: string; clientId: string }[];
+  /** Offsets some group found corrupt and holds it at (docs/BROKER.md, "Corrupt records"), by group. */
+  corrupt: CorruptRecordInfo[];
+}
+
+/** A message a group could not read, holding its lite topic (docs/BROKER.md, "Corrupt records"). */
+export interface CorruptRecordInfo {
+  group: string;
+  liteTopic: string;
+  offset: number;
+  /** Where the log found the damage, when it said: segment file and commit-log position. */
+  file: string | undefined;
+  position: number | undefined;
+  /** Clock time it was first found corrupt. */
+  foundAt: number;
+  /** Reads of it that failed so far. */
+  failures: number;
+  /** Clock time from which a POP reads it again (the pause doubles per failure, up to 5 minutes). */
+  retryAt: number;
+  /** What the log said. */
+  message: string;
 }
 
 export interface ClientInfo {
@@ -102,6 +124,8 @@ export interface GroupInfo {
   topByOldest: LiteTopicLag[];
   /** Key-shared groups: the settings and every bucket withheld while draining. */
   keyShared?: { buckets: number; windowMessages: number; withheld: WithheldBucketInfo[] };
+  /** Offsets of its lite topics it found corrupt and waits at, by lite topic and offset. */
+  corrupt: CorruptRecordInfo[];
 }
 
 /** What the admin reads: the broker's maps and parts. */
@@ -185,6 +209,9 @@ export class Admin {
       maxOffset: store.maxOffset(lmq),
       lastWriteTimestamp: store.lastWriteTimestamp?.(lmq),
       subscribers,
+      corrupt: [...topic.groups]
+        .flatMap((group) => corruptOf(group.name, liteTopic, group.progress.get(liteTopic)))
+        .sort((a, b) => compare(a.group, b.group) || a.offset - b.offset),
     };
   }
 
@@ -228,7 +255,9 @@ export class Admin {
     for (const [liteTopic, progress] of group.progress) {
       if (!(progress instanceof KeySharedProgress)) continue;
       const { owners } = bucketOwners(progress, group, liteTopic);
-      const load = keyLoader(store, lmqName(group.parent.name, liteTopic));
+      const load = keyLoader(store, lmqName(group.parent.name, liteTopic), (offset, error) =>
+        holdCorrupt(this.source.context, group, liteTopic, progress, offset, error, clock.now()),
+      );
       for (const w of progress.withheld(clock.now(), owners, load)) {
         out.push({ liteTopic, bucket: w.bucket, owner: w.owner?.clientId, holder: w.holder?.clientId });
       }
@@ -268,11 +297,49 @@ export class Admin {
       totalLag,
       topByLag: byLag,
       topByOldest: byOldest,
+      corrupt: [],
     };
     if (options.liteTopic !== undefined) info.liteTopic = this.lag(state, options.liteTopic);
     const keyShared = state.keyShared;
     if (keyShared !== undefined) info.keyShared = { ...keyShared, withheld: this.withheld(state) };
+    for (const [liteTopic, progress] of state.progress)
+      info.corrupt.push(...corruptOf(state.name, liteTopic, progress));
+    info.corrupt.sort((a, b) => compare(a.liteTopic, b.liteTopic) || a.offset - b.offset);
     return info;
+  }
+
+  /**
+   * Moves `group` past the corrupt message at `offset` of `liteTopic`, as if it had been acked: its
+   * lite topic goes on with the next message. Journaled, so it holds across a restart; nothing is
+   * dead-lettered (the bytes are bad). Only an offset the group holds as corrupt (listed by
+   * `groupInfo` and `liteTopicInfo`) can be skipped: any other is refused with `INVALID_ARGUMENT` and
+   * nothing changes, so a healthy message is never skipped by mistake.
+   */
+  async skipCorrupt(group: string, liteTopic: string, offset: number): Promise<void> {
+    const state = this.group(group);
+    if (typeof liteTopic !== 'string') {
+      throw new InvalidArgumentError('liteTopic must be a string', { value: liteTopic });
+    }
+    if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) {
+      throw new InvalidArgumentError(`offset must be a non-negative integer (got ${String(offset)})`, {
+        value: offset,
+      });
+    }
+    const progress = state.progress.get(liteTopic);
+    const held = progress?.corruptHolds().some((hold) => hold.offset === offset) === true;
+    if (progress === undefined || !held) {
+      throw new InvalidArgumentError(
+        `offset ${offset} of lite topic ${liteTopic} is not held as corrupt by group ${state.name}`,
+        { value: offset },
+      );
+    }
+    const { context, dispatcher } = this.source;
+    progress.skipCorrupt(offset);
+    context.state.record(['skip', state.name, liteTopic, offset]);
+    const now = context.clock.now();
+    dispatcher.armWake(state, liteTopic, progress, now);
+    dispatcher.ready(state, liteTopic, now, 0, progress);
+    await context.state.settle();
   }
 
   /**
@@ -304,7 +371,13 @@ export class Admin {
     const progress = group.progress.get(liteTopic);
     const committedOffset = Math.min(maxOffset, Math.max(progress?.committed ?? maxOffset, store.minOffset(lmq)));
     const lag = maxOffset - committedOffset;
-    const oldest = lag > 0 ? store.read(lmq, committedOffset, 1)[0]?.storeTimestamp : undefined;
+    let oldest: number | undefined;
+    try {
+      oldest = lag > 0 ? store.read(lmq, committedOffset, 1)[0]?.storeTimestamp : undefined;
+    } catch (error) {
+      // A corrupt oldest message has no timestamp to give; POP finds it and holds the lite topic.
+      if (!isCorrupt(error)) throw error;
+    }
     return { liteTopic, committedOffset, maxOffset, lag, oldestUnconsumedTimestamp: oldest };
   }
 
@@ -323,6 +396,22 @@ export class Admin {
       throw new GroupNotFoundError(`group ${String(name)} does not exist`, { value: String(name) });
     return group;
   }
+}
+
+/** The corrupt offsets `progress` (of `group` on `liteTopic`) holds, as admin lists them. */
+function corruptOf(group: string, liteTopic: string, progress: TopicProgress | undefined): CorruptRecordInfo[] {
+  if (progress === undefined) return [];
+  return progress.corruptHolds().map((hold) => ({
+    group,
+    liteTopic,
+    offset: hold.offset,
+    file: hold.error.file,
+    position: hold.error.position,
+    foundAt: hold.foundAt,
+    failures: hold.failures,
+    retryAt: hold.retryAt,
+    message: hold.error.cause instanceof Error ? hold.error.cause.message : hold.error.message,
+  }));
 }
 
 function compare(a: string, b: string): number {

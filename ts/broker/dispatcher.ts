@@ -6,6 +6,7 @@
  * an invisible time passing, a subscription, a client leaving — calls `ready`, which queues the event
  * if it is missing, so events are never lost and never doubled.
  */
+import { holdCorrupt } from './corrupt.js';
 import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import {
@@ -192,7 +193,10 @@ export class Dispatcher {
     // Only clients without the event need one: with every member holding it, nothing to look at.
     const wanted = new Set<ClientState>();
     for (const client of members) if (!client.events.has(liteTopic)) wanted.add(client);
-    const clients = progress.readyClients(now, maxOffsetOf(store, info, lmq), owners, wanted, keyLoader(store, lmq));
+    const load = keyLoader(store, lmq, (offset, error) =>
+      holdCorrupt(this.context, group, liteTopic, progress, offset, error, now),
+    );
+    const clients = progress.readyClients(now, maxOffsetOf(store, info, lmq), owners, wanted, load);
     let waiting = false;
     for (const client of clients) {
       if (client.events.size >= limits.maxEventsPerClient) waiting = true;

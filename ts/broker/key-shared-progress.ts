@@ -34,6 +34,7 @@
  * is the very value the commit log keeps in the key's index entry (docs/FORMAT.md), but `CommitLog.read`
  * does not return index entries, and a message read once per window costs less than a new read path.
  */
+import { type CorruptHold, readAround } from './corrupt.js';
 import { assignBuckets, bucketOf, keyHash, keySharedMembers } from './key-shared.js';
 import { type Delivery, MOVING_TO_DEAD_LETTERS, TopicProgress } from './offsets.js';
 import type { ClientState, GroupConfig, GroupState } from './state.js';
@@ -109,6 +110,12 @@ export class KeySharedProgress extends TopicProgress {
   private readonly queues: (BucketQueue | undefined)[];
   /** Offsets below this (and at or past `committed`) are in the bucket queues. */
   private indexed: number;
+  /**
+   * The lowest offset held as corrupt whose retry time is ahead, for the scan under way (set by
+   * `readyClients` and `takeFor`, lowered by `hold` during it): nothing from it on is handed out and
+   * the window does not grow past it, so the message's unknown key cannot be overtaken.
+   */
+  private stop = Number.POSITIVE_INFINITY;
   /** The owners of the buckets, cached for `found`, the live clients in the order last met. */
   private assignment: { found: ClientState[]; owners: (ClientState | undefined)[]; members: ClientState[] } | undefined;
 
@@ -199,6 +206,8 @@ export class KeySharedProgress extends TopicProgress {
 
   /** Puts `offset` of key hash `hash` at the end of its bucket's queue. */
   private admit(offset: number, hash: number): void {
+    // A held offset read after all (its retry came and the read worked) is no longer held.
+    if (this.corruptHold(offset) !== undefined) this.unhold(offset);
     this.hashes.set(offset, hash);
     const queue = this.queueOf(bucketOf(hash, this.buckets));
     queue.offsets.push(offset);
@@ -235,12 +244,14 @@ export class KeySharedProgress extends TopicProgress {
 
   /** Grows the window by one batch read from the store; false when it cannot grow. */
   private extend(maxOffset: number, load: KeyLoader): boolean {
-    const limit = Math.min(maxOffset, this.committed + this.windowMessages);
+    const limit = Math.min(maxOffset, this.committed + this.windowMessages, this.stop);
     if (this.next >= limit) return false;
     const from = this.next;
     const messages = load(from, Math.min(LOAD_BATCH_MESSAGES, limit - from));
+    // The load may have found a corrupt offset (and lowered `stop`): the window ends before it.
+    const end = Math.min(limit, this.stop);
     for (const message of messages) {
-      if (message.offset >= limit) break;
+      if (message.offset >= end) break;
       if (message.offset < this.next) continue;
       // Offsets the store no longer has (retention) hash as the reserved key.
       while (this.next < message.offset) this.admit(this.next++, 0);
@@ -266,6 +277,13 @@ export class KeySharedProgress extends TopicProgress {
         continue;
       }
       const hash = this.hashAt(offset, load);
+      // Checked after the hash is read, which may find this very record corrupt (and lower `stop`).
+      if (offset >= this.stop) {
+        // Held behind a corrupt offset: nothing of the bucket from here on, and no dead end kept.
+        cursor.at = at;
+        cursor.offset = -1;
+        return;
+      }
       if (cursor.blocked?.has(hash) === true) continue;
       if (delivery !== undefined && delivery.invisibleUntil > now) {
         block(cursor, hash, delivery);
@@ -325,6 +343,7 @@ export class KeySharedProgress extends TopicProgress {
   ): Set<ClientState> {
     const found = new Set<ClientState>();
     if (wanted.size === 0) return found;
+    this.stop = this.barrier(now);
     this.index(load);
     // The buckets scanned to their end without a candidate: the window may grow under them. Buckets
     // with no queue yet (nothing of theirs in the window) wait without one, so a dispatch does not
@@ -387,6 +406,7 @@ export class KeySharedProgress extends TopicProgress {
   ): Delivery[] {
     const taken: Delivery[] = [];
     if (max <= 0) return taken;
+    this.stop = this.barrier(now);
     this.index(load);
     // The client's buckets not scanned yet, by the first offset of their queue (a lower bound of
     // their first candidate): a bucket is scanned only once the merge reaches that offset, so a
@@ -501,7 +521,8 @@ export class KeySharedProgress extends TopicProgress {
    * hidden past it, and each of their ends needs its own wake.
    */
   override firstDeadline(now = Number.NEGATIVE_INFINITY): number {
-    let first = Number.POSITIVE_INFINITY;
+    // A held offset's retry time is one too: the lite topic may go on past it then.
+    let first = this.nextRetry(now);
     for (const delivery of this.open) {
       if (delivery.acked || this.delivery(delivery.offset) !== delivery) this.open.delete(delivery);
       else if (delivery.invisibleUntil > now && delivery.invisibleUntil < first) first = delivery.invisibleUntil;
@@ -529,6 +550,17 @@ export class KeySharedProgress extends TopicProgress {
       queue.deadEnd = undefined;
     }
     if (acked) this.settle(offset);
+  }
+
+  override hold(offset: number, now: number, error: () => CorruptHold['error']): CorruptHold | undefined {
+    const hold = super.hold(offset, now, error);
+    if (hold !== undefined && offset < this.stop) this.stop = offset;
+    return hold;
+  }
+
+  /** A released first delivery goes back to being a skipped offset of the window (`next` stays). */
+  protected override unhand(offset: number): void {
+    this.removeDelivery(offset);
   }
 
   protected override hand(delivery: Delivery, invisibleUntil: number, holder: { inflight: number }): void {
@@ -681,9 +713,17 @@ export function newProgress(config: GroupConfig | undefined, start: number): Top
     : new KeySharedProgress(start, keyShared.buckets, keyShared.windowMessages);
 }
 
-/** A `KeyLoader` over one LMQ of the store. */
-export function keyLoader(store: MessageStore, lmq: string): KeyLoader {
-  return (from, max) => store.read(lmq, from, max);
+/**
+ * A `KeyLoader` over one LMQ of the store. With `onCorrupt`, a corrupt record does not fail the load:
+ * it is missing from what is returned and `onCorrupt` hears of it (corrupt.ts `readAround`).
+ */
+export function keyLoader(
+  store: MessageStore,
+  lmq: string,
+  onCorrupt?: (offset: number, error: unknown) => void,
+): KeyLoader {
+  if (onCorrupt === undefined) return (from, max) => store.read(lmq, from, max);
+  return (from, max) => readAround(store, lmq, from, max, onCorrupt);
 }
 
 /** The owner of each bucket of `liteTopic` among the group's live clients of it, and those clients. */

@@ -5,6 +5,7 @@
  * anything after it, with its attempt (reconsume count) plus one. Acks advance `committed` past the
  * contiguous acked prefix. Every offset in [committed, next) has a `Delivery`.
  */
+import { type CorruptHold, retryDelay } from './corrupt.js';
 import type { ClientState, LiteTopicInfo } from './state.js';
 
 /** One handed-out message of the lite topic. */
@@ -135,6 +136,12 @@ export class TopicProgress {
   backlogged = false;
   /** The lite topic's kept info (state.ts `liteOf`), from the first dispatch that found one. */
   lite: LiteTopicInfo | undefined;
+  /**
+   * Offsets found corrupt (corrupt.ts), by offset; undefined while there is none, so a progress
+   * without one pays a single check per POP. Nothing at or after a held offset is handed out until
+   * its retry time; the first read after that either clears it or holds it again, longer.
+   */
+  private held: Map<number, CorruptHold> | undefined;
 
   constructor(start: number) {
     this.committed = start;
@@ -188,11 +195,14 @@ export class TopicProgress {
    * `now` matters only to key-shared progress, which looks past deadlines already reached.
    */
   firstDeadline(_now?: number): number {
-    for (let offset = this.committed; offset < this.next; offset++) {
+    // A held offset decides once everything before it is acked: the lite topic waits for its retry.
+    const hold = this.held === undefined ? undefined : this.firstHold();
+    const end = hold === undefined ? this.next : Math.min(this.next, hold.offset);
+    for (let offset = this.committed; offset < end; offset++) {
       const delivery = this.delivery(offset) as Delivery;
       if (!delivery.acked) return delivery.invisibleUntil;
     }
-    return Number.POSITIVE_INFINITY;
+    return hold === undefined ? Number.POSITIVE_INFINITY : hold.retryAt;
   }
 
   /** Whether an unacked delivery is still hidden: nothing of the topic may be handed out. */
@@ -215,7 +225,9 @@ export class TopicProgress {
     dying: Delivery[] = [],
   ): Delivery[] {
     const taken: Delivery[] = [];
-    for (let offset = this.committed; offset < this.next && taken.length < max; offset++) {
+    const stop = this.held === undefined ? Number.POSITIVE_INFINITY : this.barrier(now);
+    const end = Math.min(this.next, stop);
+    for (let offset = this.committed; offset < end && taken.length < max; offset++) {
       const delivery = this.delivery(offset) as Delivery;
       if (delivery.acked) continue;
       if (delivery.invisibleUntil > now) return taken;
@@ -232,7 +244,8 @@ export class TopicProgress {
       this.hand(delivery, now + invisibleMs, holder);
       taken.push(delivery);
     }
-    while (taken.length < max && this.next < maxOffset) {
+    const last = Math.min(maxOffset, stop);
+    while (taken.length < max && this.next < last) {
       const delivery: Delivery = { offset: this.next, attempt: 0, invisibleUntil: 0, acked: false, holder: undefined };
       this.hand(delivery, now + invisibleMs, holder);
       this.deliveries.set(this.next, delivery);
@@ -291,8 +304,126 @@ export class TopicProgress {
     while (this.delivery(this.committed)?.acked === true) this.forget(this.committed++);
   }
 
+  /**
+   * Undoes the hand-out of `delivery` by a POP that did not deliver it (a corrupt record at or before
+   * it): a first delivery is taken back as if never handed out, a redelivery gets its attempt back
+   * and is visible again. Its holder no longer counts it, and the journal never heard of it.
+   */
+  release(delivery: Delivery, now: number): void {
+    if (delivery.holder !== undefined) delivery.holder.inflight--;
+    delivery.holder = undefined;
+    if (delivery.attempt > 0) {
+      delivery.attempt--;
+      delivery.invisibleUntil = now;
+    } else {
+      this.unhand(delivery.offset);
+    }
+  }
+
+  /**
+   * Takes back the first delivery of `offset`. FIFO releases a suffix of what it handed out, so
+   * `next` moves back to the lowest offset released and [committed, next) keeps a delivery each.
+   */
+  protected unhand(offset: number): void {
+    this.removeDelivery(offset);
+    if (offset < this.next) this.next = offset;
+  }
+
+  /** Removes the kept delivery of `offset`, with no other change. */
+  protected removeDelivery(offset: number): void {
+    const window = this.window;
+    if (window === undefined) return;
+    window.delete(offset);
+    if (window.size === 0) this.window = undefined;
+  }
+
+  /** The hold on `offset`, if it is held as corrupt. */
+  corruptHold(offset: number): CorruptHold | undefined {
+    return this.held?.get(offset);
+  }
+
+  /** Every offset held as corrupt (at or after `committed`), in offset order. */
+  corruptHolds(): CorruptHold[] {
+    if (this.held === undefined) return [];
+    this.dropPassedHolds();
+    return [...(this.held?.values() ?? [])].sort((a, b) => a.offset - b.offset);
+  }
+
+  /**
+   * Holds `offset` after a failed read at `now`: nothing at or after it is handed out until its retry
+   * time, which doubles with every failure. Undefined (nothing held) when the offset is already done.
+   */
+  hold(offset: number, now: number, error: () => CorruptHold['error']): CorruptHold | undefined {
+    if (offset < this.committed || this.delivery(offset)?.acked === true) return undefined;
+    if (this.held === undefined) this.held = new Map();
+    let hold = this.held.get(offset);
+    if (hold === undefined) {
+      hold = { offset, error: error(), foundAt: now, failures: 0, retryAt: now };
+      this.held.set(offset, hold);
+    }
+    hold.failures++;
+    hold.retryAt = now + retryDelay(hold.failures);
+    return hold;
+  }
+
+  /** `offset` was read after all: it is no longer held. */
+  unhold(offset: number): void {
+    if (this.held === undefined || !this.held.delete(offset)) return;
+    if (this.held.size === 0) this.held = undefined;
+  }
+
+  /**
+   * Moves the group past the held `offset` as if it had been acked (`admin.skipCorrupt`, and its
+   * journal record on replay): the offset gets an acked delivery, so `committed` passes it once
+   * everything before it is acked.
+   */
+  skipCorrupt(offset: number): void {
+    this.unhold(offset);
+    if (offset < this.committed) return;
+    if (this.delivery(offset) === undefined) this.restore(offset, 0, 0, true);
+    else this.settle(offset);
+  }
+
+  /** The lowest held offset whose retry time is still ahead: nothing from it on is handed out. */
+  protected barrier(now: number): number {
+    this.dropPassedHolds();
+    let stop = Number.POSITIVE_INFINITY;
+    if (this.held !== undefined) {
+      for (const hold of this.held.values()) if (hold.retryAt > now && hold.offset < stop) stop = hold.offset;
+    }
+    return stop;
+  }
+
+  /** The earliest retry time of a hold after `after`, or Infinity. */
+  protected nextRetry(after: number): number {
+    let first = Number.POSITIVE_INFINITY;
+    if (this.held !== undefined) {
+      for (const hold of this.held.values()) if (hold.retryAt > after && hold.retryAt < first) first = hold.retryAt;
+    }
+    return first;
+  }
+
+  /** The lowest hold, or undefined. */
+  protected firstHold(): CorruptHold | undefined {
+    this.dropPassedHolds();
+    let first: CorruptHold | undefined;
+    if (this.held !== undefined)
+      for (const hold of this.held.values()) if (first === undefined || hold.offset < first.offset) first = hold;
+    return first;
+  }
+
+  /** Forgets holds the group has moved past (skipped, acked, retired by retention). */
+  private dropPassedHolds(): void {
+    if (this.held === undefined) return;
+    for (const offset of this.held.keys()) {
+      if (offset < this.committed || this.delivery(offset)?.acked === true) this.held.delete(offset);
+    }
+    if (this.held.size === 0) this.held = undefined;
+  }
+
   /** Forgets every delivery (the lite topic expired); their holders no longer count them. */
   dropAll(): void {
+    this.held = undefined;
     for (let offset = this.committed; offset < this.next; offset++) this.forget(offset);
     this.wake = undefined;
     this.wakeAt = Number.POSITIVE_INFINITY;

@@ -26,6 +26,8 @@ export interface TopicAttributes {
  *   new invisible deadline for a current delivery.
  * - `["ack", group, lite, offset]`: acked (or moved to the dead-letter queue).
  * - `["drop", parent, lite]`: the lite topic expired; every group's progress on it is gone.
+ * - `["skip", group, lite, offset]`: `admin.skipCorrupt` moved the group past a corrupt offset, as if
+ *   acked.
  * - `["progress", group, lite, committed, next, [offset, attempt, invisibleUntil, acked, ...]]`:
  *   a whole progress, as compaction writes it.
  */
@@ -37,6 +39,7 @@ export type StateRecord =
   | ['deliver', string, string, number[]]
   | ['ack', string, string, number]
   | ['drop', string, string]
+  | ['skip', string, string, number]
   | ['progress', string, string, number, number, number[]];
 
 /** Where the broker's parts report changes: the journal, or nothing without a directory. */
@@ -163,6 +166,14 @@ export function replay(records: readonly unknown[]): RestoredState {
           if (config.bindTopic === record[1]) state.progress.get(name)?.delete(record[2]);
         }
         break;
+      case 'skip': {
+        // Checked here on its own: a malformed one is skipped like a record of an unknown kind.
+        const [, group, liteTopic, offset] = record as unknown[];
+        if (typeof group !== 'string' || typeof liteTopic !== 'string') break;
+        if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) break;
+        state.progress.get(group)?.get(liteTopic)?.skipCorrupt(offset);
+        break;
+      }
       case 'progress': {
         const progress = newProgress(state.groups.get(record[1]), record[3]);
         const list = record[5];

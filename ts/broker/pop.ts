@@ -8,6 +8,7 @@
 
 import { ClosedError, InvalidArgumentError, InvalidReceiptError } from '../errors.js';
 import { CommitLog, type ReadRequest, type StoredMessage } from '../log.js';
+import { holdCorrupt, isCorrupt } from './corrupt.js';
 import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
 import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
@@ -67,7 +68,16 @@ export function messageId(position: number): string {
 interface HandedOut {
   liteTopic: string;
   lmq: string;
+  progress: TopicProgress;
   taken: Delivery[];
+}
+
+/** What the reads of one lite topic's deliveries found: its messages, and the first corrupt offset. */
+interface ReadOutcome {
+  stored: (offset: number) => StoredMessage | undefined;
+  /** The lowest offset taken whose record is corrupt (-1: none), and the error that said so. */
+  corrupt: number;
+  error: unknown;
 }
 
 /** Whether `taken` (non-empty) is one ascending run of offsets, as FIFO hands them out. */
@@ -192,8 +202,10 @@ export class Popper {
       for (;;) {
         if (count >= maxNum || client.events.size === 0) {
           if (handed.length === 0) break;
-          this.read(group, handed, out);
+          this.read(group, handed, out, now);
           handed.length = 0;
+          // What a corrupt record made the POP release leaves room for other lite topics.
+          count = out.length;
           continue;
         }
         const liteTopic = client.events.values().next().value as string; // the queue is not empty
@@ -218,7 +230,9 @@ export class Popper {
                 maxOffsetOf(store, info, lmq),
                 invisibleTimeMs,
                 bucketOwners(progress, group, liteTopic).owners,
-                keyLoader(store, lmq),
+                keyLoader(store, lmq, (offset, error) =>
+                  holdCorrupt(this.context, group, liteTopic, progress, offset, error, now),
+                ),
                 maxAttempt,
                 dying,
               )
@@ -231,13 +245,10 @@ export class Popper {
                 maxAttempt,
                 dying,
               );
-        for (const delivery of dying) this.moveInBackground(group, liteTopic, progress, delivery);
+        for (const delivery of dying) this.moveInBackground(group, liteTopic, lmq, progress, delivery, now);
         if (taken.length === 0) continue;
-        const record: number[] = [];
-        for (const d of taken) record.push(d.offset, d.attempt, d.invisibleUntil);
-        this.context.state.record(['deliver', group.name, liteTopic, record]);
         this.dispatcher.armWake(group, liteTopic, progress, now);
-        handed.push({ liteTopic, lmq, taken });
+        handed.push({ liteTopic, lmq, progress, taken });
         count += taken.length;
       }
     } finally {
@@ -253,11 +264,53 @@ export class Popper {
   }
 
   /**
-   * Reads what a POP handed out into `out`, in the order it was handed out. Each FIFO lite topic's
-   * deliveries are one ascending run; with a store that reads many LMQs at once (a `CommitLog`:
-   * one engine call), all those runs are read together.
+   * Reads what a POP handed out into `out`, in the order it was handed out, and journals the
+   * deliveries it made. Each FIFO lite topic's deliveries are one ascending run; with a store that
+   * reads many LMQs at once (a `CommitLog`: one engine call), all those runs are read together.
+   *
+   * A corrupt record (`LOG_CORRUPT`) fails only its own lite topic, and only from its offset: what was
+   * read below it is delivered, what was taken at or after it is released (its attempt and the
+   * journal not charged), and the group holds the lite topic at it (corrupt.ts). Any other failure
+   * is thrown, the round's deliveries journaled and hidden as handed out.
    */
-  private read(group: GroupState, handed: readonly HandedOut[], out: PoppedMessage[]): void {
+  private read(group: GroupState, handed: readonly HandedOut[], out: PoppedMessage[], now: number): void {
+    let outcomes: ReadOutcome[];
+    try {
+      outcomes = this.readAll(handed);
+    } catch (error) {
+      // Not a corrupt record (the store failed or closed): the deliveries stand, hidden until their
+      // invisible time as before, so a waiting POP does not meet the same failure again at once.
+      for (const { liteTopic, taken } of handed) {
+        const record: number[] = [];
+        for (const d of taken) record.push(d.offset, d.attempt, d.invisibleUntil);
+        this.context.state.record(['deliver', group.name, liteTopic, record]);
+      }
+      throw error;
+    }
+    handed.forEach(({ liteTopic, progress, taken }, i) => {
+      const { stored, corrupt, error } = outcomes[i] as ReadOutcome;
+      const record: number[] = [];
+      for (const delivery of taken) {
+        if (corrupt >= 0 && delivery.offset >= corrupt) {
+          progress.release(delivery, now);
+          continue;
+        }
+        record.push(delivery.offset, delivery.attempt, delivery.invisibleUntil);
+        const message = stored(delivery.offset);
+        if (message === undefined) continue;
+        progress.unhold(delivery.offset);
+        out.push(this.popped(group, liteTopic, delivery, message));
+      }
+      if (record.length > 0) this.context.state.record(['deliver', group.name, liteTopic, record]);
+      if (corrupt >= 0) {
+        holdCorrupt(this.context, group, liteTopic, progress, corrupt, error, now);
+        this.dispatcher.armWake(group, liteTopic, progress, now);
+      }
+    });
+  }
+
+  /** Reads every lite topic's deliveries; see `read`. Throws only what is not a corrupt record. */
+  private readAll(handed: readonly HandedOut[]): ReadOutcome[] {
     const { store } = this.context;
     const runs: ReadRequest[] = [];
     const runOf = new Array<number>(handed.length).fill(-1);
@@ -268,16 +321,51 @@ export class Popper {
         runs.push({ lmq, fromOffset: (taken[0] as Delivery).offset, maxNum: taken.length });
       });
     }
-    const batch = runs.length > 0 ? (store.readMany as NonNullable<MessageStore['readMany']>)(runs) : [];
-    handed.forEach(({ liteTopic, lmq, taken }, i) => {
+    let batch: StoredMessage[][] | undefined;
+    if (runs.length > 0) {
+      try {
+        batch = (store.readMany as NonNullable<MessageStore['readMany']>)(runs);
+      } catch (error) {
+        if (!isCorrupt(error)) throw error;
+        // One of the runs is corrupt: each lite topic is read on its own to find which.
+      }
+    }
+    return handed.map(({ lmq, taken }, i) => {
       const run = runOf[i] as number;
-      const stored =
-        run >= 0 ? inRun(batch[run] as StoredMessage[], (taken[0] as Delivery).offset) : this.stored(lmq, taken);
-      for (const delivery of taken) {
-        const message = stored(delivery.offset);
-        if (message !== undefined) out.push(this.popped(group, liteTopic, delivery, message));
+      if (batch !== undefined && run >= 0) {
+        return {
+          stored: inRun(batch[run] as StoredMessage[], (taken[0] as Delivery).offset),
+          corrupt: -1,
+          error: undefined,
+        };
+      }
+      try {
+        return { stored: this.stored(lmq, taken), corrupt: -1, error: undefined };
+      } catch (error) {
+        if (!isCorrupt(error)) throw error;
+        return this.readEach(lmq, taken);
       }
     });
+  }
+
+  /**
+   * The deliveries of `taken` read one by one, in offset order, up to the first corrupt record:
+   * everything at or after it is released anyway, so nothing past it is read.
+   */
+  private readEach(lmq: string, taken: readonly Delivery[]): ReadOutcome {
+    const stored = new Map<number, StoredMessage>();
+    const offsets = taken.map((d) => d.offset).sort((a, b) => a - b);
+    for (const offset of offsets) {
+      try {
+        for (const message of this.context.store.read(lmq, offset, 1)) {
+          if (message.offset === offset) stored.set(offset, message);
+        }
+      } catch (error) {
+        if (!isCorrupt(error)) throw error;
+        return { stored: (o) => stored.get(o), corrupt: offset, error };
+      }
+    }
+    return { stored: (o) => stored.get(o), corrupt: -1, error: undefined };
   }
 
   /**
@@ -396,8 +484,29 @@ export class Popper {
     return this.deadLetters.move(group, receipt.liteTopic, progress, delivery);
   }
 
-  /** A failed move leaves the message visible again; the next POP of its lite topic retries. */
-  private moveInBackground(group: GroupState, liteTopic: string, progress: TopicProgress, delivery: Delivery): void {
+  /**
+   * A failed move leaves the message visible again; the next POP of its lite topic retries. A message
+   * whose record is corrupt is not moved: the move would fail the same way at once, on every POP
+   * (its failure makes the lite topic ready again, inside this POP). It is read here first, and a
+   * corrupt one holds its lite topic like a corrupt record met by a read (`admin.skipCorrupt`).
+   */
+  private moveInBackground(
+    group: GroupState,
+    liteTopic: string,
+    lmq: string,
+    progress: TopicProgress,
+    delivery: Delivery,
+    now: number,
+  ): void {
+    try {
+      this.context.store.read(lmq, delivery.offset, 1);
+    } catch (error) {
+      if (isCorrupt(error)) {
+        delivery.invisibleUntil = now;
+        holdCorrupt(this.context, group, liteTopic, progress, delivery.offset, error, now);
+        return;
+      }
+    }
     this.deadLetters.move(group, liteTopic, progress, delivery).catch((error: unknown) => {
       this.lastMoveError = error;
       this.context.report(error, 'dead-letter move');
