@@ -141,6 +141,11 @@ export class CommitLog {
   private bytesSinceCheckpoint = 0;
   /** A background failure (flush, preparation, checkpoint) not yet reported to a caller. */
   private backgroundError: unknown;
+  /**
+   * Hears failures of work no call awaits (background flush, checkpoint, segment preparation); the
+   * broker turns them into its `'error'` event. They also show in `stats().lastBackgroundError`.
+   */
+  onBackgroundError: ((error: unknown, during: string) => void) | undefined;
   private readonly timer: NodeJS.Timeout | undefined;
   /** The buffer the next append encodes into (see `keepScratch`). */
   private scratch: Buffer | undefined;
@@ -519,9 +524,7 @@ export class CommitLog {
   private checkpointIfDue(): void {
     const every = this.options.checkpointBytes;
     if (every > 0 && this.bytesSinceCheckpoint >= every && this.checkpointing === undefined && !this.closed) {
-      this.runCheckpoint().catch((error: unknown) => {
-        this.backgroundError = error;
-      });
+      this.runCheckpoint().catch((error: unknown) => this.failedInBackground(error, 'checkpoint'));
     }
   }
 
@@ -531,9 +534,7 @@ export class CommitLog {
       const work: Promise<void> = this.core.prepareSegment(this.options.clock.now()).finally(() => {
         if (this.preparing === work) this.preparing = undefined;
       });
-      work.catch((error: unknown) => {
-        this.backgroundError = error;
-      });
+      work.catch((error: unknown) => this.failedInBackground(error, 'segment preparation'));
       this.preparing = work;
     }
     return this.preparing;
@@ -588,8 +589,11 @@ export class CommitLog {
   private backgroundFlush(): void {
     if (this.syncs.length > 0 || this.closed) return;
     if (this.core.writePosition <= this.durablePosition) return;
-    this.startSync().catch((error: unknown) => {
-      this.backgroundError = error;
-    });
+    this.startSync().catch((error: unknown) => this.failedInBackground(error, 'background flush'));
+  }
+
+  private failedInBackground(error: unknown, during: string): void {
+    this.backgroundError = error;
+    this.onBackgroundError?.(error, during);
   }
 }

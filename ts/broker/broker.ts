@@ -346,6 +346,8 @@ export class Broker extends EventEmitter {
     countRefusals(limits, (quota) => counters.refused(quota));
     const context: BrokerContext = { store, clock, scheduler, limits, epoch, stallTimeoutMs, state, report, counters };
     broker = new Broker(context, engine, { retention, maintenanceIntervalMs, sessionTimeoutMs });
+    // Failures of the store's own background work (the commit log's flush, checkpoint, next segment).
+    store.onBackgroundError = (error, during) => report(error, `store ${during}`);
     broker.journal = journal;
     if (restored !== undefined) broker.restore(restored);
     if (journal !== undefined) {

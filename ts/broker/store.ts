@@ -39,6 +39,8 @@ export interface MessageStore {
   lastWriteTimestamp?(lmq: string): number | undefined;
   /** Deletes old segments (retention). */
   retain?(policy: { maxAgeMs?: number; maxBytes?: number }): Promise<{ segments: number; bytes: number }>;
+  /** Set by the broker: hears failures of the store's background work (`CommitLog.onBackgroundError`). */
+  onBackgroundError?: ((error: unknown, during: string) => void) | undefined;
   /** Storage figures for admin queries. */
   stats?(): { segments: number; segmentBytesOnDisk: number; lmqs: number; filesOpen: number };
 }
