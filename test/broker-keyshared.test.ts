@@ -1,5 +1,5 @@
 /**
- * Key-shared groups (issue 7, DESIGN.md §9): hash vectors, the bucket assignment's balance and
+ * Key-shared groups (docs/BROKER.md, "Key-shared groups"): hash vectors, the bucket assignment's balance and
  * stability, single client ≡ plain FIFO, join under load, leave and crash, stuck clients and keys,
  * late acks, nacks and dead letters, flapping ownership, more clients than buckets, bounded memory
  * and admin, on every engine with a manual clock. Restart: broker-keyshared-restart.test.ts.

@@ -43,7 +43,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(trie.nameOf(a)).toBe('tenant2');
   });
 
-  it('expands the reference rows of DESIGN.md §3', () => {
+  it('expands the reference rows of the lite dialect', () => {
     const trie = new TopicTrie({ engine });
     for (const name of ['pay__refund', 'pay__success', 'notify__refund', 'pay__refund__notify', 'pay']) trie.add(name);
     trie.add('pay__success__notify');

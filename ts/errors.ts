@@ -99,7 +99,7 @@ export class InvalidLiteTopicError extends LitetopicError {
 
 /**
  * A topic name that is not valid in its MQTT or NATS dialect (lite names raise `InvalidLiteTopicError`
- * with a reason and position instead). DESIGN.md §3 and docs/PATTERNS.md give the rules.
+ * with a reason and position instead). docs/PATTERNS.md gives the rules.
  */
 export class InvalidTopicError extends LitetopicError {
   readonly dialect: string;

@@ -1,6 +1,6 @@
 /**
  * The commit log: every message written once to append-only segments, every LMQ a consume queue of
- * index entries into them (DESIGN.md §5, docs/FORMAT.md). This class is the same for both engines:
+ * index entries into them (docs/FORMAT.md). This class is the same for both engines:
  * it validates and encodes records, orders appends, groups flushes (one sync serves every append
  * waiting when it starts), keeps a spare segment ready and checkpoints the index as the log grows.
  * The engine does the storage work; file creation, syncs and deletions run off the event loop.

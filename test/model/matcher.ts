@@ -1,5 +1,5 @@
 /**
- * The naive reference model of DESIGN.md §3, written as plainly as possible and independently of
+ * The naive reference model of the lite dialect's rules (docs/PATTERNS.md), written as plainly as possible and independently of
  * both engines (regular expressions for validity, arrays and recursion for matching). Property tests
  * compare each engine with it; it is slow on purpose and never used outside tests.
  */

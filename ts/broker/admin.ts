@@ -1,5 +1,5 @@
 /**
- * Admin queries (DESIGN.md §8), `broker.admin`: counts for the broker, a parent, a lite topic, a
+ * Admin queries (docs/BROKER.md, "Admin"), `broker.admin`: counts for the broker, a parent, a lite topic, a
  * client and a group (lag per lite topic, the top-K lite topics by lag and by oldest unconsumed
  * message), and a way to push dispatch by hand. Answers are plain data, the same on both engines.
  * Group queries cost the group's progress entries; nothing here runs on the send or POP path.

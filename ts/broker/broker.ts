@@ -1,5 +1,5 @@
 /**
- * The broker facade (DESIGN.md §2, §6, §7): LITE parent topics, consumer groups bound to them,
+ * The broker facade (docs/BROKER.md): LITE parent topics, consumer groups bound to them,
  * producers sending to lite topics, consumers subscribing and POPping. Storage is a `CommitLog` in
  * `<dir>/log`, or memory without a directory; time is a clock plus a scheduler (see docs/BROKER.md:
  * with a manual clock, `tick()` runs what is due).

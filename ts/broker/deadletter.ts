@@ -1,5 +1,5 @@
 /**
- * Dead letters (DESIGN.md §7): a message that would be delivered beyond its group's
+ * Dead letters (docs/BROKER.md, "Dead letters"): a message that would be delivered beyond its group's
  * `maxReconsumeTimes`, or one a consumer moves explicitly, is appended to the group's dead-letter
  * queue — the LMQ `%LMQ%$<parent>$%DLQ%<group>` — with its original lite topic, offset, message id
  * and attempt count in reserved properties, and then counts as acked, so its lite topic goes on.

@@ -1,5 +1,5 @@
 /**
- * Events (DESIGN.md §7): "lite topic X has messages for group G", queued to exactly one client of G
+ * Events (docs/BROKER.md, "Dispatch"): "lite topic X has messages for group G", queued to exactly one client of G
  * at a time. A lite topic has at most one event per group: queued at a client, in the group's
  * backlog (no client had room), or none because nothing of it is deliverable (all handed out and
  * hidden, or nothing new). Every change that can make a lite topic deliverable — an arrival, an ack,

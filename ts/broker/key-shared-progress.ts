@@ -1,5 +1,5 @@
 /**
- * A key-shared group's progress on one lite topic (DESIGN.md §9). Like `TopicProgress` it keeps the
+ * A key-shared group's progress on one lite topic (docs/BROKER.md, "Key-shared groups"). Like `TopicProgress` it keeps the
  * committed offset and every delivery after it, and commits only the contiguous acked prefix; but
  * messages are handed out per key instead of per lite topic, so offsets are handed out out of order.
  *

@@ -1,5 +1,5 @@
 /**
- * Key-shared consumption (DESIGN.md §9): a shared group may spread one lite topic over its clients by
+ * Key-shared consumption (docs/BROKER.md, "Key-shared groups"): a shared group may spread one lite topic over its clients by
  * message key. A key's hash `murmur3(utf8(key))` (seed 0; a message without a key has the reserved
  * key "", hash 0) keeps its low 16 bits; the 65,536 values are cut into `buckets` equal ranges, and
  * the buckets of each lite topic are dealt to the group's live clients of that lite topic by

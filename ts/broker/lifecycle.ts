@@ -1,5 +1,5 @@
 /**
- * Self-maintenance (DESIGN.md §8): idle lite topics expire, old segments retire, silent clients are
+ * Self-maintenance (docs/BROKER.md, "Expiry and retention", "Sessions"): idle lite topics expire, old segments retire, silent clients are
  * closed. Everything runs on the broker's scheduler, off the send and POP paths: one maintenance
  * timer every `maintenanceIntervalMs` (expiry, then retention) and one session timer per client.
  * With a manual clock they run on `broker.tick()`; `broker.runMaintenance()` runs a pass now.

@@ -1,5 +1,5 @@
 /**
- * Consumption progress of one group on one lite topic, with FIFO POP semantics (DESIGN.md §7):
+ * Consumption progress of one group on one lite topic, with FIFO POP semantics (docs/BROKER.md, "POP, FIFO, ack"):
  * messages are handed out in offset order; while a handed-out message is unacked and invisible,
  * nothing after it is handed out; when its invisible time passes it is handed out again, before
  * anything after it, with its attempt (reconsume count) plus one. Acks advance `committed` past the

@@ -1,5 +1,5 @@
 /**
- * POP, ack and change of invisible time (DESIGN.md §7). POP drains the client's queued events: for
+ * POP, ack and change of invisible time (docs/BROKER.md, "POP, FIFO, ack"). POP drains the client's queued events: for
  * each it first takes the event off the queue, then hands out what the lite topic's FIFO rules allow,
  * then asks the dispatcher to queue the event again if anything is still deliverable. Because the
  * event is removed before the read and re-checked after, an ack (or arrival) during the read that

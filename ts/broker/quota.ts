@@ -1,5 +1,5 @@
 /**
- * Broker quotas (DESIGN.md §6, defaults from RocketMQ 5.5) and the checks every adding path makes
+ * Broker quotas (docs/BROKER.md, "Quotas"; defaults from RocketMQ 5.5) and the checks every adding path makes
  * before it changes anything. A check takes the figure the operation would reach, so a batch is
  * judged as a whole and never overshoots.
  */

@@ -1,5 +1,5 @@
 /**
- * Subscriptions (DESIGN.md §6): which clients of a group hold which lite topics. Every change is
+ * Subscriptions (docs/BROKER.md, "Subscriptions"): which clients of a group hold which lite topics. Every change is
  * computed as a target set first, checked against the quotas, and only then applied, so a failed
  * call changes nothing. Explicit groups hold lite topic names; wildcard groups hold patterns, whose
  * matching lite topics are found through the parent's trie (never a scan of every lite topic) and,

@@ -1,5 +1,5 @@
 /**
- * Where a group starts reading a lite topic it has no progress on yet (DESIGN.md §6 offset options):
+ * Where a group starts reading a lite topic it has no progress on yet (docs/BROKER.md, "Subscriptions"):
  * `min` (the oldest stored), `max` (after the current last message, the default), an explicit
  * offset, the last N messages, or the first message stored at or after a timestamp.
  */

@@ -182,7 +182,7 @@ export interface GroupConfig {
   wildcard: boolean;
   maxReconsumeTimes: number;
   dialect: 'lite';
-  /** Key-shared consumption (DESIGN.md §9); absent for plain groups. */
+  /** Key-shared consumption (docs/BROKER.md, "Key-shared groups"); absent for plain groups. */
   keyShared?: KeySharedConfig;
 }
 

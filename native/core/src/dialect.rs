@@ -1,5 +1,5 @@
 //! The three pattern dialects: how a string splits into segments, which wildcards exist, and what a
-//! valid topic and a valid pattern are (DESIGN.md §3). Validation reports the first problem in a fixed
+//! valid topic and a valid pattern are (docs/PATTERNS.md). Validation reports the first problem in a fixed
 //! order (empty, length, characters left to right, then segments left to right) so that both engines
 //! give the same answer.
 

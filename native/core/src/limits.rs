@@ -1,7 +1,7 @@
 //! Every bound the core enforces, with its unit last. Mirrored by `ts/engine/js/limits.ts`; a test
 //! compares the two through the binding.
 
-/// Default longest lite topic name, in UTF-8 bytes (DESIGN.md §3).
+/// Default longest lite topic name, in UTF-8 bytes (docs/PATTERNS.md).
 pub const MAX_LITE_TOPIC_BYTES: usize = 64;
 
 /// The largest `maxBytes` a caller may configure for lite topic names. RocketMQ caps topic names far

@@ -3,7 +3,7 @@
  * compares the two through the binding.
  */
 
-/** Default longest lite topic name, in UTF-8 bytes (DESIGN.md §3). */
+/** Default longest lite topic name, in UTF-8 bytes (docs/PATTERNS.md). */
 export const MAX_LITE_TOPIC_BYTES = 64;
 
 /**

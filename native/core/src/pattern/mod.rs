@@ -1,5 +1,5 @@
 //! One compiled pattern and its matcher. Matching never fails: an invalid topic simply does not
-//! match (DESIGN.md §3).
+//! match (docs/PATTERNS.md).
 
 #[cfg(test)]
 mod tests;
