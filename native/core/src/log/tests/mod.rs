@@ -2,6 +2,7 @@
 
 mod checkpoint;
 mod durability;
+mod faults;
 mod model;
 mod record;
 mod recovery;
