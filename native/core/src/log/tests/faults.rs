@@ -410,3 +410,35 @@ fn no_disk_that_fails_for_good_loses_an_acknowledged_record_or_returns_a_bad_one
         problems.join("\n")
     );
 }
+
+/// Two retentions, the first one's removal of its oldest segment failing (call `fail_at`; 0 fails
+/// none); returns the calls made before the first retention and the directory.
+fn retire_twice(fail_at: usize) -> (usize, TempDir) {
+    let dir = sweep_dir();
+    let storage = Arc::new(CountingStorage::new(fail_at, Fault::Fail, false));
+    let log = open_with(&dir.0, storage.clone()).expect("open");
+    let records = |from: usize| {
+        (from..from + 40)
+            .map(|i| message(&["q"], &[i as u8; 300]))
+            .collect::<Vec<_>>()
+    };
+    append_all(&log, &records(0), 1);
+    let before = storage.calls();
+    let first = log.retain(None, Some(2 * SMALL_SEGMENT_BYTES));
+    assert_eq!(first.is_err(), fail_at != 0);
+    append_all(&log, &records(40), 1);
+    log.retain(None, Some(2 * SMALL_SEGMENT_BYTES)).expect("retain");
+    log.close().expect("close");
+    (before, dir)
+}
+
+#[test]
+fn a_retention_whose_removal_failed_leaves_no_gap_for_the_next_one_to_make() {
+    let (before, _) = retire_twice(0);
+    // The first counted call of the first retention is its first removal.
+    let (_, dir) = retire_twice(before + 1);
+    let log = open(&dir.0);
+    let records = read_all(&log, "q");
+    assert_eq!(records.last().map(|r| r.0), Some(79));
+    assert_eq!(log.lock().max_offset(b"q"), Ok(80));
+}

@@ -4,6 +4,7 @@ mod checkpoint;
 mod durability;
 mod faults;
 mod model;
+mod power;
 mod record;
 mod recovery;
 mod roll;
