@@ -502,3 +502,85 @@ fn no_power_loss_loses_an_acknowledged_record_or_returns_a_bad_one() {
         problems.join("\n")
     );
 }
+
+impl PowerStorage {
+    /// Cuts the power now: the model as it is, and every later call fails.
+    fn cut_power(&self) {
+        let mut state = self
+            .state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let disk = state.1.clone();
+        state.2 = Some(disk);
+    }
+}
+
+/// Recovery cuts the log at a corrupt record and removes the segment files after it without
+/// syncing the segment directory; records appended after the cut fill its segment, are synced
+/// (acknowledged) and complete it with an end marker; the power goes before the next segment is
+/// created (whose directory sync would have made the removal durable). The removed segment comes
+/// back, and the next open replays its old records after the complete segment: their offsets are
+/// ahead of the LMQ's, which restarts there, and the acknowledged records are lost from it.
+/// Defect of recovery.rs `cut`: no `sync_dir` after removing the later segments (docs/FORMAT.md,
+/// "Recovery", step 4). Turn on once recovery makes those removals durable.
+#[test]
+#[ignore = "recovery.rs cut removes later segments without a directory sync"]
+fn a_segment_removed_by_a_cut_does_not_come_back_after_a_power_loss() {
+    let dir = sweep_dir();
+    let log = open(&dir.0);
+    let written = append_all(
+        &log,
+        &(0..40)
+            .map(|i| message(&["q"], &[i as u8; 300]))
+            .collect::<Vec<_>>(),
+        1,
+    );
+    log.close().expect("close");
+    // A corrupt record in the middle of the second segment; the third holds records after it.
+    let (corrupt_at, _) = written
+        .iter()
+        .filter(|(position, _)| position / SMALL_SEGMENT_BYTES == 1)
+        .nth(3)
+        .expect("a record in the second segment");
+    assert!(written
+        .iter()
+        .any(|(position, _)| position / SMALL_SEGMENT_BYTES == 2));
+    let segment = dir
+        .0
+        .join("segments")
+        .join(crate::log::segment::segment_file_name(SMALL_SEGMENT_BYTES));
+    let mut bytes = std::fs::read(&segment).expect("read");
+    bytes[(corrupt_at % SMALL_SEGMENT_BYTES) as usize + 40] ^= 0x10;
+    std::fs::write(&segment, bytes).expect("write");
+
+    let storage = Arc::new(PowerStorage::new(0));
+    let log = open_with(&dir.0, storage.clone()).expect("open");
+    let cut = log.lock().stats().expect("stats").recovery;
+    assert!(cut.removed_segments >= 1);
+    // Fill the cut segment without a spare: the append stops at its end, writing the end marker.
+    // Larger records than before, so that fewer fit and the old records after the cut do not
+    // happen to continue them.
+    let more: Vec<Vec<u8>> = (0..20).map(|i| message(&["q"], &[100 + i as u8; 600])).collect();
+    let mut batch = more.concat();
+    let (mut positions, mut offsets) = (vec![0.0; more.len()], vec![0.0; more.len()]);
+    let done = log
+        .lock()
+        .append(&mut batch, more.len(), 2, &mut positions, &mut offsets)
+        .expect("append");
+    assert!(done < more.len());
+    log.sync().expect("sync");
+    let acked: Vec<u64> = offsets[..done].iter().map(|&o| o as u64).collect();
+    storage.cut_power();
+    drop(log);
+
+    let disk = storage.crashed().expect("crashed");
+    let image = materialize(&dir.0, &disk.after(LOSSES[0]));
+    let log = open(&image.0);
+    let offsets: Vec<u64> = read_all(&log, "q").iter().map(|r| r.0).collect();
+    for offset in acked {
+        assert!(
+            offsets.contains(&offset),
+            "acknowledged offset {offset} lost: {offsets:?}"
+        );
+    }
+}
