@@ -1,0 +1,100 @@
+/**
+ * The js engine's fault sweep: the scenario of test/log-sweep.ts runs once to count its I/O calls,
+ * then once per call with that call failing (`CountingStorage`: an EIO, a short write, or a disk
+ * that fails for good from there), going on as a user would. Each run's directory is then reopened
+ * with each engine in turn, and checked against the model: every acknowledged record is there and
+ * byte-identical, every record read is one that was appended at the offset it was given, no LMQ
+ * went back, and the log takes a new append. The native engine's own sweep is in
+ * native/core/src/log/tests/faults.rs (its storage is injected from Rust).
+ */
+import { describe, expect, it } from 'vitest';
+import { CountingStorage, type Fault } from '../ts/engine/js/storage.js';
+import { ENGINES } from './engines.js';
+import { type Model, removeDir, runScenario, sweepDir, verify } from './log-sweep.js';
+
+/** Runs the scenario failing call `n`; the problem found, if any. */
+async function sweepCase(n: number, fault: Fault, persistent: boolean): Promise<string | undefined> {
+  const dir = sweepDir();
+  try {
+    const storage = new CountingStorage(n, fault, persistent);
+    const model = await runScenario(dir, storage);
+    const engine = ENGINES[n % ENGINES.length] as (typeof ENGINES)[number];
+    const why = await verify(dir, model, engine);
+    const kind = storage.kinds[n - 1] ?? 'none';
+    return why === undefined ? undefined : `call ${n} (${kind}, ${fault}, persistent ${persistent}): ${why}`;
+  } finally {
+    removeDir(dir);
+  }
+}
+
+/** An unfaulted run's calls, by kind. */
+async function countCalls(): Promise<string[]> {
+  const dir = sweepDir();
+  try {
+    const storage = new CountingStorage(0);
+    const model = await runScenario(dir, storage);
+    expect(await verify(dir, model, 'js')).toBeUndefined();
+    return storage.kinds;
+  } finally {
+    removeDir(dir);
+  }
+}
+
+describe('js commit log fault sweep', () => {
+  it('runs a scenario that rolls segments, deletes LMQs, checkpoints, retains and acknowledges records', async () => {
+    const dir = sweepDir();
+    try {
+      const model: Model = await runScenario(dir, new CountingStorage(0));
+      expect(model.acknowledged).toBeGreaterThan(40);
+      expect(model.lmqs.get('b')?.generation).toBe(1);
+      expect(model.lmqs.get('c')?.generation).toBe(1);
+      expect([...model.lmqs.values()].some((state) => state.floor > 0)).toBe(true);
+      for (const engine of ENGINES) expect(await verify(dir, model, engine)).toBeUndefined();
+    } finally {
+      removeDir(dir);
+    }
+    const kinds = new Set(await countCalls());
+    for (const kind of [
+      'create',
+      'open',
+      'write',
+      'writeAsync',
+      'truncate',
+      'datasync',
+      'rename',
+      'unlink',
+      'syncDir',
+    ]) {
+      expect(kinds, kind).toContain(kind);
+    }
+  });
+
+  it('loses no acknowledged record and returns no bad one whichever single call fails', {
+    timeout: 120_000,
+  }, async () => {
+    const kinds = await countCalls();
+    const problems: string[] = [];
+    for (let n = 1; n <= kinds.length + 1; n++) {
+      const failed = await sweepCase(n, 'fail', false);
+      if (failed !== undefined) problems.push(failed);
+      if (kinds[n - 1] === 'write' || kinds[n - 1] === 'writeAsync') {
+        const torn = await sweepCase(n, 'tear', false);
+        if (torn !== undefined) problems.push(torn);
+      }
+    }
+    expect(problems).toEqual([]);
+  });
+
+  it('loses no acknowledged record and returns no bad one when the disk fails for good', {
+    timeout: 120_000,
+  }, async () => {
+    const kinds = await countCalls();
+    const problems: string[] = [];
+    for (let n = 1; n <= kinds.length + 1; n++) {
+      const write = kinds[n - 1] === 'write' || kinds[n - 1] === 'writeAsync';
+      const failed = await sweepCase(n, write ? 'tear' : 'fail', true);
+      if (failed !== undefined) problems.push(failed);
+    }
+    expect(problems).toEqual([]);
+  });
+});

@@ -1,0 +1,272 @@
+/**
+ * The scenario the js engine's fault and power-loss sweeps run (test/log-faults.test.ts,
+ * test/log-power-loss.test.ts), the model of what it appended and acknowledged, and the check of a
+ * reopened directory against that model. Mirrors native/core/src/log/tests/faults.rs: appends to
+ * several LMQs over several small segments (so segments roll and spares are prepared), syncs, two
+ * LMQ deletions, two checkpoints and two retentions. An append is acknowledged once a later `sync`
+ * succeeded; the scenario goes on after errors as a user would.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LogCore } from '../ts/engine/contract.js';
+import { MIN_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../ts/engine/js/limits.js';
+import { openJsLog } from '../ts/engine/js/log.js';
+import { type AppendRecord, encodeBatch, encodeDeletions } from '../ts/engine/js/log-encode.js';
+import type { Storage } from '../ts/engine/js/storage.js';
+import { CommitLog, type EngineName } from '../ts/index.js';
+
+export const SEGMENT = MIN_SEGMENT_BYTES;
+const NOW = 1_700_000_000_000;
+
+/** A directory for one run: on a memory file system where there is one, so syncs cost nothing. */
+export function sweepDir(): string {
+  return mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'litetopic-sweep-'));
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** One LMQ as the scenario believes it to be. */
+interface LmqModel {
+  /** Bumped by each deletion: records of an older generation were deleted with their LMQ. */
+  generation: number;
+  next: number;
+  /** Records of the batch being encoded that go before the next one: its offset is after theirs. */
+  planned: number;
+  /** Written in this generation, not yet acknowledged: [offset, body]. */
+  unacked: [number, string][];
+  /** Acknowledged in this generation: [offset, body]. */
+  acked: [number, string][];
+  /** Offsets below this may have gone to retention. */
+  floor: number;
+}
+
+function emptyLmq(generation = 0): LmqModel {
+  return { generation, next: 0, planned: 0, unacked: [], acked: [], floor: 0 };
+}
+
+/** What the scenario appended and what of it was acknowledged. */
+export class Model {
+  readonly lmqs = new Map<string, LmqModel>();
+  /** The LMQ as it was before a deletion not acknowledged yet: after a failure either may be on disk. */
+  readonly beforeDeletion = new Map<string, LmqModel>();
+  /** Every `lmq \0 body` an append was asked to store: whatever a read returns must be one of them. */
+  readonly appended = new Set<string>();
+  private n = 0;
+
+  private lmq(name: string): LmqModel {
+    let state = this.lmqs.get(name);
+    if (state === undefined) {
+      state = emptyLmq();
+      this.lmqs.set(name, state);
+    }
+    return state;
+  }
+
+  /**
+   * A record to `lmqs` whose body names its number and, for each LMQ, the generation and offset it
+   * should get; padded to a size that varies with the number.
+   */
+  record(lmqs: readonly string[]): AppendRecord {
+    this.n++;
+    let body = `n${this.n}|`;
+    for (const lmq of lmqs) {
+      const state = this.lmq(lmq);
+      body += `${lmq}:${state.generation}:${state.next + state.planned};`;
+      state.planned++;
+    }
+    body += '|';
+    const size = 40 + ((this.n * 97) % 360);
+    while (body.length < size) body += String.fromCharCode(97 + (body.length % 26));
+    for (const lmq of lmqs) this.appended.add(`${lmq}\0${body}`);
+    return { lmqs, body };
+  }
+
+  /** The batch is encoded: offsets of the next one start again from `next`. */
+  encoded(): void {
+    for (const state of this.lmqs.values()) state.planned = 0;
+  }
+
+  written(record: AppendRecord): void {
+    for (const lmq of record.lmqs) {
+      const state = this.lmq(lmq);
+      state.unacked.push([state.next, record.body as string]);
+      state.next++;
+    }
+  }
+
+  deleted(lmq: string): void {
+    const state = this.lmq(lmq);
+    this.beforeDeletion.set(lmq, state);
+    this.lmqs.set(lmq, emptyLmq(state.generation + 1));
+  }
+
+  synced(): void {
+    for (const state of this.lmqs.values()) state.acked.push(...state.unacked.splice(0));
+    this.beforeDeletion.clear();
+  }
+
+  /** Records acknowledged, over every LMQ. */
+  get acknowledged(): number {
+    let count = 0;
+    for (const state of this.lmqs.values()) count += state.acked.length;
+    return count;
+  }
+
+  setFloor(lmq: string, min: number): void {
+    const state = this.lmq(lmq);
+    state.floor = Math.max(state.floor, min);
+  }
+}
+
+const SHAPES: readonly (readonly (readonly string[])[])[] = [
+  [['a'], ['b'], ['a', 'c'], ['c'], ['b', 'a']],
+  [['c'], ['a'], ['a'], ['b']],
+  [['b', 'c'], ['a'], ['c'], ['c'], ['a'], ['b']],
+];
+
+/** Appends one batch, preparing a segment when the active one is full, as ts/log.ts does. */
+async function append(log: LogCore, model: Model, shape: readonly (readonly string[])[]): Promise<void> {
+  const records = shape.map((lmqs) => model.record(lmqs));
+  model.encoded();
+  const batch = encodeBatch(records, NOW, SEGMENT - SEGMENT_HEADER_BYTES);
+  for (let from = 0; from < batch.count; ) {
+    let done: number;
+    try {
+      done = log.append(batch, from, NOW);
+    } catch {
+      return;
+    }
+    for (let k = from; k < done; k++) model.written(records[k] as AppendRecord);
+    from = done;
+    if (from < batch.count) {
+      try {
+        await log.prepareSegment(NOW);
+      } catch {
+        return;
+      }
+    }
+  }
+}
+
+function remove(log: LogCore, model: Model, lmq: string): void {
+  try {
+    if (log.append(encodeDeletions([lmq], NOW), 0, NOW) === 1) model.deleted(lmq);
+  } catch {
+    // The user sees the error and goes on.
+  }
+}
+
+async function sync(log: LogCore, model: Model): Promise<void> {
+  try {
+    await log.sync();
+    model.synced();
+  } catch {
+    // Not acknowledged.
+  }
+}
+
+/** The scenario, on a js log opened with `storage` in `dir`. */
+export async function runScenario(dir: string, storage: Storage): Promise<Model> {
+  const model = new Model();
+  let log: LogCore;
+  try {
+    log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW }, storage);
+  } catch {
+    return model;
+  }
+  const ignore = () => undefined;
+  for (let round = 0; round < 20; round++) {
+    await append(log, model, SHAPES[round % SHAPES.length] as (readonly string[])[]);
+    if (!log.spareReady) await log.prepareSegment(NOW).catch(ignore);
+    if (round === 4) remove(log, model, 'b');
+    if (round === 12) remove(log, model, 'c');
+    if (round === 6 || round === 14) await log.checkpoint(NOW + 1).catch(ignore);
+    if (round === 8 || round === 16) {
+      await log.retain(-1, 3 * SEGMENT).catch(ignore);
+      for (const lmq of model.lmqs.keys()) {
+        try {
+          model.setFloor(lmq, log.minOffset(lmq));
+        } catch {
+          // A failed log: the floor stays.
+        }
+      }
+    }
+    if (round % 3 !== 1) await sync(log, model);
+  }
+  await sync(log, model);
+  await log.close().catch(ignore);
+  return model;
+}
+
+/** The generation and offset a body says it has in `lmq`. */
+function claimed(body: string, lmq: string): [number, number] | undefined {
+  for (const part of (body.split('|')[1] ?? '').split(';')) {
+    const [name, generation, offset] = part.split(':');
+    if (name === lmq) return [Number(generation), Number(offset)];
+  }
+  return undefined;
+}
+
+/** Whether `records` hold every acknowledged record of `state` at or above its floor, and `next` is not behind them. */
+function holds(state: LmqModel, records: Map<number, string>, next: number): string | undefined {
+  for (const [offset, body] of state.acked) {
+    if (offset < state.floor) continue;
+    const read = records.get(offset);
+    if (read === undefined) return `acknowledged offset ${offset} is missing`;
+    if (read !== body) return `acknowledged offset ${offset} reads back different bytes`;
+  }
+  const ackedNext = (state.acked[state.acked.length - 1]?.[0] ?? -1) + 1;
+  if (next < ackedNext) return `next offset ${next} went back behind acknowledged ${ackedNext}`;
+  return undefined;
+}
+
+/**
+ * Reopens `dir` with `engine` and checks it against `model`: every acknowledged record is there and
+ * byte-identical, every record read is one that was appended, at the offset it was given, and the
+ * log takes a new append. Returns what is wrong, if anything.
+ */
+export async function verify(dir: string, model: Model, engine: EngineName): Promise<string | undefined> {
+  rmSync(join(dir, 'LOCK'), { force: true });
+  let log: CommitLog;
+  try {
+    log = await CommitLog.open(dir, { engine, segmentBytes: SEGMENT });
+  } catch (error) {
+    return `reopen with ${engine} failed: ${String(error)}`;
+  }
+  try {
+    for (const lmq of log.listLmqs('', 10_000).lmqs) {
+      // `after` is what an earlier check appended.
+      if (!model.lmqs.has(lmq) && lmq !== 'after') return `LMQ ${lmq} was never appended to`;
+    }
+    for (const [lmq, state] of model.lmqs) {
+      const records = new Map<number, string>();
+      const generations = new Set<number>();
+      for (const message of log.read(lmq, 0, 10_000)) {
+        const body = message.body.toString('latin1');
+        if (!model.appended.has(`${lmq}\0${body}`))
+          return `${lmq}: offset ${message.offset} holds a record never appended`;
+        const [generation, offset] = claimed(body, lmq) ?? [-1, -1];
+        if (offset !== message.offset) return `${lmq}: offset ${message.offset} holds a record of another offset`;
+        generations.add(generation);
+        records.set(offset, body);
+      }
+      if (generations.size > 1) return `${lmq}: records of generations ${[...generations].join(', ')} mixed`;
+      const next = log.maxOffset(lmq);
+      let why = holds(state, records, next);
+      // A deletion not acknowledged may or may not have reached the disk.
+      const before = model.beforeDeletion.get(lmq);
+      if (why !== undefined && before !== undefined && holds(before, records, next) === undefined) why = undefined;
+      if (why !== undefined) return `${lmq}: ${why}`;
+    }
+    await log.append([{ lmqs: ['after'], body: 'after a reopen' }]);
+    await log.flush();
+  } catch (error) {
+    return `checking the reopened log with ${engine} failed: ${String(error)}`;
+  } finally {
+    await log.close().catch(() => undefined);
+  }
+  return undefined;
+}
