@@ -7,10 +7,17 @@
  * went back, and the log takes a new append. The native engine's own sweep is in
  * native/core/src/log/tests/faults.rs (its storage is injected from Rust).
  */
+import { mkdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import type { EncodedBatch } from '../ts/engine/contract.js';
+import { SEGMENT_HEADER_BYTES } from '../ts/engine/js/limits.js';
+import { openJsLog } from '../ts/engine/js/log.js';
+import { encodeBatch } from '../ts/engine/js/log-encode.js';
 import { CountingStorage, type Fault } from '../ts/engine/js/storage.js';
+import { LogIoError } from '../ts/errors.js';
+import { CommitLog } from '../ts/index.js';
 import { ENGINES } from './engines.js';
-import { type Model, removeDir, runScenario, sweepDir, verify } from './log-sweep.js';
+import { type Model, removeDir, runScenario, SEGMENT, sweepDir, verify } from './log-sweep.js';
 
 /** Runs the scenario failing call `n`; the problem found, if any. */
 async function sweepCase(n: number, fault: Fault, persistent: boolean): Promise<string | undefined> {
@@ -96,5 +103,54 @@ describe('js commit log fault sweep', () => {
       if (failed !== undefined) problems.push(failed);
     }
     expect(problems).toEqual([]);
+  });
+});
+
+describe.each(ENGINES)('js retention with a failed removal, reopened with %s', (engine) => {
+  it('leaves no gap in the segment files for the next retention to make', async () => {
+    const dir = sweepDir();
+    try {
+      const now = 1_700_000_000_000;
+      /** Two retentions, the first one's first removal failing (call `failAt`; 0 fails none). */
+      const retireTwice = async (failAt: number): Promise<number> => {
+        const storage = new CountingStorage(failAt);
+        const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: now }, storage);
+        const batch = (from: number) =>
+          encodeBatch(
+            Array.from({ length: 40 }, (_, i) => ({ lmqs: ['q'], body: Buffer.alloc(300, from + i) })),
+            now,
+            SEGMENT - SEGMENT_HEADER_BYTES,
+          );
+        const appendAll = async (records: EncodedBatch) => {
+          for (let from = 0; from < records.count; ) {
+            from = log.append(records, from, now);
+            if (from < records.count) await log.prepareSegment(now);
+          }
+        };
+        await appendAll(batch(0));
+        const before = storage.calls;
+        const first = log.retain(-1, 2 * SEGMENT);
+        if (failAt === 0) await first;
+        else await expect(first).rejects.toThrow(LogIoError);
+        await appendAll(batch(40));
+        await log.retain(-1, 2 * SEGMENT);
+        await log.close();
+        return before;
+      };
+      const before = await retireTwice(0);
+      removeDir(dir);
+      mkdirSync(dir);
+      // The first counted call of the first retention is its first removal.
+      await retireTwice(before + 1);
+      const log = await CommitLog.open(dir, { engine, segmentBytes: SEGMENT });
+      try {
+        expect(log.maxOffset('q')).toBe(80);
+        expect(log.read('q', 0, 100).at(-1)?.offset).toBe(79);
+      } finally {
+        await log.close();
+      }
+    } finally {
+      removeDir(dir);
+    }
   });
 });
