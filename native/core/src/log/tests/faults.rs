@@ -176,25 +176,32 @@ fn sync(log: &LogHandle, model: &mut Model) {
     }
 }
 
-/// The scenario, on a log opened with `storage` in `dir`. Returns the model of what it did.
-pub fn run_scenario(dir: &Path, storage: Arc<dyn Storage>) -> Model {
-    let mut model = Model::default();
-    let Ok(log) = open_with(dir, storage) else {
-        return model;
-    };
+/// Which scenario a sweep runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scenario {
+    /// From an empty directory, all 20 rounds on the storage under test.
+    Whole,
+    /// The first 10 rounds on real storage, left as a killed process leaves them with a torn
+    /// record at the end; then the storage under test reopens the log (recovery cuts the torn
+    /// record and removes the spare after it) and runs the last 10 rounds.
+    AfterCrash,
+}
+
+/// Rounds `rounds` of the scenario on `log`.
+fn play(log: &LogHandle, model: &mut Model, rounds: std::ops::Range<usize>) {
     let shapes: [&[&[&str]]; 3] = [
         &[&["a"], &["b"], &["a", "c"], &["c"], &["b", "a"]],
         &[&["c"], &["a"], &["a"], &["b"]],
         &[&["b", "c"], &["a"], &["c"], &["c"], &["a"], &["b"]],
     ];
-    for round in 0..20 {
-        append(&log, &mut model, shapes[round % shapes.len()]);
+    for round in rounds {
+        append(log, model, shapes[round % shapes.len()]);
         if !log.lock().spare_ready().unwrap_or(true) {
             let _ = log.prepare_segment(1);
         }
         match round {
-            4 => delete(&log, &mut model, "b"),
-            12 => delete(&log, &mut model, "c"),
+            4 => delete(log, model, "b"),
+            12 => delete(log, model, "c"),
             6 | 14 => {
                 let _ = log.checkpoint(2_000);
             }
@@ -209,12 +216,57 @@ pub fn run_scenario(dir: &Path, storage: Arc<dyn Storage>) -> Model {
             _ => {}
         }
         if round % 3 != 1 {
-            sync(&log, &mut model);
+            sync(log, model);
         }
     }
+}
+
+/// The first half of [`Scenario::AfterCrash`], on real storage: the log is dropped without a
+/// close (the lock goes, as the next process would replace it) and a record is left torn after
+/// the last one.
+fn crashed_half(dir: &Path) -> Model {
+    let mut model = Model::default();
+    let log = open(dir);
+    play(&log, &mut model, 0..10);
+    sync(&log, &mut model);
+    let position = log.lock().write_position().expect("position");
+    drop(log);
+    std::fs::remove_file(dir.join("LOCK")).expect("unlock");
+    let base = position / SMALL_SEGMENT_BYTES * SMALL_SEGMENT_BYTES;
+    let torn = model.record(&["a"]);
+    for state in model.lmqs.values_mut() {
+        state.planned = 0;
+    }
+    let length = torn.len().min((base + SMALL_SEGMENT_BYTES - position) as usize) / 2;
+    let segment = dir
+        .join("segments")
+        .join(crate::log::segment::segment_file_name(base));
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(segment)
+        .expect("segment");
+    std::os::unix::fs::FileExt::write_all_at(&file, &torn[..length], position - base).expect("tear");
+    model
+}
+
+/// The scenario on a log opened with `storage` in `dir`. Returns the model of what it did.
+pub fn run_scenario_kind(scenario: Scenario, dir: &Path, storage: Arc<dyn Storage>) -> Model {
+    let (mut model, rounds) = match scenario {
+        Scenario::Whole => (Model::default(), 0..20),
+        Scenario::AfterCrash => (crashed_half(dir), 10..20),
+    };
+    let Ok(log) = open_with(dir, storage) else {
+        return model;
+    };
+    play(&log, &mut model, rounds);
     sync(&log, &mut model);
     let _ = log.close();
     model
+}
+
+/// [`Scenario::Whole`].
+pub fn run_scenario(dir: &Path, storage: Arc<dyn Storage>) -> Model {
+    run_scenario_kind(Scenario::Whole, dir, storage)
 }
 
 /// Every record of `lmq` from its minimum: (offset, record body).
@@ -324,22 +376,22 @@ pub fn verify(dir: &Path, model: &Model) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs the scenario failing call `n` as `fault` says; the problem found, if any.
-fn sweep_case(n: usize, fault: Fault, persistent: bool) -> Option<String> {
+/// Runs `scenario` failing call `n` as `fault` says; the problem found, if any.
+fn sweep_case(scenario: Scenario, n: usize, fault: Fault, persistent: bool) -> Option<String> {
     let dir = sweep_dir();
     let storage = Arc::new(CountingStorage::new(n, fault, persistent));
-    let model = run_scenario(&dir.0, storage.clone());
+    let model = run_scenario_kind(scenario, &dir.0, storage.clone());
     let kind = storage.kind(n).unwrap_or("none");
     verify(&dir.0, &model)
         .err()
-        .map(|why| format!("call {n} ({kind}, {fault:?}, persistent {persistent}): {why}"))
+        .map(|why| format!("{scenario:?}, call {n} ({kind}, {fault:?}, persistent {persistent}): {why}"))
 }
 
-/// The calls of an unfaulted run of the scenario and their kinds.
-pub fn count_calls() -> CountingStorage {
+/// The calls of an unfaulted run of `scenario` and their kinds.
+pub fn count_calls(scenario: Scenario) -> CountingStorage {
     let dir = sweep_dir();
     let storage = Arc::new(CountingStorage::new(0, Fault::Fail, false));
-    let model = run_scenario(&dir.0, storage.clone());
+    let model = run_scenario_kind(scenario, &dir.0, storage.clone());
     verify(&dir.0, &model).expect("the unfaulted scenario");
     Arc::try_unwrap(storage).expect("the log is gone")
 }
@@ -357,7 +409,7 @@ fn the_unfaulted_scenario_rolls_segments_and_acknowledges_records() {
         "retention removed records"
     );
     verify(&dir.0, &model).expect("verify");
-    let storage = count_calls();
+    let storage = count_calls(Scenario::Whole);
     let kinds: HashSet<&str> = (1..=storage.calls()).filter_map(|n| storage.kind(n)).collect();
     for kind in [
         "create_new",
@@ -375,13 +427,26 @@ fn the_unfaulted_scenario_rolls_segments_and_acknowledges_records() {
 }
 
 #[test]
-fn no_single_failed_call_loses_an_acknowledged_record_or_returns_a_bad_one() {
-    let calls = count_calls();
+fn the_scenario_after_a_crash_starts_with_a_cut() {
+    let dir = sweep_dir();
+    let model = run_scenario_kind(Scenario::AfterCrash, &dir.0, Arc::new(RealStorage));
+    assert!(model.lmqs.values().map(|s| s.acked.len()).sum::<usize>() > 40);
+    verify(&dir.0, &model).expect("verify");
+    let dir = sweep_dir();
+    crashed_half(&dir.0);
+    let log = open(&dir.0);
+    let recovery = log.lock().stats().expect("stats").recovery;
+    assert!(recovery.cut_position.is_some(), "{recovery:?}");
+    assert_eq!(recovery.removed_segments, 1, "the spare after the cut");
+}
+
+fn sweep_single(scenario: Scenario) {
+    let calls = count_calls(scenario);
     let mut problems = Vec::new();
     for n in 1..=calls.calls() + 1 {
-        problems.extend(sweep_case(n, Fault::Fail, false));
+        problems.extend(sweep_case(scenario, n, Fault::Fail, false));
         if calls.kind(n) == Some("write_at") {
-            problems.extend(sweep_case(n, Fault::Tear, false));
+            problems.extend(sweep_case(scenario, n, Fault::Tear, false));
         }
     }
     assert!(
@@ -392,9 +457,8 @@ fn no_single_failed_call_loses_an_acknowledged_record_or_returns_a_bad_one() {
     );
 }
 
-#[test]
-fn no_disk_that_fails_for_good_loses_an_acknowledged_record_or_returns_a_bad_one() {
-    let calls = count_calls();
+fn sweep_persistent(scenario: Scenario) {
+    let calls = count_calls(scenario);
     let mut problems = Vec::new();
     for n in 1..=calls.calls() + 1 {
         let fault = if calls.kind(n) == Some("write_at") {
@@ -402,7 +466,7 @@ fn no_disk_that_fails_for_good_loses_an_acknowledged_record_or_returns_a_bad_one
         } else {
             Fault::Fail
         };
-        problems.extend(sweep_case(n, fault, true));
+        problems.extend(sweep_case(scenario, n, fault, true));
     }
     assert!(
         problems.is_empty(),
@@ -410,6 +474,26 @@ fn no_disk_that_fails_for_good_loses_an_acknowledged_record_or_returns_a_bad_one
         problems.len(),
         problems.join("\n")
     );
+}
+
+#[test]
+fn no_single_failed_call_loses_an_acknowledged_record_or_returns_a_bad_one() {
+    sweep_single(Scenario::Whole);
+}
+
+#[test]
+fn no_disk_that_fails_for_good_loses_an_acknowledged_record_or_returns_a_bad_one() {
+    sweep_persistent(Scenario::Whole);
+}
+
+#[test]
+fn no_single_failed_call_after_a_crash_loses_an_acknowledged_record_or_returns_a_bad_one() {
+    sweep_single(Scenario::AfterCrash);
+}
+
+#[test]
+fn no_disk_that_fails_for_good_after_a_crash_loses_an_acknowledged_record_or_returns_a_bad_one() {
+    sweep_persistent(Scenario::AfterCrash);
 }
 
 /// Two retentions, the first one's removal of its oldest segment failing (call `fail_at`; 0 fails

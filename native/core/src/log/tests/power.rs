@@ -9,7 +9,7 @@
 //! `fdatasync` of the whole file (`sync`). A file created, renamed or removed is durable in its
 //! directory only once that directory is synced. Directories themselves are taken as durable.
 
-use super::faults::{run_scenario, sweep_dir, verify};
+use super::faults::{run_scenario, run_scenario_kind, sweep_dir, verify, Scenario};
 use super::*;
 use memmap2::MmapRaw;
 use std::collections::HashMap;
@@ -201,6 +201,8 @@ impl Disk {
 /// later one, as a machine that lost power would.
 struct PowerStorage {
     crash_at: usize,
+    /// The log directory, whose files at the first call are taken as durable.
+    dir: PathBuf,
     state: Mutex<(usize, Disk, Option<Disk>)>,
 }
 
@@ -231,6 +233,27 @@ fn mapped_inode(address: usize) -> io::Result<u64> {
     Err(io::Error::other("address not mapped"))
 }
 
+/// Takes the files under `dir` (the log directory and its segment directory) as durable.
+fn adopt(disk: &mut Disk, dir: &Path) {
+    for dir in [dir.to_path_buf(), dir.join("segments")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Ok(file) = File::open(&path) else {
+                continue;
+            };
+            if !file.metadata().is_ok_and(|m| m.is_file()) {
+                continue;
+            }
+            let id = disk.add_file(inode(&file).expect("inode"), whole_file(&file).expect("read"));
+            disk.names.insert(path.clone(), id);
+            disk.current.insert(path, id);
+        }
+    }
+}
+
 fn whole_file(file: &File) -> io::Result<Vec<u8>> {
     let mut bytes = vec![0; file.metadata()?.len() as usize];
     file.read_exact_at(&mut bytes, 0)?;
@@ -238,9 +261,10 @@ fn whole_file(file: &File) -> io::Result<Vec<u8>> {
 }
 
 impl PowerStorage {
-    fn new(crash_at: usize) -> PowerStorage {
+    fn new(crash_at: usize, dir: &Path) -> PowerStorage {
         PowerStorage {
             crash_at,
+            dir: dir.to_path_buf(),
             state: Mutex::new((0, Disk::default(), None)),
         }
     }
@@ -255,6 +279,9 @@ impl PowerStorage {
             .state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.0 == 0 {
+            adopt(&mut state.1, &self.dir);
+        }
         state.0 += 1;
         if state.0 == self.crash_at {
             state.2 = Some(state.1.clone());
@@ -458,29 +485,49 @@ fn materialize(original: &Path, files: &[(PathBuf, Vec<u8>)]) -> TempDir {
     dir
 }
 
-/// Runs the scenario with the power lost at call `n`; the problems found, one per kind of loss.
-fn power_case(n: usize) -> Vec<String> {
+/// Runs `scenario` with the power lost at call `n`; the problems found, one per kind of loss
+/// of `losses`.
+fn power_case(scenario: Scenario, n: usize, losses: &[Loss]) -> Vec<String> {
     let dir = sweep_dir();
-    let storage = Arc::new(PowerStorage::new(n));
-    let model = run_scenario(&dir.0, storage.clone());
+    let storage = Arc::new(PowerStorage::new(n, &dir.0));
+    let model = run_scenario_kind(scenario, &dir.0, storage.clone());
     let Some(disk) = storage.crashed() else {
         return Vec::new();
     };
-    LOSSES
+    losses
         .iter()
         .filter_map(|&loss| {
             let image = materialize(&dir.0, &disk.after(loss));
             verify(&image.0, &model)
                 .err()
-                .map(|why| format!("power lost at call {n}, {loss:?}: {why}"))
+                .map(|why| format!("{scenario:?}, power lost at call {n}, {loss:?}: {why}"))
         })
         .collect()
+}
+
+fn sweep(scenario: Scenario, losses: &[Loss]) {
+    let calls = {
+        let dir = sweep_dir();
+        let storage = Arc::new(PowerStorage::new(0, &dir.0));
+        let model = run_scenario_kind(scenario, &dir.0, storage.clone());
+        verify(&dir.0, &model).expect("the scenario without a power loss");
+        storage.calls()
+    };
+    let problems: Vec<String> = (1..=calls)
+        .flat_map(|n| power_case(scenario, n, losses))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "{} failing cases:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
 }
 
 #[test]
 fn the_power_model_without_a_crash_matches_the_disk() {
     let dir = sweep_dir();
-    let storage = Arc::new(PowerStorage::new(0));
+    let storage = Arc::new(PowerStorage::new(0, &dir.0));
     let model = run_scenario(&dir.0, storage.clone());
     assert!(storage.calls() > 50);
     verify(&dir.0, &model).expect("verify");
@@ -488,19 +535,31 @@ fn the_power_model_without_a_crash_matches_the_disk() {
 
 #[test]
 fn no_power_loss_loses_an_acknowledged_record_or_returns_a_bad_one() {
-    let calls = {
-        let dir = sweep_dir();
-        let storage = Arc::new(PowerStorage::new(0));
-        run_scenario(&dir.0, storage.clone());
-        storage.calls()
-    };
-    let problems: Vec<String> = (1..=calls).flat_map(power_case).collect();
-    assert!(
-        problems.is_empty(),
-        "{} failing cases:\n{}",
-        problems.len(),
-        problems.join("\n")
-    );
+    sweep(Scenario::Whole, &LOSSES);
+}
+
+/// The losses that keep every directory change: they leave out what the test below finds.
+#[test]
+fn no_power_loss_keeping_directory_changes_after_a_crash_loses_an_acknowledged_record() {
+    let losses: Vec<Loss> = LOSSES
+        .iter()
+        .copied()
+        .filter(|l| l.entries == usize::MAX)
+        .collect();
+    sweep(Scenario::AfterCrash, &losses);
+}
+
+/// Recovery cuts the torn record at the end of the log: it removes the spare segment after it,
+/// truncates the cut segment to the cut and extends it back (recovery.rs `cut`), with no directory
+/// sync between. A power loss that keeps the truncation but not the removal (call 15, the
+/// extension, never made; no order between the two is promised without a sync) leaves a short
+/// segment followed by another, and the next open fails with "segment header disagrees with its
+/// file". Defect of recovery.rs `cut`: the removal of the later segments must be made durable
+/// (`sync_dir`) before the cut segment is truncated. Turn on once it is.
+#[test]
+#[ignore = "recovery.rs cut truncates before the removal of later segments is durable"]
+fn no_power_loss_after_a_crash_loses_an_acknowledged_record_or_returns_a_bad_one() {
+    sweep(Scenario::AfterCrash, &LOSSES);
 }
 
 impl PowerStorage {
@@ -553,7 +612,7 @@ fn a_segment_removed_by_a_cut_does_not_come_back_after_a_power_loss() {
     bytes[(corrupt_at % SMALL_SEGMENT_BYTES) as usize + 40] ^= 0x10;
     std::fs::write(&segment, bytes).expect("write");
 
-    let storage = Arc::new(PowerStorage::new(0));
+    let storage = Arc::new(PowerStorage::new(0, &dir.0));
     let log = open_with(&dir.0, storage.clone()).expect("open");
     let cut = log.lock().stats().expect("stats").recovery;
     assert!(cut.removed_segments >= 1);
