@@ -17,29 +17,47 @@ import { CountingStorage, type Fault } from '../ts/engine/js/storage.js';
 import { LogIoError } from '../ts/errors.js';
 import { CommitLog } from '../ts/index.js';
 import { ENGINES } from './engines.js';
-import { type Model, removeDir, runScenario, SEGMENT, sweepDir, verify } from './log-sweep.js';
+import {
+  crashedHalf,
+  type Model,
+  removeDir,
+  runScenario,
+  type Scenario,
+  SEGMENT,
+  sweepDir,
+  verify,
+} from './log-sweep.js';
 
-/** Runs the scenario failing call `n`; the problem found, if any. */
-async function sweepCase(n: number, fault: Fault, persistent: boolean): Promise<string | undefined> {
+const SCENARIOS: readonly Scenario[] = ['whole', 'afterCrash'];
+
+/** Runs `scenario` failing call `n`; the problem found, if any. */
+async function sweepCase(
+  scenario: Scenario,
+  n: number,
+  fault: Fault,
+  persistent: boolean,
+): Promise<string | undefined> {
   const dir = sweepDir();
   try {
     const storage = new CountingStorage(n, fault, persistent);
-    const model = await runScenario(dir, storage);
+    const model = await runScenario(dir, storage, scenario);
     const engine = ENGINES[n % ENGINES.length] as (typeof ENGINES)[number];
     const why = await verify(dir, model, engine);
     const kind = storage.kinds[n - 1] ?? 'none';
-    return why === undefined ? undefined : `call ${n} (${kind}, ${fault}, persistent ${persistent}): ${why}`;
+    return why === undefined
+      ? undefined
+      : `${scenario}, call ${n} (${kind}, ${fault}, persistent ${persistent}): ${why}`;
   } finally {
     removeDir(dir);
   }
 }
 
 /** An unfaulted run's calls, by kind. */
-async function countCalls(): Promise<string[]> {
+async function countCalls(scenario: Scenario = 'whole'): Promise<string[]> {
   const dir = sweepDir();
   try {
     const storage = new CountingStorage(0);
-    const model = await runScenario(dir, storage);
+    const model = await runScenario(dir, storage, scenario);
     expect(await verify(dir, model, 'js')).toBeUndefined();
     return storage.kinds;
   } finally {
@@ -60,6 +78,16 @@ describe('js commit log fault sweep', () => {
     } finally {
       removeDir(dir);
     }
+    const crashed = sweepDir();
+    try {
+      await crashedHalf(crashed);
+      const log = await openJsLog(crashed, { segmentBytes: SEGMENT, nowMs: 1 });
+      expect(log.stats().recovery).toMatchObject({ removedSegments: 1 });
+      expect(log.stats().recovery.cutPosition).toBeGreaterThan(0);
+      await log.close();
+    } finally {
+      removeDir(crashed);
+    }
     const kinds = new Set(await countCalls());
     for (const kind of [
       'create',
@@ -76,34 +104,38 @@ describe('js commit log fault sweep', () => {
     }
   });
 
-  it('loses no acknowledged record and returns no bad one whichever single call fails', {
-    timeout: 120_000,
-  }, async () => {
-    const kinds = await countCalls();
-    const problems: string[] = [];
-    for (let n = 1; n <= kinds.length + 1; n++) {
-      const failed = await sweepCase(n, 'fail', false);
-      if (failed !== undefined) problems.push(failed);
-      if (kinds[n - 1] === 'write' || kinds[n - 1] === 'writeAsync') {
-        const torn = await sweepCase(n, 'tear', false);
-        if (torn !== undefined) problems.push(torn);
+  it.each(SCENARIOS)(
+    'loses no acknowledged record and returns no bad one whichever single call fails (%s)',
+    { timeout: 120_000 },
+    async (scenario) => {
+      const kinds = await countCalls(scenario);
+      const problems: string[] = [];
+      for (let n = 1; n <= kinds.length + 1; n++) {
+        const failed = await sweepCase(scenario, n, 'fail', false);
+        if (failed !== undefined) problems.push(failed);
+        if (kinds[n - 1] === 'write' || kinds[n - 1] === 'writeAsync') {
+          const torn = await sweepCase(scenario, n, 'tear', false);
+          if (torn !== undefined) problems.push(torn);
+        }
       }
-    }
-    expect(problems).toEqual([]);
-  });
+      expect(problems).toEqual([]);
+    },
+  );
 
-  it('loses no acknowledged record and returns no bad one when the disk fails for good', {
-    timeout: 120_000,
-  }, async () => {
-    const kinds = await countCalls();
-    const problems: string[] = [];
-    for (let n = 1; n <= kinds.length + 1; n++) {
-      const write = kinds[n - 1] === 'write' || kinds[n - 1] === 'writeAsync';
-      const failed = await sweepCase(n, write ? 'tear' : 'fail', true);
-      if (failed !== undefined) problems.push(failed);
-    }
-    expect(problems).toEqual([]);
-  });
+  it.each(SCENARIOS)(
+    'loses no acknowledged record and returns no bad one when the disk fails for good (%s)',
+    { timeout: 120_000 },
+    async (scenario) => {
+      const kinds = await countCalls(scenario);
+      const problems: string[] = [];
+      for (let n = 1; n <= kinds.length + 1; n++) {
+        const write = kinds[n - 1] === 'write' || kinds[n - 1] === 'writeAsync';
+        const failed = await sweepCase(scenario, n, write ? 'tear' : 'fail', true);
+        if (failed !== undefined) problems.push(failed);
+      }
+      expect(problems).toEqual([]);
+    },
+  );
 });
 
 describe.each(ENGINES)('js retention with a failed removal, reopened with %s', (engine) => {

@@ -10,7 +10,8 @@
  * removed is durable in its directory only once that directory is synced. Directories themselves
  * are taken as durable. The native engine's power-loss sweep is native/core/src/log/tests/power.rs.
  */
-import { fstatSync, mkdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { fstatSync, mkdirSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SEGMENT_HEADER_BYTES } from '../ts/engine/js/limits.js';
@@ -20,7 +21,7 @@ import { segmentFileName } from '../ts/engine/js/log-segment.js';
 import { nodeStorage, type Storage, systemError } from '../ts/engine/js/storage.js';
 import { CommitLog } from '../ts/index.js';
 import { ENGINES } from './engines.js';
-import { removeDir, runScenario, SEGMENT, sweepDir, verify } from './log-sweep.js';
+import { removeDir, runScenario, type Scenario, SEGMENT, sweepDir, verify } from './log-sweep.js';
 
 /** A change to a file's bytes not yet known to be durable. */
 type Change =
@@ -167,10 +168,31 @@ class PowerStorage implements Storage {
   /** The model's file behind each open descriptor. */
   private readonly files = new Map<number, number>();
 
+  /** `dir`: the log directory, whose files at the first call are taken as durable. */
   constructor(
     private readonly crashAt: number,
+    private readonly dir: string,
     private readonly inner: Storage = nodeStorage,
   ) {}
+
+  /** Takes the files of the log directory and its segment directory as they are as durable. */
+  private adopt(): void {
+    for (const dir of [this.dir, join(this.dir, 'segments')]) {
+      let names: string[];
+      try {
+        names = readdirSync(dir);
+      } catch {
+        continue;
+      }
+      for (const name of names) {
+        const path = join(dir, name);
+        if (!statSync(path).isFile()) continue;
+        const file = this.disk.addFile(new Uint8Array(readFileSync(path)));
+        this.disk.names.set(path, file);
+        this.disk.current.set(path, file);
+      }
+    }
+  }
 
   /** Cuts the power now: the model as it is, and every later call fails. */
   cutPower(): void {
@@ -179,6 +201,7 @@ class PowerStorage implements Storage {
 
   /** Counts a call; throws once the power is gone. */
   private count(kind: string): void {
+    if (this.calls === 0) this.adopt();
     this.calls++;
     if (this.calls === this.crashAt) this.crashed = this.disk.clone();
     if (this.crashed !== undefined) throw systemError('EIO', `power lost before ${kind}`);
@@ -302,21 +325,31 @@ function materialize(original: string, files: Map<string, Uint8Array>): string {
   return dir;
 }
 
-/** Runs the scenario with the power lost at call `n`; the problems found, one per kind of loss. */
-async function powerCase(n: number): Promise<string[]> {
+/** Runs `scenario` with the power lost at call `n`; the problems found, one per kind of loss of `losses`. */
+async function powerCase(scenario: Scenario, n: number, losses: readonly Loss[]): Promise<string[]> {
   const dir = sweepDir();
   const problems: string[] = [];
   try {
-    const storage = new PowerStorage(n);
-    const model = await runScenario(dir, storage);
+    const storage = new PowerStorage(n, dir);
+    const model = await runScenario(dir, storage, scenario);
     const disk = storage.crashed;
     if (disk === undefined) return problems;
-    for (const [k, loss] of LOSSES.entries()) {
-      const image = materialize(dir, disk.after(loss));
+    // Losses that leave the same files (nothing was pending of what they differ in) are checked once.
+    const seen = new Set<string>();
+    for (const [k, loss] of losses.entries()) {
+      const files = disk.after(loss);
+      const digest = createHash('sha256');
+      for (const [path, bytes] of [...files].sort(([a], [b]) => (a < b ? -1 : 1))) digest.update(path).update(bytes);
+      const key = digest.digest('hex');
+      if (seen.has(key)) continue;
+      seen.add(key);
+      const image = materialize(dir, files);
       try {
         const engine = ENGINES[(n + k) % ENGINES.length] as (typeof ENGINES)[number];
         const why = await verify(image, model, engine);
-        if (why !== undefined) problems.push(`power lost at call ${n}, ${describeLoss(loss)}, ${engine}: ${why}`);
+        if (why !== undefined) {
+          problems.push(`${scenario}, power lost at call ${n}, ${describeLoss(loss)}, ${engine}: ${why}`);
+        }
       } finally {
         removeDir(image);
       }
@@ -327,11 +360,28 @@ async function powerCase(n: number): Promise<string[]> {
   return problems;
 }
 
+/** Every power loss of `losses` at every call of `scenario`; the problems found. */
+async function sweep(scenario: Scenario, losses: readonly Loss[]): Promise<string[]> {
+  const dir = sweepDir();
+  let calls: number;
+  try {
+    const storage = new PowerStorage(0, dir);
+    const model = await runScenario(dir, storage, scenario);
+    expect(await verify(dir, model, 'js')).toBeUndefined();
+    calls = storage.calls;
+  } finally {
+    removeDir(dir);
+  }
+  const problems: string[] = [];
+  for (let n = 1; n <= calls; n++) problems.push(...(await powerCase(scenario, n, losses)));
+  return problems;
+}
+
 describe('js commit log power-loss sweep', () => {
   it('models the disk: without a power loss the directory holds everything', async () => {
     const dir = sweepDir();
     try {
-      const storage = new PowerStorage(0);
+      const storage = new PowerStorage(0, dir);
       const model = await runScenario(dir, storage);
       expect(storage.calls).toBeGreaterThan(50);
       expect(await verify(dir, model, 'js')).toBeUndefined();
@@ -343,18 +393,28 @@ describe('js commit log power-loss sweep', () => {
   it('loses no acknowledged record and returns no bad one wherever the power is lost', {
     timeout: 180_000,
   }, async () => {
-    const dir = sweepDir();
-    let calls: number;
-    try {
-      const storage = new PowerStorage(0);
-      await runScenario(dir, storage);
-      calls = storage.calls;
-    } finally {
-      removeDir(dir);
-    }
-    const problems: string[] = [];
-    for (let n = 1; n <= calls; n++) problems.push(...(await powerCase(n)));
-    expect(problems).toEqual([]);
+    expect(await sweep('whole', LOSSES)).toEqual([]);
+  });
+
+  it('loses no acknowledged record after a crash wherever the power is lost, directory changes kept', {
+    timeout: 180_000,
+  }, async () => {
+    const losses = LOSSES.filter((loss) => loss.entries === ALL);
+    expect(await sweep('afterCrash', losses)).toEqual([]);
+  });
+
+  // Recovery cuts the torn record at the end of the log: it removes the spare segment after it, then
+  // truncates the cut segment to the cut and extends it back (log-recovery.ts `replayAndCut`), and
+  // syncs the directory only after both. A power loss that keeps the truncation but not the removal
+  // (call 13, the extension, never made; no order between the two is promised without a sync)
+  // leaves a short segment followed by another, and the next open fails with LogCorruptError. Defect
+  // of log-recovery.ts: the removal of the later segments must be made durable (`syncDir`) before
+  // the cut segment is truncated. Once it is, make this an `it` (or run the test above with every loss).
+  it.fails('loses no acknowledged record after a crash wherever the power is lost, directory changes lost', {
+    timeout: 180_000,
+  }, async () => {
+    const losses = LOSSES.filter((loss) => loss.entries !== ALL);
+    expect(await sweep('afterCrash', losses)).toEqual([]);
   });
 });
 
@@ -389,7 +449,7 @@ describe.each(ENGINES)('js log cut by recovery, reopened with %s', (engine) => {
       bytes[(corrupt % SEGMENT) + 40] = (bytes[(corrupt % SEGMENT) + 40] as number) ^ 0x10;
       writeFileSync(file, bytes);
 
-      const storage = new PowerStorage(0);
+      const storage = new PowerStorage(0, dir);
       const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: now }, storage);
       expect(log.stats().recovery.removedSegments).toBeGreaterThan(0);
       // Larger records than before, so the old ones after the cut do not happen to continue them.

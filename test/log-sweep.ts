@@ -6,14 +6,15 @@
  * LMQ deletions, two checkpoints and two retentions. An append is acknowledged once a later `sync`
  * succeeded; the scenario goes on after errors as a user would.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LogCore } from '../ts/engine/contract.js';
 import { MIN_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../ts/engine/js/limits.js';
 import { openJsLog } from '../ts/engine/js/log.js';
 import { type AppendRecord, encodeBatch, encodeDeletions } from '../ts/engine/js/log-encode.js';
-import type { Storage } from '../ts/engine/js/storage.js';
+import { SEGMENTS_DIR, segmentFileName } from '../ts/engine/js/log-segment.js';
+import { nodeStorage, type Storage } from '../ts/engine/js/storage.js';
 import { CommitLog, type EngineName } from '../ts/index.js';
 
 export const SEGMENT = MIN_SEGMENT_BYTES;
@@ -168,17 +169,19 @@ async function sync(log: LogCore, model: Model): Promise<void> {
   }
 }
 
-/** The scenario, on a js log opened with `storage` in `dir`. */
-export async function runScenario(dir: string, storage: Storage): Promise<Model> {
-  const model = new Model();
-  let log: LogCore;
-  try {
-    log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW }, storage);
-  } catch {
-    return model;
-  }
-  const ignore = () => undefined;
-  for (let round = 0; round < 20; round++) {
+/**
+ * Which scenario a sweep runs. `whole`: from an empty directory, all 20 rounds on the storage under
+ * test. `afterCrash`: the first 10 rounds on real storage, left as a killed process leaves them
+ * with a torn record at the end; then the storage under test reopens the log (recovery cuts the
+ * torn record and removes the spare after it) and runs the last 10 rounds.
+ */
+export type Scenario = 'whole' | 'afterCrash';
+
+const ignore = () => undefined;
+
+/** Rounds `from` to `to` (excluded) of the scenario on `log`. */
+async function play(log: LogCore, model: Model, from: number, to: number): Promise<void> {
+  for (let round = from; round < to; round++) {
     await append(log, model, SHAPES[round % SHAPES.length] as (readonly string[])[]);
     if (!log.spareReady) await log.prepareSegment(NOW).catch(ignore);
     if (round === 4) remove(log, model, 'b');
@@ -196,6 +199,78 @@ export async function runScenario(dir: string, storage: Storage): Promise<Model>
     }
     if (round % 3 !== 1) await sync(log, model);
   }
+}
+
+/** Real storage that remembers the descriptors it opened, so a test can close them as a kill would. */
+class KillableStorage implements Storage {
+  readonly descriptors = new Set<number>();
+  async open(path: string) {
+    const fd = await nodeStorage.open(path);
+    this.descriptors.add(fd);
+    return fd;
+  }
+  async create(path: string) {
+    const fd = await nodeStorage.create(path);
+    this.descriptors.add(fd);
+    return fd;
+  }
+  close(fd: number) {
+    this.descriptors.delete(fd);
+    return nodeStorage.close(fd);
+  }
+  write = nodeStorage.write;
+  writeAsync = nodeStorage.writeAsync;
+  read = nodeStorage.read;
+  size = nodeStorage.size;
+  truncate = nodeStorage.truncate;
+  datasync = nodeStorage.datasync;
+  rename = nodeStorage.rename;
+  unlink = nodeStorage.unlink;
+  readdir = nodeStorage.readdir;
+  mkdir = nodeStorage.mkdir;
+  syncDir = nodeStorage.syncDir;
+
+  /** Closes every descriptor still open, as the end of a process does. */
+  kill(): void {
+    for (const fd of this.descriptors) closeSync(fd);
+    this.descriptors.clear();
+  }
+}
+
+/**
+ * The first half of `afterCrash`, on real storage: the log is abandoned without a close (its files
+ * closed as a killed process's are, its lock removed as the next process would replace it) and a
+ * record is left torn after the last one.
+ */
+export async function crashedHalf(dir: string): Promise<Model> {
+  const model = new Model();
+  const storage = new KillableStorage();
+  const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW }, storage);
+  await play(log, model, 0, 10);
+  await sync(log, model);
+  const position = log.writePosition;
+  storage.kill();
+  rmSync(join(dir, 'LOCK'));
+  const base = Math.floor(position / SEGMENT) * SEGMENT;
+  const torn = encodeBatch([model.record(['a'])], NOW, SEGMENT - SEGMENT_HEADER_BYTES);
+  model.encoded();
+  const length = Math.min(torn.starts[1] as number, base + SEGMENT - position) >>> 1;
+  const fd = openSync(join(dir, SEGMENTS_DIR, segmentFileName(base)), 'r+');
+  writeSync(fd, torn.bytes, 0, length, position - base);
+  closeSync(fd);
+  return model;
+}
+
+/** `scenario` on a js log opened with `storage` in `dir`; the model of what it did. */
+export async function runScenario(dir: string, storage: Storage, scenario: Scenario = 'whole'): Promise<Model> {
+  const model = scenario === 'whole' ? new Model() : await crashedHalf(dir);
+  let log: LogCore;
+  try {
+    log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW }, storage);
+  } catch {
+    return model;
+  }
+  await play(log, model, scenario === 'whole' ? 0 : 10, 20);
   await sync(log, model);
   await log.close().catch(ignore);
   return model;
