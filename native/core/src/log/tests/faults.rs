@@ -527,3 +527,19 @@ fn a_retention_whose_removal_failed_leaves_no_gap_for_the_next_one_to_make() {
     assert_eq!(records.last().map(|r| r.0), Some(79));
     assert_eq!(log.lock().max_offset(b"q"), Ok(80));
 }
+
+#[test]
+fn a_file_left_where_the_next_segment_goes_is_replaced() {
+    let dir = sweep_dir();
+    let log = open(&dir.0);
+    // What a preparation whose removal of its half-made file failed leaves behind.
+    let next = dir
+        .0
+        .join("segments")
+        .join(crate::log::segment::segment_file_name(SMALL_SEGMENT_BYTES));
+    std::fs::write(&next, b"").expect("leftover");
+    log.prepare_segment(1).expect("prepare");
+    let records: Vec<Vec<u8>> = (0..30).map(|i| message(&["q"], &[i as u8; 300])).collect();
+    append_all(&log, &records, 1);
+    assert_eq!(read_all(&log, "q").len(), 30);
+}
