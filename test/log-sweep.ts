@@ -16,6 +16,7 @@ import { type AppendRecord, encodeBatch, encodeDeletions } from '../ts/engine/js
 import { SEGMENTS_DIR, segmentFileName } from '../ts/engine/js/log-segment.js';
 import { nodeStorage, type Storage } from '../ts/engine/js/storage.js';
 import { CommitLog, type EngineName } from '../ts/index.js';
+import { decodeMessages, type StoredMessage } from '../ts/log-message.js';
 
 export const SEGMENT = MIN_SEGMENT_BYTES;
 const NOW = 1_700_000_000_000;
@@ -55,6 +56,8 @@ export class Model {
   readonly beforeDeletion = new Map<string, LmqModel>();
   /** Every `lmq \0 body` an append was asked to store: whatever a read returns must be one of them. */
   readonly appended = new Set<string>();
+  /** What was wrong with what the log returned before it was closed, if anything. */
+  liveProblem: string | undefined;
   private n = 0;
 
   private lmq(name: string): LmqModel {
@@ -272,6 +275,8 @@ export async function runScenario(dir: string, storage: Storage, scenario: Scena
   }
   await play(log, model, scenario === 'whole' ? 0 : 10, 20);
   await sync(log, model);
+  // A log that still works must return what the reopened one must.
+  checkLive(log, model);
   await log.close().catch(ignore);
   return model;
 }
@@ -304,6 +309,7 @@ function holds(state: LmqModel, records: Map<number, string>, next: number): str
  * log takes a new append. Returns what is wrong, if anything.
  */
 export async function verify(dir: string, model: Model, engine: EngineName): Promise<string | undefined> {
+  if (model.liveProblem !== undefined) return `before the reopen: ${model.liveProblem}`;
   rmSync(join(dir, 'LOCK'), { force: true });
   let log: CommitLog;
   try {
@@ -312,30 +318,15 @@ export async function verify(dir: string, model: Model, engine: EngineName): Pro
     return `reopen with ${engine} failed: ${String(error)}`;
   }
   try {
-    for (const lmq of log.listLmqs('', 10_000).lmqs) {
-      // `after` is what an earlier check appended.
-      if (!model.lmqs.has(lmq) && lmq !== 'after') return `LMQ ${lmq} was never appended to`;
-    }
-    for (const [lmq, state] of model.lmqs) {
-      const records = new Map<number, string>();
-      const generations = new Set<number>();
-      for (const message of log.read(lmq, 0, 10_000)) {
-        const body = message.body.toString('latin1');
-        if (!model.appended.has(`${lmq}\0${body}`))
-          return `${lmq}: offset ${message.offset} holds a record never appended`;
-        const [generation, offset] = claimed(body, lmq) ?? [-1, -1];
-        if (offset !== message.offset) return `${lmq}: offset ${message.offset} holds a record of another offset`;
-        generations.add(generation);
-        records.set(offset, body);
-      }
-      if (generations.size > 1) return `${lmq}: records of generations ${[...generations].join(', ')} mixed`;
-      const next = log.maxOffset(lmq);
-      let why = holds(state, records, next);
-      // A deletion not acknowledged may or may not have reached the disk.
-      const before = model.beforeDeletion.get(lmq);
-      if (why !== undefined && before !== undefined && holds(before, records, next) === undefined) why = undefined;
-      if (why !== undefined) return `${lmq}: ${why}`;
-    }
+    const why = check(
+      {
+        lmqs: () => log.listLmqs('', 10_000).lmqs,
+        read: (lmq) => log.read(lmq, 0, 10_000),
+        next: (lmq) => log.maxOffset(lmq),
+      },
+      model,
+    );
+    if (why !== undefined) return why;
     await log.append([{ lmqs: ['after'], body: 'after a reopen' }]);
     await log.flush();
   } catch (error) {
@@ -344,4 +335,61 @@ export async function verify(dir: string, model: Model, engine: EngineName): Pro
     await log.close().catch(() => undefined);
   }
   return undefined;
+}
+
+/** What `check` reads a log through: a reopened `CommitLog` or the scenario's own `LogCore`. */
+interface Reader {
+  lmqs(): readonly string[];
+  read(lmq: string): readonly StoredMessage[];
+  next(lmq: string): number;
+}
+
+/** Checks what a log returns against `model`; what is wrong, if anything. */
+function check(log: Reader, model: Model): string | undefined {
+  for (const lmq of log.lmqs()) {
+    // `after` is what an earlier check appended.
+    if (!model.lmqs.has(lmq) && lmq !== 'after') return `LMQ ${lmq} was never appended to`;
+  }
+  for (const [lmq, state] of model.lmqs) {
+    const records = new Map<number, string>();
+    const generations = new Set<number>();
+    for (const message of log.read(lmq)) {
+      const body = message.body.toString('latin1');
+      if (!model.appended.has(`${lmq}\0${body}`))
+        return `${lmq}: offset ${message.offset} holds a record never appended`;
+      const [generation, offset] = claimed(body, lmq) ?? [-1, -1];
+      if (offset !== message.offset) return `${lmq}: offset ${message.offset} holds a record of another offset`;
+      generations.add(generation);
+      records.set(offset, body);
+    }
+    if (generations.size > 1) return `${lmq}: records of generations ${[...generations].join(', ')} mixed`;
+    const next = log.next(lmq);
+    let why = holds(state, records, next);
+    // A deletion not acknowledged may or may not have reached the disk.
+    const before = model.beforeDeletion.get(lmq);
+    if (why !== undefined && before !== undefined && holds(before, records, next) === undefined) why = undefined;
+    if (why !== undefined) return `${lmq}: ${why}`;
+  }
+  return undefined;
+}
+
+/** Checks a log the scenario still has open, if it still works, into `model.liveProblem`. */
+function checkLive(log: LogCore, model: Model): void {
+  try {
+    log.stats();
+  } catch {
+    return;
+  }
+  try {
+    model.liveProblem = check(
+      {
+        lmqs: () => log.listLmqs('', 10_000, undefined).names,
+        read: (lmq) => decodeMessages(lmq, log.read(lmq, 0, 10_000)),
+        next: (lmq) => log.maxOffset(lmq),
+      },
+      model,
+    );
+  } catch (error) {
+    model.liveProblem = `reading failed: ${String(error)}`;
+  }
 }

@@ -51,6 +51,8 @@ pub struct Model {
     /// Every (LMQ, body) an append was asked to store: whatever a read returns must be one of them.
     appended: HashSet<(String, Vec<u8>)>,
     n: u64,
+    /// What was wrong with what the log returned before it was closed, if anything.
+    live_problem: Option<String>,
 }
 
 impl Model {
@@ -260,6 +262,10 @@ pub fn run_scenario_kind(scenario: Scenario, dir: &Path, storage: Arc<dyn Storag
     };
     play(&log, &mut model, rounds);
     sync(&log, &mut model);
+    // A log that still works must return what the reopened one must.
+    if log.lock().lmq_count().is_ok() {
+        model.live_problem = check_log(&log, &model).err();
+    }
     let _ = log.close();
     model
 }
@@ -319,8 +325,26 @@ fn holds(state: &LmqModel, records: &[(u64, Vec<u8>)], next: u64) -> Result<(), 
 /// there and byte-identical, every record read is one that was appended, at the offset it was
 /// given, and the log takes a new append.
 pub fn verify(dir: &Path, model: &Model) -> Result<(), String> {
+    if let Some(problem) = &model.live_problem {
+        return Err(format!("before the reopen: {problem}"));
+    }
     let _ = std::fs::remove_file(dir.join("LOCK"));
     let log = open_with(dir, Arc::new(RealStorage)).map_err(|e| format!("reopen failed: {e:?}"))?;
+    check_log(&log, model)?;
+    let mut after = message(&["after"], b"after a reopen");
+    let (mut positions, mut offsets) = (vec![0.0], vec![0.0]);
+    log.lock()
+        .append(&mut after, 1, 3_000, &mut positions, &mut offsets)
+        .map_err(|e| format!("append after reopen failed: {e:?}"))?;
+    log.sync()
+        .map_err(|e| format!("sync after reopen failed: {e:?}"))?;
+    log.close()
+        .map_err(|e| format!("close after reopen failed: {e:?}"))?;
+    Ok(())
+}
+
+/// Checks what `log` returns against `model`.
+fn check_log(log: &LogHandle, model: &Model) -> Result<(), String> {
     let mut names: Vec<String> = model.lmqs.keys().cloned().collect();
     let listed = log
         .lock()
@@ -364,15 +388,6 @@ pub fn verify(dir: &Path, model: &Model) -> Result<(), String> {
         };
         checked.map_err(|why| format!("{lmq}: {why}"))?;
     }
-    let mut after = message(&["after"], b"after a reopen");
-    let (mut positions, mut offsets) = (vec![0.0], vec![0.0]);
-    log.lock()
-        .append(&mut after, 1, 3_000, &mut positions, &mut offsets)
-        .map_err(|e| format!("append after reopen failed: {e:?}"))?;
-    log.sync()
-        .map_err(|e| format!("sync after reopen failed: {e:?}"))?;
-    log.close()
-        .map_err(|e| format!("close after reopen failed: {e:?}"))?;
     Ok(())
 }
 
