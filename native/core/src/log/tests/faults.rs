@@ -359,7 +359,7 @@ fn check_log(log: &LogHandle, model: &Model) -> Result<(), String> {
     }
     names.sort();
     for lmq in &names {
-        let records = read_records(&log, lmq).map_err(|e| format!("{lmq}: read failed: {e:?}"))?;
+        let records = read_records(log, lmq).map_err(|e| format!("{lmq}: read failed: {e:?}"))?;
         let next = log
             .lock()
             .max_offset(lmq.as_bytes())
