@@ -6,7 +6,19 @@
  * LMQ deletions, two checkpoints and two retentions. An append is acknowledged once a later `sync`
  * succeeded; the scenario goes on after errors as a user would.
  */
-import { closeSync, existsSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LogCore } from '../ts/engine/contract.js';
@@ -59,6 +71,22 @@ export class Model {
   /** What was wrong with what the log returned before it was closed, if anything. */
   liveProblem: string | undefined;
   private n = 0;
+
+  /** A deep copy, to go on from separately. */
+  copy(): Model {
+    const copy = new Model();
+    const clone = (state: LmqModel): LmqModel => ({
+      ...state,
+      unacked: [...state.unacked],
+      acked: [...state.acked],
+    });
+    for (const [name, state] of this.lmqs) copy.lmqs.set(name, clone(state));
+    for (const [name, state] of this.beforeDeletion) copy.beforeDeletion.set(name, clone(state));
+    for (const key of this.appended) copy.appended.add(key);
+    copy.liveProblem = this.liveProblem;
+    copy.n = this.n;
+    return copy;
+  }
 
   private lmq(name: string): LmqModel {
     let state = this.lmqs.get(name);
@@ -265,8 +293,32 @@ export async function crashedHalf(dir: string): Promise<Model> {
 }
 
 /** `scenario` on a js log opened with `storage` in `dir`; the model of what it did. */
+/** The files and model `crashedHalf` leaves, made once and copied into each run's directory. */
+let crashedTemplate: Promise<{ files: Map<string, Buffer>; model: Model }> | undefined;
+
+async function copyOfCrashedHalf(dir: string): Promise<Model> {
+  crashedTemplate ??= (async () => {
+    const template = sweepDir();
+    try {
+      const model = await crashedHalf(template);
+      const files = new Map<string, Buffer>();
+      for (const name of readdirSync(template, { recursive: true, encoding: 'utf8' })) {
+        const path = join(template, name);
+        if (statSync(path).isFile()) files.set(name, readFileSync(path));
+      }
+      return { files, model };
+    } finally {
+      removeDir(template);
+    }
+  })();
+  const { files, model } = await crashedTemplate;
+  mkdirSync(join(dir, SEGMENTS_DIR), { recursive: true });
+  for (const [name, bytes] of files) writeFileSync(join(dir, name), bytes);
+  return model.copy();
+}
+
 export async function runScenario(dir: string, storage: Storage, scenario: Scenario = 'whole'): Promise<Model> {
-  const model = scenario === 'whole' ? new Model() : await crashedHalf(dir);
+  const model = scenario === 'whole' ? new Model() : await copyOfCrashedHalf(dir);
   let log: LogCore;
   try {
     log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW }, storage);
