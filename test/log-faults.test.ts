@@ -19,6 +19,7 @@ import { CommitLog } from '../ts/index.js';
 import { ENGINES } from './engines.js';
 import {
   crashedHalf,
+  innerStorage,
   type Model,
   removeDir,
   runScenario,
@@ -28,7 +29,7 @@ import {
   verify,
 } from './log-sweep.js';
 
-const SCENARIOS: readonly Scenario[] = ['whole', 'afterCrash'];
+const SCENARIOS: readonly Scenario[] = ['whole', 'afterCrash', 'concurrent'];
 
 /** Runs `scenario` failing call `n`; the problem found, if any. */
 async function sweepCase(
@@ -39,7 +40,7 @@ async function sweepCase(
 ): Promise<string | undefined> {
   const dir = sweepDir();
   try {
-    const storage = new CountingStorage(n, fault, persistent);
+    const storage = new CountingStorage(n, fault, persistent, innerStorage(scenario));
     const model = await runScenario(dir, storage, scenario);
     const engine = ENGINES[n % ENGINES.length] as (typeof ENGINES)[number];
     const why = await verify(dir, model, engine);
@@ -56,7 +57,7 @@ async function sweepCase(
 async function countCalls(scenario: Scenario = 'whole'): Promise<string[]> {
   const dir = sweepDir();
   try {
-    const storage = new CountingStorage(0);
+    const storage = new CountingStorage(0, 'fail', false, innerStorage(scenario));
     const model = await runScenario(dir, storage, scenario);
     expect(await verify(dir, model, 'js')).toBeUndefined();
     return storage.kinds;

@@ -9,13 +9,20 @@
 import {
   closeSync,
   existsSync,
+  fdatasyncSync,
+  fstatSync,
+  fsyncSync,
+  ftruncateSync,
   mkdirSync,
   mkdtempSync,
   openSync,
   readdirSync,
   readFileSync,
+  readSync,
+  renameSync,
   rmSync,
   statSync,
+  unlinkSync,
   writeFileSync,
   writeSync,
 } from 'node:fs';
@@ -135,6 +142,23 @@ export class Model {
     this.lmqs.set(lmq, emptyLmq(state.generation + 1));
   }
 
+  /** What a sync started now covers: how many records of each LMQ are written so far. */
+  pending(): Map<string, number> {
+    const written = new Map<string, number>();
+    for (const [lmq, state] of this.lmqs) written.set(lmq, state.acked.length + state.unacked.length);
+    return written;
+  }
+
+  /** A sync started when `pending` gave `covered` succeeded (the scenario deletes no LMQ meanwhile). */
+  syncedUpTo(covered: Map<string, number>): void {
+    for (const [lmq, count] of covered) {
+      const state = this.lmqs.get(lmq) as LmqModel;
+      while (state.acked.length < count && state.unacked.length > 0) {
+        state.acked.push(state.unacked.shift() as [number, string]);
+      }
+    }
+  }
+
   synced(): void {
     for (const state of this.lmqs.values()) state.acked.push(...state.unacked.splice(0));
     this.beforeDeletion.clear();
@@ -204,9 +228,11 @@ async function sync(log: LogCore, model: Model): Promise<void> {
  * Which scenario a sweep runs. `whole`: from an empty directory, all 20 rounds on the storage under
  * test. `afterCrash`: the first 10 rounds on real storage, left as a killed process leaves them
  * with a torn record at the end; then the storage under test reopens the log (recovery cuts the
- * torn record and removes the spare after it) and runs the last 10 rounds.
+ * torn record and removes the spare after it) and runs the last 10 rounds. `concurrent`: from an
+ * empty directory, rounds whose syncs, checkpoints, preparations and retentions run while appends
+ * go on; it needs `orderedStorage` under the storage under test, so a call number names one call.
  */
-export type Scenario = 'whole' | 'afterCrash';
+export type Scenario = 'whole' | 'afterCrash' | 'concurrent';
 
 const ignore = () => undefined;
 
@@ -229,6 +255,72 @@ async function play(log: LogCore, model: Model, from: number, to: number): Promi
       }
     }
     if (round % 3 !== 1) await sync(log, model);
+  }
+}
+
+/**
+ * The real file system through synchronous calls, each promise settled when it is made, so that
+ * operations running at once interleave the same way on every run and a call's number names the
+ * same call each time.
+ */
+export const orderedStorage: Storage = {
+  open: async (path) => openSync(path, 'r+'),
+  create: async (path) => openSync(path, 'wx+'),
+  close: async (fd) => closeSync(fd),
+  write: (fd, bytes, offset, length, position) => writeSync(fd, bytes, offset, length, position),
+  writeAsync: async (fd, bytes, offset, length, position) => writeSync(fd, bytes, offset, length, position),
+  read: (fd, bytes, offset, length, position) => readSync(fd, bytes, offset, length, position),
+  size: async (fd) => fstatSync(fd).size,
+  truncate: async (fd, length) => ftruncateSync(fd, length),
+  datasync: async (fd) => fdatasyncSync(fd),
+  rename: async (from, to) => renameSync(from, to),
+  unlink: async (path) => unlinkSync(path),
+  readdir: async (path) => readdirSync(path),
+  mkdir: async (path) => {
+    mkdirSync(path, { recursive: true });
+  },
+  syncDir: async (path) => {
+    const fd = openSync(path, 'r');
+    try {
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+  },
+};
+
+/**
+ * Rounds of the `concurrent` scenario: as ts/log.ts drives a log, a sync, a checkpoint, a segment
+ * preparation and a retention run while more appends are written (appends one after another, as
+ * its write chain keeps them).
+ */
+async function playConcurrently(log: LogCore, model: Model, rounds: number): Promise<void> {
+  let appends: Promise<void> = Promise.resolve();
+  const chain = (shape: readonly (readonly string[])[]) => {
+    appends = appends.then(() => append(log, model, shape));
+    return appends;
+  };
+  for (let round = 0; round < rounds; round++) {
+    const work: Promise<unknown>[] = [chain(SHAPES[round % SHAPES.length] as (readonly string[])[])];
+    await work[0];
+    const covered = model.pending();
+    work.push(log.sync().then(() => model.syncedUpTo(covered), ignore));
+    work.push(chain(SHAPES[(round + 1) % SHAPES.length] as (readonly string[])[]));
+    if (!log.spareReady) work.push(log.prepareSegment(NOW).catch(ignore));
+    if (round % 5 === 2) work.push(log.checkpoint(NOW + 1).catch(ignore));
+    if (round % 5 === 4) {
+      // The segments leave the index when retain is called; their files go later.
+      work.push(log.retain(-1, 3 * SEGMENT).catch(ignore));
+      for (const lmq of model.lmqs.keys()) {
+        try {
+          model.setFloor(lmq, log.minOffset(lmq));
+        } catch {
+          // A failed log: the floor stays.
+        }
+      }
+    }
+    work.push(chain(SHAPES[(round + 2) % SHAPES.length] as (readonly string[])[]));
+    await Promise.all(work);
   }
 }
 
@@ -292,6 +384,11 @@ export async function crashedHalf(dir: string): Promise<Model> {
   return model;
 }
 
+/** The storage a scenario's storage under test goes over. */
+export function innerStorage(scenario: Scenario): Storage {
+  return scenario === 'concurrent' ? orderedStorage : nodeStorage;
+}
+
 /** `scenario` on a js log opened with `storage` in `dir`; the model of what it did. */
 /** The files and model `crashedHalf` leaves, made once and copied into each run's directory. */
 let crashedTemplate: Promise<{ files: Map<string, Buffer>; model: Model }> | undefined;
@@ -318,14 +415,15 @@ async function copyOfCrashedHalf(dir: string): Promise<Model> {
 }
 
 export async function runScenario(dir: string, storage: Storage, scenario: Scenario = 'whole'): Promise<Model> {
-  const model = scenario === 'whole' ? new Model() : await copyOfCrashedHalf(dir);
+  const model = scenario === 'afterCrash' ? await copyOfCrashedHalf(dir) : new Model();
   let log: LogCore;
   try {
     log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW }, storage);
   } catch {
     return model;
   }
-  await play(log, model, scenario === 'whole' ? 0 : 10, 20);
+  if (scenario === 'concurrent') await playConcurrently(log, model, 10);
+  else await play(log, model, scenario === 'whole' ? 0 : 10, 20);
   await sync(log, model);
   // A log that still works must return what the reopened one must.
   checkLive(log, model);
