@@ -27,7 +27,7 @@ pub use handle::LogHandle;
 pub use read::ReadSpan;
 pub use recovery::{CheckpointState, RecoveryStats};
 pub use retain::Retired;
-pub use storage::{CountingStorage, Fault, FaultyStorage, RealStorage, Storage};
+pub use storage::{FaultyStorage, RealStorage, Storage};
 
 use crate::queue::Queues;
 use lock::DirLock;

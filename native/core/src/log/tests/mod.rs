@@ -5,6 +5,7 @@ mod durability;
 mod faults;
 mod model;
 mod power;
+mod power_model;
 mod record;
 mod recovery;
 mod roll;
