@@ -29,7 +29,14 @@ import {
   writeU32,
 } from './log-record.js';
 import { type RecoveredLog, recoverLog } from './log-recovery.js';
-import { createSegment, ioError, SEGMENTS_DIR, type Segment } from './log-segment.js';
+import {
+  createSegment,
+  ioError,
+  parseSegmentFileName,
+  SEGMENTS_DIR,
+  type Segment,
+  segmentFileName,
+} from './log-segment.js';
 import type { ConsumeQueue, QueueSet } from './queue.js';
 import { nodeStorage, type Storage } from './storage.js';
 
@@ -346,11 +353,37 @@ class JsLog implements LogCore {
     let bytes = 0;
     for (const segment of removed) {
       bytes += segment.size;
+      await this.storage.close(segment.fd).catch(() => undefined);
+    }
+    await this.removeSegmentFilesBelow((segments[0] as Segment).base);
+    return { segments: count, bytes };
+  }
+
+  /**
+   * Removes every segment file below `keepFrom` (the first segment still in the log), oldest first,
+   * then makes the removals durable: the segments just retired, and any an earlier retention failed
+   * to remove. A file goes only once every older one is gone, so what is on disk stays contiguous and
+   * the next open finds no gap; a failed removal stops there.
+   */
+  private async removeSegmentFilesBelow(keepFrom: number): Promise<void> {
+    let names: string[];
+    try {
+      names = await this.storage.readdir(this.segmentsDir);
+    } catch (error) {
+      throw ioError(`cannot list ${this.segmentsDir}`, error);
+    }
+    const bases: number[] = [];
+    for (const name of names) {
+      const base = parseSegmentFileName(name);
+      if (base !== undefined && base < keepFrom) bases.push(base);
+    }
+    bases.sort((a, b) => a - b);
+    for (const base of bases) {
+      const path = join(this.segmentsDir, segmentFileName(base));
       try {
-        await this.storage.close(segment.fd);
-        await this.storage.unlink(segment.path);
+        await this.storage.unlink(path);
       } catch (error) {
-        throw ioError(`cannot delete ${segment.path}`, error);
+        throw ioError(`cannot delete ${path}`, error);
       }
     }
     try {
@@ -358,7 +391,6 @@ class JsLog implements LogCore {
     } catch (error) {
       throw ioError(`cannot sync ${this.segmentsDir}`, error);
     }
-    return { segments: count, bytes };
   }
 
   async checkpoint(nowMs: number): Promise<void> {

@@ -206,3 +206,113 @@ export class FaultyStorage implements Storage {
     return this.inner.syncDir(path);
   }
 }
+
+/** What a `CountingStorage` does to the call it fails. */
+export type Fault =
+  /** The call fails with EIO and changes nothing. */
+  | 'fail'
+  /** A write stores the first half of its bytes and reports that count (a short write); any other call fails as with `fail`. */
+  | 'tear';
+
+/**
+ * A storage failing one call chosen by its number, whatever its kind, so a test can run a scenario
+ * once to count its calls and then again failing each of them in turn. Counted (from 1) are the
+ * calls that change files or make them durable: opens, creates, writes, truncations, syncs of files
+ * and directories, renames and removals. Closing, reading, sizing, listing and `mkdir` are not
+ * counted and never fail. Mirrors `CountingStorage` of native/core/src/log/storage.rs.
+ */
+export class CountingStorage implements Storage {
+  /** Counted calls so far. */
+  calls = 0;
+  /** The kind of each counted call, in order, for reporting which call a failing case failed. */
+  readonly kinds: string[] = [];
+
+  /**
+   * `failAt`: the call to fail (0 fails none). `persistent`: from that call on every counted call
+   * fails (a disk that went away), not only that one.
+   */
+  constructor(
+    private readonly failAt: number,
+    private readonly fault: Fault = 'fail',
+    private readonly persistent = false,
+    private readonly inner: Storage = nodeStorage,
+  ) {}
+
+  /** Counts a call of `kind`; whether it is to fail. */
+  private fails(kind: string): boolean {
+    this.kinds.push(kind);
+    const n = ++this.calls;
+    return this.failAt !== 0 && (n === this.failAt || (this.persistent && n > this.failAt));
+  }
+
+  private check(kind: string): void {
+    if (this.fails(kind)) throw systemError('EIO', `injected: ${kind} call ${this.calls} failed`);
+  }
+
+  async open(path: string): Promise<number> {
+    this.check('open');
+    return this.inner.open(path);
+  }
+
+  async create(path: string): Promise<number> {
+    this.check('create');
+    return this.inner.create(path);
+  }
+
+  close(fd: number): Promise<void> {
+    return this.inner.close(fd);
+  }
+
+  write(fd: number, bytes: Uint8Array, offset: number, length: number, position: number): number {
+    if (!this.fails('write')) return this.inner.write(fd, bytes, offset, length, position);
+    if (this.fault === 'tear') return this.inner.write(fd, bytes, offset, length >>> 1, position);
+    throw systemError('EIO', `injected: write call ${this.calls} failed`);
+  }
+
+  async writeAsync(fd: number, bytes: Uint8Array, offset: number, length: number, position: number): Promise<number> {
+    if (!this.fails('writeAsync')) return this.inner.writeAsync(fd, bytes, offset, length, position);
+    if (this.fault === 'tear') return this.inner.writeAsync(fd, bytes, offset, length >>> 1, position);
+    throw systemError('EIO', `injected: writeAsync call ${this.calls} failed`);
+  }
+
+  read(fd: number, bytes: Uint8Array, offset: number, length: number, position: number): number {
+    return this.inner.read(fd, bytes, offset, length, position);
+  }
+
+  size(fd: number): Promise<number> {
+    return this.inner.size(fd);
+  }
+
+  async truncate(fd: number, length: number): Promise<void> {
+    this.check('truncate');
+    return this.inner.truncate(fd, length);
+  }
+
+  async datasync(fd: number): Promise<void> {
+    this.check('datasync');
+    return this.inner.datasync(fd);
+  }
+
+  async rename(from: string, to: string): Promise<void> {
+    this.check('rename');
+    return this.inner.rename(from, to);
+  }
+
+  async unlink(path: string): Promise<void> {
+    this.check('unlink');
+    return this.inner.unlink(path);
+  }
+
+  readdir(path: string): Promise<string[]> {
+    return this.inner.readdir(path);
+  }
+
+  mkdir(path: string): Promise<void> {
+    return this.inner.mkdir(path);
+  }
+
+  async syncDir(path: string): Promise<void> {
+    this.check('syncDir');
+    return this.inner.syncDir(path);
+  }
+}

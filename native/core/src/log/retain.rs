@@ -3,7 +3,7 @@
 //! background task.
 
 use super::error::LogError;
-use super::segment::Segment;
+use super::segment::{parse_segment_file_name, segment_file_name, Segment};
 use super::storage::Storage;
 use super::Log;
 use std::path::PathBuf;
@@ -23,16 +23,26 @@ impl Retired {
         self.segments.iter().map(Segment::size).sum()
     }
 
-    /// Unmaps and removes the files, then makes their removal durable.
+    /// Unmaps and removes the files, oldest first, then makes their removal durable. The files left
+    /// by an earlier removal that failed part-way (every segment file below the first one still in
+    /// the log) go first: a segment file is removed only once every older one is gone, so what is
+    /// on disk stays contiguous and the next open does not find a gap. A failed removal stops there.
     pub fn remove_files(self, storage: &dyn Storage) -> Result<(), LogError> {
-        if self.segments.is_empty() {
+        let Some(keep_from) = self.segments.last().map(Segment::end) else {
             return Ok(());
-        }
-        for segment in self.segments {
-            let path = segment.path.clone();
-            drop(segment);
+        };
+        drop(self.segments);
+        let mut bases: Vec<u64> = storage
+            .list(&self.dir)
+            .map_err(|e| LogError::io("listing the segment directory", &e))?
+            .iter()
+            .filter_map(|name| parse_segment_file_name(name))
+            .filter(|&base| base < keep_from)
+            .collect();
+        bases.sort_unstable();
+        for base in bases {
             storage
-                .remove(&path)
+                .remove(&self.dir.join(segment_file_name(base)))
                 .map_err(|e| LogError::io("removing a retired segment", &e))?;
         }
         storage

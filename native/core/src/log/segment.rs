@@ -106,10 +106,18 @@ impl Segment {
     /// Creates a zero-filled segment file with its blocks reserved, writes its header and makes
     /// both durable (the file's directory entry included) before the segment is used: a segment
     /// with an invalid header then never held a record (docs/FORMAT.md). Appends write with
-    /// [`Segment::append_bytes`], so no page of the mapping is faulted in here.
+    /// [`Segment::append_bytes`], so no page of the mapping is faulted in here. A file already of
+    /// that name is past the end of the log (left by a preparation whose clean-up failed) and is
+    /// replaced, as the js engine does.
     pub fn create(storage: &dyn Storage, dir: &Path, header: SegmentHeader) -> io::Result<Segment> {
         let path = dir.join(segment_file_name(header.base));
-        let file = storage.create_new(&path)?;
+        let file = match storage.create_new(&path) {
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                storage.remove(&path)?;
+                storage.create_new(&path)?
+            }
+            other => other?,
+        };
         storage.allocate(&file, header.size)?;
         storage.write_at(&file, &header.encode(), 0)?;
         storage.sync(&file)?;

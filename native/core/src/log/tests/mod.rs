@@ -2,7 +2,10 @@
 
 mod checkpoint;
 mod durability;
+mod faults;
 mod model;
+mod power;
+mod power_model;
 mod record;
 mod recovery;
 mod roll;
