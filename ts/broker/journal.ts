@@ -41,6 +41,15 @@ export const MAX_JOURNAL_RECORD_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_COMPACT_BYTES = 4 * 1024 * 1024;
 /** Background sync period when appends do not wait for durability (`flush: 'async'`). */
 const ASYNC_SYNC_INTERVAL_MS = 200;
+/**
+ * Under `flush: 'async'`, how long (ms) and how many bytes appended records may wait before the
+ * writer takes them; past either, `settle()` waits until they are written (not synced). Callers
+ * that never yield to the event loop (each call resolving at once) would otherwise keep the
+ * writer's completions from ever running, and a process crash would lose everything since the open;
+ * this bounds the loss to about this much.
+ */
+export const ASYNC_PENDING_MAX_MS = 10;
+export const ASYNC_PENDING_MAX_BYTES = 64 * 1024;
 
 function header(): Buffer {
   const bytes = Buffer.alloc(JOURNAL_HEADER_BYTES);
@@ -154,6 +163,8 @@ export interface JournalContents {
 
 interface Waiter {
   seq: number;
+  /** Waits for a sync too, not only for the write. */
+  sync: boolean;
   resolve(): void;
   reject(error: unknown): void;
 }
@@ -186,6 +197,9 @@ export class StateJournal {
   private size: number;
   private sizeAfterCompaction: number;
   private pending: Buffer[] = [];
+  /** Bytes of the pending records, and when the oldest of them was appended (`performance.now()`). */
+  private pendingBytes = 0;
+  private pendingSince = 0;
   /** Records appended, written (whole, up to `size`) and synced so far, as counts. */
   private appended = 0;
   private written = 0;
@@ -310,7 +324,9 @@ export class StateJournal {
   appendFramed(bytes: Buffer): void {
     this.appended++;
     if (this.closed || this.failure !== undefined) return;
+    if (this.pending.length === 0) this.pendingSince = performance.now();
     this.pending.push(bytes);
+    this.pendingBytes += bytes.length;
     this.kick();
   }
 
@@ -319,7 +335,7 @@ export class StateJournal {
     const refused = this.refusal();
     if (refused !== undefined) return Promise.reject(refused);
     if (this.synced >= this.appended) return Promise.resolve();
-    return this.wait();
+    return this.wait(true);
   }
 
   /**
@@ -329,7 +345,11 @@ export class StateJournal {
   settle(): Promise<void> {
     if (this.options.flush === 'sync') return this.durable();
     const refused = this.refusal();
-    return refused === undefined ? Promise.resolve() : Promise.reject(refused);
+    if (refused !== undefined) return Promise.reject(refused);
+    const late =
+      this.pending.length > 0 &&
+      (this.pendingBytes > ASYNC_PENDING_MAX_BYTES || performance.now() - this.pendingSince > ASYNC_PENDING_MAX_MS);
+    return late ? this.wait(false) : Promise.resolve();
   }
 
   /** Throws the journal's failure, if it failed. */
@@ -358,7 +378,7 @@ export class StateJournal {
     try {
       // Rounds until one ends with nothing left: a record appended while a round runs gets another.
       this.compactOnNextRound = this.snapshot !== undefined;
-      do await this.wait();
+      do await this.wait(true);
       while (this.synced < this.appended);
     } finally {
       this.closed = true;
@@ -367,11 +387,11 @@ export class StateJournal {
     }
   }
 
-  /** A waiter for everything appended so far, however much is synced already. */
-  private wait(): Promise<void> {
+  /** A waiter for everything appended so far to be written, and with `sync` synced, however much is already. */
+  private wait(sync: boolean): Promise<void> {
     if (this.failure !== undefined) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
-      this.waiters.push({ seq: this.appended, resolve, reject });
+      this.waiters.push({ seq: this.appended, sync, resolve, reject });
       this.kick();
     });
   }
@@ -394,6 +414,7 @@ export class StateJournal {
           const seq = this.appended;
           const bytes = this.pending.length === 1 ? (this.pending[0] as Buffer) : Buffer.concat(this.pending);
           this.pending = [];
+          this.pendingBytes = 0;
           await writeFully(this.file, bytes, this.size);
           this.size += bytes.length;
           this.written = seq;
@@ -402,7 +423,7 @@ export class StateJournal {
           this.compactOnNextRound = false;
           await this.compact();
         }
-        if (this.waiters.length > 0 && this.synced < this.written) {
+        if (this.synced < this.written && this.waiters.some((waiter) => waiter.sync)) {
           const seq = this.written;
           await this.file.datasync();
           this.synced = seq;
@@ -424,6 +445,7 @@ export class StateJournal {
     if (this.failure !== undefined) return;
     this.failure = ioError(this.path, error);
     this.pending = [];
+    this.pendingBytes = 0;
     for (const waiter of this.waiters.splice(0)) waiter.reject(this.failure);
     this.options.report?.(this.failure, 'state journal');
   }
@@ -431,7 +453,7 @@ export class StateJournal {
   private release(): void {
     const still: Waiter[] = [];
     for (const waiter of this.waiters) {
-      if (waiter.seq <= this.synced) waiter.resolve();
+      if (waiter.seq <= (waiter.sync ? this.synced : this.written)) waiter.resolve();
       else still.push(waiter);
     }
     this.waiters = still;
@@ -449,7 +471,9 @@ export class StateJournal {
     const seq = this.appended;
     const bytes = Buffer.concat([header(), ...snapshot().map(encodeRecord)]);
     const covered = this.pending;
+    const coveredSince = this.pendingSince;
     this.pending = [];
+    this.pendingBytes = 0;
     const tmp = `${this.path}.tmp`;
     let file: JournalFile | undefined;
     try {
@@ -460,6 +484,8 @@ export class StateJournal {
     } catch (error) {
       await file?.close().catch(ignore);
       await this.storage.remove(tmp).catch(ignore);
+      if (covered.length > 0) this.pendingSince = coveredSince;
+      for (const record of covered) this.pendingBytes += record.length;
       this.pending = covered.concat(this.pending);
       // Not again before the file has doubled once more: each try costs a whole snapshot.
       this.sizeAfterCompaction = this.size;
