@@ -242,7 +242,10 @@ describe.each(ENGINES)('%s engine', (engine) => {
     broker.createGroup('g', { bindTopic: 'agents' });
     const consumer = broker.consumer({ group: 'g', clientId: 'c' });
     await consumer.subscribe(['a'], { offset: { policy: 'min' } });
-    await broker.sendBatch('agents', [0, 1, 2, 3, 4, 5].map((i) => ({ liteTopic: 'a', body: `a/${i}` })));
+    await broker.sendBatch(
+      'agents',
+      [0, 1, 2, 3, 4, 5].map((i) => ({ liteTopic: 'a', body: `a/${i}` })),
+    );
     const popped = await consumer.pop({ maxNum: 6, invisibleTimeMs: INVISIBLE_MS });
     for (const message of popped) await consumer.ack(message);
     await broker.close();
@@ -351,13 +354,19 @@ describe.each(ENGINES)('%s engine', (engine) => {
     broker.createGroup('g', { bindTopic: 'agents' });
     const consumer = broker.consumer({ group: 'g', clientId: 'c' });
     await consumer.subscribe(['a'], { offset: { policy: 'min' } });
-    await broker.sendBatch('agents', [0, 1, 2, 3, 4, 5, 6, 7].map((i) => ({ liteTopic: 'a', body: `a/${i}` })));
+    await broker.sendBatch(
+      'agents',
+      [0, 1, 2, 3, 4, 5, 6, 7].map((i) => ({ liteTopic: 'a', body: `a/${i}` })),
+    );
     for (const message of await consumer.pop({ maxNum: 8, invisibleTimeMs: INVISIBLE_MS })) {
       if (message.offset !== 3) await consumer.ack(message); // each ack still resolves
     }
     await broker.close(); // its compaction fails too; the old file has everything
     expect(errors.length).toBeGreaterThan(1);
-    expect(errors[0]).toEqual([expect.objectContaining({ code: 'IO_ERROR', errno: code }), { during: 'state journal compaction' }]);
+    expect(errors[0]).toEqual([
+      expect.objectContaining({ code: 'IO_ERROR', errno: code }),
+      { during: 'state journal compaction' },
+    ]);
     expect(existsSync(join(dir, `${STATE_FILE}.tmp`))).toBe(false);
     expect(await redelivered(dir)).toEqual(['a/3']);
   });
@@ -369,10 +378,19 @@ describe.each(ENGINES)('%s engine', (engine) => {
     broker.createTopic('agents');
     broker.createGroup('g', GROUP);
     const consumer = broker.consumer({ group: 'g', clientId: 'c' });
-    await broker.sendBatch('agents', [0, 1, 2, 3].map((i) => ({ liteTopic: 'a', body: `a/${i}` })));
+    await broker.sendBatch(
+      'agents',
+      [0, 1, 2, 3].map((i) => ({ liteTopic: 'a', body: `a/${i}` })),
+    );
     const popped = await consumer.pop({ maxNum: 4, invisibleTimeMs: INVISIBLE_MS });
     expect(popped).toHaveLength(4);
-    const outcome: Outcome = { sent: new Map(), acked: new Map(), acking: new Set(), bodies: new Set(), liteTopics: new Set(['a']) };
+    const outcome: Outcome = {
+      sent: new Map(),
+      acked: new Map(),
+      acking: new Set(),
+      bodies: new Set(),
+      liteTopics: new Set(['a']),
+    };
     for (const message of popped) outcome.bodies.add(message.body.toString());
     const calls: Promise<unknown>[] = [];
     const rejected: unknown[] = [];
