@@ -334,6 +334,10 @@ describe.each(ENGINES)('%s engine', (engine) => {
     const before = storage.calls;
     await expect(broker.send('agents', { liteTopic: 'b', body: 'b' })).rejects.toMatchObject({ code: 'IO_ERROR' });
     await expect(consumer.subscribe(['c'])).rejects.toMatchObject({ code: 'IO_ERROR' });
+    expect(() => broker.createTopic('other')).toThrow(expect.objectContaining({ code: 'IO_ERROR' }));
+    expect(() => broker.createGroup('h', { bindTopic: 'agents' })).toThrow(
+      expect.objectContaining({ code: 'IO_ERROR' }),
+    );
     expect(storage.calls).toBe(before); // nothing written after the failure
     expect(errors).toHaveLength(1);
     expect(errors[0]?.[1]).toEqual({ during: 'state journal' });

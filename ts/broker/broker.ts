@@ -1,5 +1,5 @@
 /**
- * The broker facade (DESIGN.md §2, §6, §7): LITE parent topics, consumer groups bound to them,
+ * The broker facade: LITE parent topics, consumer groups bound to them,
  * producers sending to lite topics, consumers subscribing and POPping. Storage is a `CommitLog` in
  * `<dir>/log`, or memory without a directory; time is a clock plus a scheduler (see docs/BROKER.md:
  * with a manual clock, `tick()` runs what is due).
@@ -181,8 +181,8 @@ function optionalCount(value: unknown, what: string, fallback: number): number {
 
 /**
  * The embedded broker. It is an `EventEmitter`: `'error'` (error, { during }) reports a failure of
- * background work (maintenance, the state journal, a dead-letter move, a corrupt record met by a
- * POP). Without a listener such failures go to the `logger` option, or become process warnings; they
+ * background work (maintenance, the state journal failing or a compaction of it, a dead-letter move,
+ * a corrupt record met by a POP). Without a listener such failures go to the `logger` option, or become process warnings; they
  * never throw into the event loop.
  */
 export class Broker extends EventEmitter {
@@ -353,6 +353,7 @@ export class Broker extends EventEmitter {
    */
   createTopic(name: string, options: TopicOptions = {}): void {
     this.checkOpen();
+    this.context.state.check();
     requireName(name, 'topic name');
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('topic options must be an object');
@@ -409,6 +410,7 @@ export class Broker extends EventEmitter {
    */
   createGroup(name: string, options: GroupOptions): void {
     this.checkOpen();
+    this.context.state.check();
     requireName(name, 'group name');
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('group options are required');
     const parent = this.parent(options.bindTopic);

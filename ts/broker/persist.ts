@@ -1,5 +1,5 @@
 /**
- * What the broker keeps across restarts (DESIGN.md §5, docs/FORMAT.md "Broker state"): topics,
+ * What the broker keeps across restarts (docs/FORMAT.md "Broker state"): topics,
  * groups, each group's progress per lite topic (committed offset, and every handed-out message after
  * it with its attempt and invisible deadline). Each change is one small record appended to the state
  * journal when the change is made; replaying the records in order rebuilds the state, and a
