@@ -511,6 +511,9 @@ export class Broker extends EventEmitter {
         this.checkOpen();
       }
     }
+    // A failed journal could not keep the groups' starting offsets of new lite topics: refused
+    // before anything below changes.
+    this.context.state.check();
     // A kept info means an existing lite topic (`ParentTopic.lite`): no trie lookup for those.
     const distinct = new Set(names);
     const created = [...distinct].filter((name) => !parent.lite.has(name) && !parent.trie.has(name));
@@ -527,8 +530,6 @@ export class Broker extends EventEmitter {
     const infos = names.map((name) => keptLite(parent, name));
     for (const info of infos) info.written(now);
     for (const name of created) (parent.lite.get(name) as LiteTopicInfo).touched = now;
-    // A failed journal could not keep the groups' starting offsets of new lite topics: nothing is stored.
-    this.context.state.check();
     const records = messages.map((message, i) => ({
       lmqs: [(infos[i] as LiteTopicInfo).lmq],
       body: message.body,
