@@ -31,6 +31,7 @@ export {
   type UnsubscribedEvent,
 } from './broker/consumer.js';
 export type { DeadLetter } from './broker/deadletter.js';
+export type { JournalFile, JournalStorage } from './broker/journal-storage.js';
 export {
   DEFAULT_KEY_SHARED_BUCKETS,
   type KeySharedOptions,
