@@ -375,6 +375,24 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(await redelivered(dir)).toEqual(['a/3']);
   });
 
+  it('uses the journal as read under the lock, not as it was before the lock was taken', async () => {
+    const dir = tempDir();
+    const first = await Broker.open(base(engine, dir, new ManualClock()));
+    first.createTopic('agents');
+    first.createGroup('g', { bindTopic: 'agents' });
+    await first.close();
+    // The read made while the log recovers sees the file as another owner had it then (empty).
+    let reads = 0;
+    const storage: JournalStorage = {
+      ...nodeJournalStorage,
+      read: (path) => (++reads === 1 ? Promise.resolve(undefined) : nodeJournalStorage.read(path)),
+    };
+    const second = await Broker.open({ ...base(engine, dir, new ManualClock()), stateStorage: storage });
+    opened.push(second);
+    expect(reads).toBe(2);
+    expect(second.admin.groupInfo('g').bindTopic).toBe('agents');
+  });
+
   it('close() racing sends, POPs and acks: what resolved is kept, what did not rejects with CLOSED', async () => {
     const dir = tempDir();
     const clock = new ManualClock();
