@@ -1,6 +1,6 @@
 /**
- * The broker facade: LITE parent topics, consumer groups bound to them,
- * producers sending to lite topics, consumers subscribing and POPping. Storage is a `CommitLog` in
+ * The broker facade: LITE parent topics, consumer groups bound to them, producers sending to lite
+ * topics, consumers subscribing and POPping. Storage is a `CommitLog` in
  * `<dir>/log`, or memory without a directory; time is a clock plus a scheduler (see docs/BROKER.md:
  * with a manual clock, `tick()` runs what is due).
  */
@@ -182,8 +182,8 @@ function optionalCount(value: unknown, what: string, fallback: number): number {
 /**
  * The embedded broker. It is an `EventEmitter`: `'error'` (error, { during }) reports a failure of
  * background work (maintenance, the state journal failing or a compaction of it, a dead-letter move,
- * a corrupt record met by a POP). Without a listener such failures go to the `logger` option, or become process warnings; they
- * never throw into the event loop.
+ * a corrupt record met by a POP). Without a listener such failures go to the `logger` option, or
+ * become process warnings; they never throw into the event loop.
  */
 export class Broker extends EventEmitter {
   readonly engine: EngineName;
