@@ -82,7 +82,7 @@ describe('js commit log fault sweep', () => {
     const crashed = sweepDir();
     try {
       await crashedHalf(crashed);
-      const log = await openJsLog(crashed, { segmentBytes: SEGMENT, nowMs: 1 });
+      const log = await openJsLog(crashed, { segmentBytes: SEGMENT, nowMs: 1, readOnly: false, repair: false });
       expect(log.stats().recovery).toMatchObject({ removedSegments: 1 });
       expect(log.stats().recovery.cutPosition).toBeGreaterThan(0);
       await log.close();
@@ -147,7 +147,11 @@ describe.each(ENGINES)('js retention with a failed removal, reopened with %s', (
       /** Two retentions, the first one's first removal failing (call `failAt`; 0 fails none). */
       const retireTwice = async (failAt: number): Promise<number> => {
         const storage = new CountingStorage(failAt);
-        const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: now }, storage);
+        const log = await openJsLog(
+          dir,
+          { segmentBytes: SEGMENT, nowMs: now, readOnly: false, repair: false },
+          storage,
+        );
         const batch = (from: number) =>
           encodeBatch(
             Array.from({ length: 40 }, (_, i) => ({ lmqs: ['q'], body: Buffer.alloc(300, from + i) })),

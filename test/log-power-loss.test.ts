@@ -130,7 +130,7 @@ describe.each(ENGINES)('js log cut by recovery, reopened with %s', (engine) => {
     try {
       const now = 1_700_000_000_000;
       const body = (byte: number, length: number) => Buffer.alloc(length, byte);
-      const first = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: now });
+      const first = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: now, readOnly: false, repair: false });
       const old = encodeBatch(
         Array.from({ length: 40 }, (_, i) => ({ lmqs: ['q'], body: body(i, 300) })),
         now,
@@ -150,7 +150,7 @@ describe.each(ENGINES)('js log cut by recovery, reopened with %s', (engine) => {
       writeFileSync(file, bytes);
 
       const storage = new PowerStorage(0, dir);
-      const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: now }, storage);
+      const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: now, readOnly: false, repair: false }, storage);
       expect(log.stats().recovery.removedSegments).toBeGreaterThan(0);
       // Larger records than before, so the old ones after the cut do not happen to continue them.
       const more = encodeBatch(

@@ -368,7 +368,7 @@ class KillableStorage implements Storage {
 export async function crashedHalf(dir: string): Promise<Model> {
   const model = new Model();
   const storage = new KillableStorage();
-  const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW }, storage);
+  const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW, readOnly: false, repair: false }, storage);
   await play(log, model, 0, 10);
   await sync(log, model);
   const position = log.writePosition;
@@ -418,7 +418,7 @@ export async function runScenario(dir: string, storage: Storage, scenario: Scena
   const model = scenario === 'afterCrash' ? await copyOfCrashedHalf(dir) : new Model();
   let log: LogCore;
   try {
-    log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW }, storage);
+    log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: NOW, readOnly: false, repair: false }, storage);
   } catch {
     return model;
   }

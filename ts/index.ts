@@ -34,6 +34,7 @@ export {
 } from './broker/consumer.js';
 export { CorruptMessageError } from './broker/corrupt.js';
 export type { DeadLetter } from './broker/deadletter.js';
+export type { JournalFile, JournalStorage } from './broker/journal-storage.js';
 export {
   DEFAULT_KEY_SHARED_BUCKETS,
   type KeySharedOptions,

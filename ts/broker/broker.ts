@@ -26,6 +26,7 @@ import { Consumer } from './consumer.js';
 import { DEAD_LETTER_PREFIX, type DeadLetter, DeadLetters } from './deadletter.js';
 import { Dispatcher } from './dispatcher.js';
 import { type JournalContents, StateJournal } from './journal.js';
+import { type JournalStorage, nodeJournalStorage } from './journal-storage.js';
 import { checkKeyShared, type KeySharedOptions } from './key-shared.js';
 import { newProgress } from './key-shared-progress.js';
 import {
@@ -93,6 +94,11 @@ export interface BrokerOptions {
   maintenanceIntervalMs?: number;
   /** Compact the state journal once it is this large (bytes); default 4 MiB. */
   stateCompactBytes?: number;
+  /**
+   * The file operations of the state journal (fault injection in tests, as `store` is for the
+   * commit log); default the real file system.
+   */
+  stateStorage?: JournalStorage;
   /**
    * Where failures of background work go when nothing listens to the broker's `'error'` event;
    * default: a process warning (`process.emitWarning`).
@@ -189,9 +195,9 @@ function optionalCount(value: unknown, what: string, fallback: number): number {
 
 /**
  * The embedded broker. It is an `EventEmitter`: `'error'` (error, { during }) reports a failure of
- * background work (maintenance, the state journal, a dead-letter move, a corrupt record met by a
- * POP). Without a listener such failures go to the `logger` option, or become process warnings; they
- * never throw into the event loop.
+ * background work (maintenance, the state journal failing or a compaction of it, a dead-letter move,
+ * a corrupt record met by a POP). Without a listener such failures go to the `logger` option, or
+ * become process warnings; they never throw into the event loop.
  */
 export class Broker extends EventEmitter {
   readonly engine: EngineName;
@@ -215,6 +221,8 @@ export class Broker extends EventEmitter {
   private readonly lifecycle: Lifecycle;
   private readonly parts: BrokerParts;
   private journal: StateJournal | undefined;
+  /** Sends and dead-letter moves under way: `close()` lets them finish before the journal closes. */
+  private readonly inflight = new Set<Promise<unknown>>();
 
   private constructor(
     private readonly context: BrokerContext,
@@ -237,7 +245,7 @@ export class Broker extends EventEmitter {
       seen: (client) => {
         client.lastSeenAt = context.clock.now();
       },
-      deadLetter: (client, handle) => this.popper.deadLetter(client, handle),
+      deadLetter: (client, handle) => this.track(this.popper.deadLetter(client, handle)),
       leave: (client, release) => {
         const liteTopics = [...client.topics];
         this.registry.close(client);
@@ -292,37 +300,42 @@ export class Broker extends EventEmitter {
     if (readOnly && repair) throw new InvalidArgumentError('a read-only open cannot repair: repair writes');
     const journalPath =
       options.dir !== undefined && options.store === undefined ? join(options.dir, STATE_FILE) : undefined;
+    const stateStorage = options.stateStorage ?? nodeJournalStorage;
+    const logger = checkLogger(options.logger);
+    let broker: Broker | undefined;
+    const report = (error: unknown, during: string): void => reportBackground(broker, logger, error, during);
     // The state journal is read and replayed while the commit log recovers (on the thread pool with
-    // the native engine), but only read: it is opened for writing once the log holds the lock.
-    const reading = journalPath === undefined ? undefined : readState(journalPath);
-    // Its failure is reported once the log is open (or not at all, when the log fails first).
-    reading?.catch(() => undefined);
+    // the native engine), before the log holds the directory's lock: a guess, used only if the file
+    // read again under the lock has the same bytes (another owner may have been writing meanwhile).
+    const guessing = journalPath === undefined ? undefined : readState(journalPath, stateStorage);
+    guessing?.catch(() => undefined); // a failed guess is only a guess: the read under the lock decides
     let store: MessageStore;
     try {
       store =
         options.store ??
         (await openStore(options.dir, { engine, flush, clock, segmentBytes: options.segmentBytes, readOnly, repair }));
     } catch (error) {
-      await reading?.catch(() => undefined); // let the read finish before the caller retries
+      await guessing?.catch(() => undefined); // let the read finish before the caller retries
       throw error;
     }
     let journal: StateJournal | undefined;
     let restored: RestoredState | undefined;
-    if (readOnly && reading !== undefined) {
-      // Read-only: the journal's state is replayed into memory and the file is never opened for writing.
+    if (readOnly && journalPath !== undefined) {
+      // Read-only: the journal's state is replayed into memory and the file is never opened for
+      // writing; no lock is held, so what was read is all there is to go by.
       try {
-        restored = (await reading).state;
+        restored = (await (guessing ?? readState(journalPath, stateStorage))).state;
       } catch (error) {
         await store.close();
         throw error;
       }
-    } else if (journalPath !== undefined && reading !== undefined) {
+    } else if (journalPath !== undefined) {
       try {
         await mkdir(dirname(journalPath), { recursive: true });
-        const read = await reading;
+        const read = await readLocked(journalPath, stateStorage, guessing);
         const opened = await StateJournal.open(
           journalPath,
-          { flush, compactBytes: options.stateCompactBytes },
+          { flush, compactBytes: options.stateCompactBytes, storage: stateStorage, report },
           read.contents,
         );
         journal = opened.journal;
@@ -339,9 +352,6 @@ export class Broker extends EventEmitter {
     // The epoch names the directory's broker in receipt handles: kept across restarts, so handles
     // of deliveries still current after a restart are honoured.
     const epoch = restored?.epoch ?? randomBytes(6).toString('hex');
-    const logger = checkLogger(options.logger);
-    let broker: Broker | undefined;
-    const report = (error: unknown, during: string): void => reportBackground(broker, logger, error, during);
     const counters = new Counters();
     countRefusals(limits, (quota) => counters.refused(quota));
     const context: BrokerContext = { store, clock, scheduler, limits, epoch, stallTimeoutMs, state, report, counters };
@@ -389,6 +399,7 @@ export class Broker extends EventEmitter {
    */
   createTopic(name: string, options: TopicOptions = {}): void {
     this.checkWritable();
+    this.context.state.check();
     requireName(name, 'topic name');
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('topic options must be an object');
@@ -445,6 +456,7 @@ export class Broker extends EventEmitter {
    */
   createGroup(name: string, options: GroupOptions): void {
     this.checkWritable();
+    this.context.state.check();
     requireName(name, 'group name');
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('group options are required');
     const parent = this.parent(options.bindTopic);
@@ -517,7 +529,20 @@ export class Broker extends EventEmitter {
    * Sends messages in order, all or none: every message is checked (and the lite-topic quota for the
    * batch as a whole) before anything is stored.
    */
-  async sendBatch(topic: string, messages: readonly SendMessage[]): Promise<SendResult[]> {
+  sendBatch(topic: string, messages: readonly SendMessage[]): Promise<SendResult[]> {
+    return this.track(this.storeBatch(topic, messages));
+  }
+
+  /** Keeps `work` in `inflight` until it settles. */
+  private track<T>(work: Promise<T>): Promise<T> {
+    this.inflight.add(work);
+    const done = () => this.inflight.delete(work);
+    work.then(done, done);
+    return work;
+  }
+
+  /** `sendBatch`. */
+  private async storeBatch(topic: string, messages: readonly SendMessage[]): Promise<SendResult[]> {
     this.checkWritable();
     const parent = this.parent(topic);
     if (!Array.isArray(messages) || messages.length === 0) {
@@ -532,6 +557,9 @@ export class Broker extends EventEmitter {
         this.checkOpen();
       }
     }
+    // A failed journal could not keep the groups' starting offsets of new lite topics: refused
+    // before anything below changes.
+    this.context.state.check();
     // A kept info means an existing lite topic (`ParentTopic.lite`): no trie lookup for those.
     const distinct = new Set(names);
     const created = [...distinct].filter((name) => !parent.lite.has(name) && !parent.trie.has(name));
@@ -688,13 +716,19 @@ export class Broker extends EventEmitter {
     this.context.scheduler.runDue();
   }
 
-  /** Closes every consumer (waiting POPs resolve empty) and the store. Safe to call twice. */
+  /**
+   * Closes every consumer (waiting POPs resolve empty), the state journal and the store. Calls made
+   * from now on reject with `CLOSED`; sends and dead-letter moves under way finish first (durably
+   * under `flush: 'sync'`), and what POPs and acks recorded is written before the journal closes.
+   * Safe to call twice.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     this.lifecycle.stop();
-    // A stopped pass ends at its next slice; its deletions finish before the journal and store close.
-    await this.lifecycle.idle();
+    // A stopped pass ends at its next slice; its deletions finish before the journal and store close,
+    // and so do the sends (their arrivals record where the groups start on new lite topics).
+    await Promise.allSettled([this.lifecycle.idle(), ...this.inflight]);
     for (const client of this.clients.values()) this.registry.close(client);
     this.context.scheduler.clear();
     try {
@@ -810,8 +844,32 @@ function reportBackground(
   else process.emitWarning(message, { code: 'LITETOPIC_BACKGROUND_ERROR', detail: String(error) });
 }
 
-/** The journal's records and the state they replay to, read without changing the file. */
-async function readState(path: string): Promise<{ contents: JournalContents; state: RestoredState }> {
-  const contents = await StateJournal.read(path);
-  return { contents, state: replay(contents.records) };
+interface ReadState {
+  bytes: Buffer;
+  contents: JournalContents;
+  state: RestoredState;
+}
+
+/** The journal's bytes, records and the state they replay to, read without changing the file. */
+async function readState(path: string, storage: JournalStorage): Promise<ReadState> {
+  const bytes = await StateJournal.readBytes(path, storage);
+  const contents = StateJournal.decode(path, bytes);
+  return { bytes, contents, state: replay(contents.records) };
+}
+
+/**
+ * The journal as read while the directory's lock is held: the guess read before, when the file
+ * still has exactly its bytes (the common case: only the replay's work was done early), else read
+ * and replayed now.
+ */
+async function readLocked(
+  path: string,
+  storage: JournalStorage,
+  guessing: Promise<ReadState> | undefined,
+): Promise<ReadState> {
+  const bytes = await StateJournal.readBytes(path, storage);
+  const guess = await guessing?.catch(() => undefined);
+  if (guess?.bytes.equals(bytes)) return guess;
+  const contents = StateJournal.decode(path, bytes);
+  return { bytes, contents, state: replay(contents.records) };
 }

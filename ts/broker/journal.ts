@@ -1,16 +1,21 @@
 /**
  * The broker's state journal (docs/FORMAT.md, "Broker state"): one append-only file of
  * length-prefixed, CRC-32C-checked JSON records, compacted by writing the whole state to a new file
- * (tmp, fsync, rename, fsync of the directory). All file work goes through `fs.promises`, so writes
- * and syncs run on libuv's thread pool, off the event loop; the caller only encodes records.
+ * (tmp, fsync, rename, fsync of the directory). All file work goes through a `JournalStorage`
+ * (journal-storage.ts: `fs.promises` on libuv's thread pool, or a fault-injecting one in tests); the
+ * caller only encodes records.
  *
- * Records are written in the order they were appended, by one writer loop. `durable()` waits until
- * everything appended so far is written and synced; concurrent waiters share one sync.
+ * Records are written in the order they were appended, by one writer loop that does every file
+ * operation, compaction and the final close included, so none of them overlap. `durable()` waits
+ * until everything appended so far is written and synced; concurrent waiters share one sync. Every
+ * write is checked: the file holds whole records up to `size` and nothing is ever written after a
+ * gap. A failed write or sync fails the journal for good (`IO_ERROR` from then on, reported once
+ * through `report`); a failed compaction before its rename leaves the old file current and in use.
  */
-import { type FileHandle, open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { crc32c } from '../engine/js/crc32c.js';
-import { LogCorruptError, LogIoError, UnsupportedFormatError } from '../errors.js';
+import { ClosedError, LitetopicError, LogCorruptError, LogIoError, UnsupportedFormatError } from '../errors.js';
+import { type JournalFile, type JournalStorage, nodeJournalStorage, writeFully } from './journal-storage.js';
 import { BINARY_RECORD, checkBinary } from './snapshot.js';
 
 const MAGIC = Buffer.from('LTBSTATE', 'ascii');
@@ -36,6 +41,15 @@ export const MAX_JOURNAL_RECORD_BYTES = 64 * 1024 * 1024;
 export const DEFAULT_COMPACT_BYTES = 4 * 1024 * 1024;
 /** Background sync period when appends do not wait for durability (`flush: 'async'`). */
 const ASYNC_SYNC_INTERVAL_MS = 200;
+/**
+ * Under `flush: 'async'`, how long (ms) and how many bytes appended records may wait before the
+ * writer takes them; past either, `settle()` waits until they are written (not synced). Callers
+ * that never yield to the event loop (each call resolving at once) would otherwise keep the
+ * writer's completions from ever running, and a process crash would lose everything since the open;
+ * this bounds the loss to about this much.
+ */
+export const ASYNC_PENDING_MAX_MS = 10;
+export const ASYNC_PENDING_MAX_BYTES = 64 * 1024;
 
 function header(): Buffer {
   const bytes = Buffer.alloc(JOURNAL_HEADER_BYTES);
@@ -72,9 +86,11 @@ export function sealRecord(bytes: Buffer): Buffer {
 }
 
 /**
- * The records of a journal file and where the valid part ends (a torn or corrupt tail is cut there).
- * A JSON record comes back parsed; a binary one (version 2 and later) as its payload bytes, layout
- * checked against what the file's version may hold.
+ * The records of a journal file and where the valid part ends (a torn tail is cut there). A JSON
+ * record comes back parsed; a binary one (version 2 and later) as its payload bytes, layout checked
+ * against what the file's version may hold. A record that fails its CRC while a whole record starts
+ * right after it is damage inside the file, not a torn tail (the writer never writes past a record
+ * it did not finish): `LogCorruptError`, rather than silently forgetting what follows.
  */
 export function decodeJournal(
   bytes: Buffer,
@@ -99,7 +115,15 @@ export function decodeJournal(
     const end = at + RECORD_HEADER_BYTES + length;
     if (length === 0 || length > MAX_JOURNAL_RECORD_BYTES || end > bytes.length) break;
     const payload = bytes.subarray(at + RECORD_HEADER_BYTES, end);
-    if (crc32c(payload) !== bytes.readUInt32LE(at + 4)) break;
+    if (crc32c(payload) !== bytes.readUInt32LE(at + 4)) {
+      if (wholeRecordAt(bytes, end)) {
+        throw new LogCorruptError(
+          `the broker state journal has a damaged record at byte ${at} with whole records after it`,
+          { file, position: at },
+        );
+      }
+      break;
+    }
     let record: unknown;
     if (payload[0] === BINARY_RECORD) {
       if (!checkBinary(payload, version)) break;
@@ -117,6 +141,15 @@ export function decodeJournal(
   return { records, validBytes: at, version };
 }
 
+/** Whether a record with a matching CRC starts at `at`. */
+function wholeRecordAt(bytes: Buffer, at: number): boolean {
+  if (at + RECORD_HEADER_BYTES > bytes.length) return false;
+  const length = bytes.readUInt32LE(at);
+  const end = at + RECORD_HEADER_BYTES + length;
+  if (length === 0 || length > MAX_JOURNAL_RECORD_BYTES || end > bytes.length) return false;
+  return crc32c(bytes.subarray(at + RECORD_HEADER_BYTES, end)) === bytes.readUInt32LE(at + 4);
+}
+
 /** A journal file as `StateJournal.read` found it. */
 export interface JournalContents {
   records: unknown[];
@@ -130,6 +163,8 @@ export interface JournalContents {
 
 interface Waiter {
   seq: number;
+  /** Waits for a sync too, not only for the write. */
+  sync: boolean;
   resolve(): void;
   reject(error: unknown): void;
 }
@@ -137,90 +172,140 @@ interface Waiter {
 export interface JournalOptions {
   /** `sync`: callers await `durable()`; `async`: a background sync runs every 200 ms. */
   flush: 'sync' | 'async';
-  compactBytes?: number;
+  compactBytes?: number | undefined;
+  /** The file operations; default the real file system. */
+  storage?: JournalStorage | undefined;
+  /**
+   * Where a failure nobody awaits goes (the broker's background-error hook): the journal failing,
+   * or a compaction that failed and left the old file in use.
+   */
+  report?: ((error: unknown, during: string) => void) | undefined;
 }
 
+/** A system error as the typed `IO_ERROR` (typed errors pass through). */
+function ioError(path: string, error: unknown): LitetopicError {
+  if (error instanceof LitetopicError) return error;
+  const errno = (error as NodeJS.ErrnoException | undefined)?.code;
+  return new LogIoError(`broker state journal ${path}: ${String(error)}`, { errno, cause: error });
+}
+
+function ignore(): void {}
+
 export class StateJournal {
-  private handle: FileHandle;
+  private file: JournalFile;
+  /** Bytes of whole records in the file: where the next write goes. */
   private size: number;
   private sizeAfterCompaction: number;
   private pending: Buffer[] = [];
+  /** Bytes of the pending records, and when the oldest of them was appended (`performance.now()`). */
+  private pendingBytes = 0;
+  private pendingSince = 0;
+  /** Records appended, written (whole, up to `size`) and synced so far, as counts. */
   private appended = 0;
   private written = 0;
   private synced = 0;
   private waiters: Waiter[] = [];
   private running: Promise<void> | undefined;
-  private failure: unknown;
+  private failure: LitetopicError | undefined;
+  private compactOnNextRound = false;
+  private closing: Promise<void> | undefined;
+  /** Set once the last round ran: records appended later are not written (their waiters get CLOSED). */
   private closed = false;
+  private readonly storage: JournalStorage;
   private readonly timer: NodeJS.Timeout | undefined;
   /** Every record describing the current state, for compaction; set by the broker after restore. */
   snapshot: (() => unknown[]) | undefined;
 
   private constructor(
     private readonly path: string,
-    handle: FileHandle,
+    file: JournalFile,
     size: number,
     private readonly options: JournalOptions,
   ) {
-    this.handle = handle;
+    this.file = file;
     this.size = size;
     this.sizeAfterCompaction = size;
+    this.storage = options.storage ?? nodeJournalStorage;
     if (options.flush === 'async') {
       this.timer = setInterval(() => {
-        if (this.synced < this.appended && this.failure === undefined) this.durable().catch(() => undefined);
+        if (this.synced < this.appended && this.failure === undefined && !this.closed) {
+          this.durable().catch(ignore);
+        }
       }, ASYNC_SYNC_INTERVAL_MS);
       this.timer.unref();
     }
   }
 
   /**
-   * Reads and decodes the journal at `path` without changing anything, so it can run before the
-   * directory's lock is taken (the broker reads it while the commit log recovers). The result is
-   * only valid for `open` once the lock is held: until then another owner may still be writing.
+   * Reads and decodes the journal at `path` without changing anything. The result is only valid for
+   * `open` once the directory's lock is held: until then another owner may still be writing.
    */
-  static async read(path: string): Promise<JournalContents> {
-    let bytes: Buffer;
+  static async read(path: string, storage: JournalStorage = nodeJournalStorage): Promise<JournalContents> {
+    const bytes = await StateJournal.readBytes(path, storage);
+    return StateJournal.decode(path, bytes);
+  }
+
+  /** The file's bytes (empty when missing), as `read` takes them. */
+  static async readBytes(path: string, storage: JournalStorage = nodeJournalStorage): Promise<Buffer> {
     try {
-      bytes = await readFile(path);
+      return (await storage.read(path)) ?? Buffer.alloc(0);
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      bytes = Buffer.alloc(0);
+      throw ioError(path, error);
     }
+  }
+
+  /** `read` of bytes already read. */
+  static decode(path: string, bytes: Buffer): JournalContents {
     const { records, validBytes, version } = decodeJournal(bytes, path);
     return { records, validBytes, fileBytes: bytes.length, version };
   }
 
   /**
    * Opens (creating if needed) the journal at `path`; returns it with the records it holds. The
-   * caller holds the directory's lock. `contents`: what `read` returned for this file under that
-   * lock's protection (read while the lock was being taken); without it the file is read here.
+   * caller holds the directory's lock. `contents`: what `read` returned for this file while that
+   * lock was held; without it the file is read here.
    */
   static async open(
     path: string,
     options: JournalOptions,
     contents?: JournalContents,
   ): Promise<{ journal: StateJournal; records: unknown[] }> {
-    await rm(`${path}.tmp`, { force: true });
-    const { records, validBytes, fileBytes, version } = contents ?? (await StateJournal.read(path));
-    const handle = await open(path, fileBytes === 0 ? 'w+' : 'r+');
+    const storage = options.storage ?? nodeJournalStorage;
+    try {
+      await storage.remove(`${path}.tmp`);
+    } catch (error) {
+      throw ioError(path, error);
+    }
+    const { records, validBytes, fileBytes, version } = contents ?? (await StateJournal.read(path, storage));
+    let file: JournalFile;
+    try {
+      file = await storage.open(path);
+    } catch (error) {
+      throw ioError(path, error);
+    }
     let size = validBytes;
-    if (validBytes === 0) {
-      await handle.truncate(0);
-      await handle.write(header(), 0, JOURNAL_HEADER_BYTES, 0);
-      size = JOURNAL_HEADER_BYTES;
-    } else if (validBytes < fileBytes) {
-      await handle.truncate(validBytes); // the torn tail: later records must not follow garbage
+    try {
+      if (validBytes === 0) {
+        await file.truncate(0);
+        await writeFully(file, header(), 0);
+        size = JOURNAL_HEADER_BYTES;
+      } else if (validBytes < fileBytes) {
+        await file.truncate(validBytes); // the torn tail: later records must not follow garbage
+      }
+      if (validBytes > 0 && version < JOURNAL_VERSION) {
+        // Its records stay as they are (this release reads them); the header now says which release
+        // may append, before the datasync below makes both durable and before any new record.
+        const field = Buffer.alloc(4);
+        field.writeUInt32LE(JOURNAL_VERSION, 0);
+        await writeFully(file, field, VERSION_AT);
+      }
+      await file.datasync();
+      await storage.syncDirectory(dirname(path));
+    } catch (error) {
+      await file.close().catch(ignore);
+      throw ioError(path, error);
     }
-    if (validBytes > 0 && version < JOURNAL_VERSION) {
-      // Its records stay as they are (this release reads them); the header now says which release
-      // may append, before the datasync below makes both durable and before any new record.
-      const field = Buffer.alloc(4);
-      field.writeUInt32LE(JOURNAL_VERSION, 0);
-      await handle.write(field, 0, 4, VERSION_AT);
-    }
-    await handle.datasync();
-    await syncDirectory(dirname(path));
-    return { journal: new StateJournal(path, handle, size, options), records };
+    return { journal: new StateJournal(path, file, size, options), records };
   }
 
   get flushMode(): 'sync' | 'async' {
@@ -232,85 +317,143 @@ export class StateJournal {
     this.appendFramed(encodeRecord(record));
   }
 
-  /** Queues a record framed by the caller (`sealRecord`). */
+  /**
+   * Queues a record framed by the caller (`sealRecord`). Once the journal failed or closed the
+   * record is not written, and waiting for it rejects (`durable`, `settle`).
+   */
   appendFramed(bytes: Buffer): void {
-    if (this.closed) return;
-    this.pending.push(bytes);
     this.appended++;
+    if (this.closed || this.failure !== undefined) return;
+    if (this.pending.length === 0) this.pendingSince = performance.now();
+    this.pending.push(bytes);
+    this.pendingBytes += bytes.length;
     this.kick();
   }
 
-  /** Resolves once every record appended so far is on disk. */
+  /** Resolves once every record appended so far is on disk; rejects when it never will be. */
   durable(): Promise<void> {
-    if (this.failure !== undefined) return Promise.reject(this.failure);
+    const refused = this.refusal();
+    if (refused !== undefined) return Promise.reject(refused);
     if (this.synced >= this.appended) return Promise.resolve();
+    return this.wait(true);
+  }
+
+  /**
+   * Under `sync`, `durable()`; under `async`, nothing to wait for, but a failed journal, or a record
+   * appended after the close, still rejects.
+   */
+  settle(): Promise<void> {
+    if (this.options.flush === 'sync') return this.durable();
+    const refused = this.refusal();
+    if (refused !== undefined) return Promise.reject(refused);
+    const late =
+      this.pending.length > 0 &&
+      (this.pendingBytes > ASYNC_PENDING_MAX_BYTES || performance.now() - this.pendingSince > ASYNC_PENDING_MAX_MS);
+    return late ? this.wait(false) : Promise.resolve();
+  }
+
+  /** Throws the journal's failure, if it failed. */
+  check(): void {
+    if (this.failure !== undefined) throw this.failure;
+  }
+
+  /** The journal's failure, or CLOSED for records appended after the close; else undefined. */
+  private refusal(): unknown {
+    if (this.failure !== undefined) return this.failure;
+    if (this.closed && this.synced < this.appended) return new ClosedError('the broker is closed');
+    return undefined;
+  }
+
+  /**
+   * Writes what is pending, compacts, syncs and closes the file, all in the writer loop. Rejects
+   * with the journal's failure when it failed (the file is closed all the same). Safe to call twice.
+   */
+  close(): Promise<void> {
+    this.closing ??= this.shutdown();
+    return this.closing;
+  }
+
+  private async shutdown(): Promise<void> {
+    if (this.timer !== undefined) clearInterval(this.timer);
+    try {
+      // Rounds until one ends with nothing left: a record appended while a round runs gets another.
+      this.compactOnNextRound = this.snapshot !== undefined;
+      do await this.wait(true);
+      while (this.synced < this.appended);
+    } finally {
+      this.closed = true;
+      await this.running?.catch(ignore);
+      await this.file.close().catch(ignore);
+    }
+  }
+
+  /** A waiter for everything appended so far to be written, and with `sync` synced, however much is already. */
+  private wait(sync: boolean): Promise<void> {
+    if (this.failure !== undefined) return Promise.reject(this.failure);
     return new Promise((resolve, reject) => {
-      this.waiters.push({ seq: this.appended, resolve, reject });
+      this.waiters.push({ seq: this.appended, sync, resolve, reject });
       this.kick();
     });
   }
 
-  /** Under `sync`, `durable()`; under `async`, nothing to wait for. */
-  settle(): Promise<void> {
-    return this.options.flush === 'sync' ? this.durable() : Promise.resolve();
-  }
-
-  /** Writes what is pending, compacts, syncs and closes the file. */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    if (this.timer !== undefined) clearInterval(this.timer);
-    try {
-      await this.durable();
-      if (this.snapshot !== undefined) await this.compact();
-    } finally {
-      this.closed = true;
-      await this.handle.close();
-    }
-  }
-
   private kick(): void {
-    if (this.running !== undefined) return;
+    if (this.running !== undefined || this.closed) return;
     this.running = this.run().finally(() => {
       this.running = undefined;
-      if (this.failure === undefined && (this.pending.length > 0 || this.waitersDue())) this.kick();
+      if (this.failure === undefined && (this.pending.length > 0 || this.waiters.length > 0)) this.kick();
     });
-  }
-
-  private waitersDue(): boolean {
-    return this.waiters.length > 0;
   }
 
   private async run(): Promise<void> {
     try {
-      while (this.pending.length > 0 || this.waiters.length > 0) {
+      while (
+        this.failure === undefined &&
+        (this.pending.length > 0 || this.waiters.length > 0 || this.compactOnNextRound)
+      ) {
         if (this.pending.length > 0) {
           const seq = this.appended;
-          const bytes = Buffer.concat(this.pending);
+          const bytes = this.pending.length === 1 ? (this.pending[0] as Buffer) : Buffer.concat(this.pending);
           this.pending = [];
-          await this.handle.write(bytes, 0, bytes.length, this.size);
+          this.pendingBytes = 0;
+          await writeFully(this.file, bytes, this.size);
           this.size += bytes.length;
           this.written = seq;
         }
-        const compactAt = this.options.compactBytes ?? DEFAULT_COMPACT_BYTES;
-        if (this.snapshot !== undefined && this.size >= compactAt && this.size >= 2 * this.sizeAfterCompaction) {
+        if (this.compactOnNextRound || this.compactionDue()) {
+          this.compactOnNextRound = false;
           await this.compact();
-        } else if (this.waiters.length > 0) {
-          await this.handle.datasync();
-          this.synced = this.written;
+        }
+        if (this.synced < this.written && this.waiters.some((waiter) => waiter.sync)) {
+          const seq = this.written;
+          await this.file.datasync();
+          this.synced = seq;
         }
         this.release();
       }
     } catch (error) {
-      const errno = (error as NodeJS.ErrnoException).code;
-      this.failure = new LogIoError(`broker state journal ${this.path}: ${String(error)}`, { errno, cause: error });
-      for (const waiter of this.waiters.splice(0)) waiter.reject(this.failure);
+      this.fail(error);
     }
+  }
+
+  private compactionDue(): boolean {
+    const compactAt = this.options.compactBytes ?? DEFAULT_COMPACT_BYTES;
+    return this.snapshot !== undefined && this.size >= compactAt && this.size >= 2 * this.sizeAfterCompaction;
+  }
+
+  /** Fails the journal for good: nothing more is written, every waiter and later call gets `error`. */
+  private fail(error: unknown): void {
+    if (this.failure !== undefined) return;
+    this.failure = ioError(this.path, error);
+    this.pending = [];
+    this.pendingBytes = 0;
+    for (const waiter of this.waiters.splice(0)) waiter.reject(this.failure);
+    this.options.report?.(this.failure, 'state journal');
   }
 
   private release(): void {
     const still: Waiter[] = [];
     for (const waiter of this.waiters) {
-      if (waiter.seq <= this.synced) waiter.resolve();
+      if (waiter.seq <= (waiter.sync ? this.synced : this.written)) waiter.resolve();
       else still.push(waiter);
     }
     this.waiters = still;
@@ -318,43 +461,44 @@ export class StateJournal {
 
   /**
    * Replaces the file by the current state: the snapshot covers every record appended so far (each
-   * was appended when its change was made), so pending ones are dropped.
+   * was appended when its change was made), so pending ones are not written. Until the rename the
+   * old file stays current: a failure there removes the new one, puts the pending records back and
+   * is only reported. After the rename the new file is current and this journal writes to it, or
+   * (the directory sync failing) fails.
    */
   private async compact(): Promise<void> {
     const snapshot = this.snapshot as () => unknown[];
     const seq = this.appended;
-    const parts = [header(), ...snapshot().map(encodeRecord)];
+    const bytes = Buffer.concat([header(), ...snapshot().map(encodeRecord)]);
+    const covered = this.pending;
+    const coveredSince = this.pendingSince;
     this.pending = [];
-    const bytes = Buffer.concat(parts);
+    this.pendingBytes = 0;
     const tmp = `${this.path}.tmp`;
-    const file = await open(tmp, 'w');
+    let file: JournalFile | undefined;
     try {
-      await file.write(bytes, 0, bytes.length, 0);
+      file = await this.storage.create(tmp);
+      await writeFully(file, bytes, 0);
       await file.datasync();
-    } finally {
-      await file.close();
+      await this.storage.rename(tmp, this.path);
+    } catch (error) {
+      await file?.close().catch(ignore);
+      await this.storage.remove(tmp).catch(ignore);
+      if (covered.length > 0) this.pendingSince = coveredSince;
+      for (const record of covered) this.pendingBytes += record.length;
+      this.pending = covered.concat(this.pending);
+      // Not again before the file has doubled once more: each try costs a whole snapshot.
+      this.sizeAfterCompaction = this.size;
+      this.options.report?.(ioError(this.path, error), 'state journal compaction');
+      return;
     }
-    await rename(tmp, this.path);
-    await syncDirectory(dirname(this.path));
-    const old = this.handle;
-    this.handle = await open(this.path, 'r+');
-    await old.close();
+    const old = this.file;
+    this.file = file;
     this.size = bytes.length;
     this.sizeAfterCompaction = bytes.length;
     this.written = seq;
+    await old.close().catch(ignore); // the replaced file: nothing of it is read again
+    await this.storage.syncDirectory(dirname(this.path));
     this.synced = seq;
-  }
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  const handle = await open(dir, 'r');
-  try {
-    await handle.sync();
-  } catch (error) {
-    // Some file systems refuse fsync on a directory; the rename is then as durable as they make it.
-    if ((error as NodeJS.ErrnoException).code !== 'EINVAL' && (error as NodeJS.ErrnoException).code !== 'EISDIR')
-      throw error;
-  } finally {
-    await handle.close();
   }
 }

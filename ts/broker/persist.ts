@@ -49,12 +49,15 @@ export interface StateRecorder {
   settle(): Promise<void>;
   /** Waits until every change so far is durable, whatever the flush mode. */
   durable(): Promise<void>;
+  /** Throws the journal's failure (`IO_ERROR`), if it failed: a change made now could not be kept. */
+  check(): void;
 }
 
 export const noRecorder: StateRecorder = {
   record: () => undefined,
   settle: () => Promise.resolve(),
   durable: () => Promise.resolve(),
+  check: () => undefined,
 };
 
 export function journalRecorder(journal: StateJournal): StateRecorder {
@@ -66,6 +69,7 @@ export function journalRecorder(journal: StateJournal): StateRecorder {
     },
     settle: () => journal.settle(),
     durable: () => journal.durable(),
+    check: () => journal.check(),
   };
 }
 

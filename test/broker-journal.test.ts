@@ -1,0 +1,454 @@
+/**
+ * The broker's state journal under faults: every I/O call of a scenario of sends, POPs, acks and
+ * compactions failed in turn (thrown, short, a disk filling up), a power loss before each call, bit
+ * flips in the file, and `close()` racing calls in flight. After each, a reopen without the fault
+ * must hold everything acknowledged: every resolved send is delivered or was acked, no resolved ack
+ * is delivered again, and every body is what was sent. Each on every engine.
+ */
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { JOURNAL_HEADER_BYTES, RECORD_HEADER_BYTES } from '../ts/broker/journal.js';
+import { type JournalStorage, nodeJournalStorage } from '../ts/broker/journal-storage.js';
+import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
+import { ManualClock } from './broker-helpers.js';
+import { ENGINES } from './engines.js';
+import { type CrashView, type FaultMode, FaultyJournalStorage, PowerLossStorage } from './journal-storage-helpers.js';
+
+const STATE_FILE = 'broker-state';
+const INVISIBLE_MS = 10_000;
+const GROUP = { bindTopic: 'agents', wildcard: true };
+const opened: Broker[] = [];
+const created: string[] = [];
+async function closeAll(): Promise<void> {
+  for (const broker of opened.splice(0)) await broker.close().catch(() => undefined);
+}
+afterEach(async () => {
+  await closeAll();
+  for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/**
+ * A fresh directory, removed after the test: in memory where the machine has /dev/shm, since the
+ * sweeps open a few hundred brokers with synced writes and only the journal's storage is under test.
+ */
+function tempDir(): string {
+  const dir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'litetopic-journal-'));
+  created.push(dir);
+  return dir;
+}
+
+/** What the scenario saw resolve, each with the storage's call count at that moment. */
+interface Outcome {
+  /** `lite:offset` → body, for sends that resolved. */
+  sent: Map<string, { body: string; at: number }>;
+  /** `lite:offset` of acks that resolved → call count. */
+  acked: Map<string, number>;
+  /** `lite:offset` of every ack tried (a failed one may still have been kept). */
+  acking: Set<string>;
+  /** Every body sent, resolved or not, by `lite:offset` where known. */
+  bodies: Set<string>;
+  liteTopics: Set<string>;
+}
+
+function base(engine: EngineName, dir: string, clock: ManualClock): BrokerOptions {
+  return { engine, dir, clock, flush: 'sync', segmentBytes: 1 << 20 };
+}
+
+/**
+ * Sends to a lite topic the group follows and to new ones (each gives the group a `start`), POPs
+ * and acks some, with a compaction every few records and one at the close. Never throws: a call
+ * that fails is left out of what resolved.
+ */
+async function scenario(options: BrokerOptions, calls: () => number): Promise<Outcome> {
+  const outcome: Outcome = {
+    sent: new Map(),
+    acked: new Map(),
+    acking: new Set(),
+    bodies: new Set(),
+    liteTopics: new Set(),
+  };
+  let broker: Broker;
+  try {
+    broker = await Broker.open({ ...options, stateCompactBytes: 400 });
+  } catch {
+    return outcome;
+  }
+  broker.on('error', () => undefined); // the faults are reported here too
+  try {
+    broker.createTopic('agents');
+    broker.createGroup('g', GROUP);
+    // A client without patterns takes every lite topic: the first message of each gives the group
+    // its `start` (its progress there), which the send's promise covers.
+    const consumer = broker.consumer({ group: 'g', clientId: 'c' });
+    for (let round = 0; round < 4; round++) {
+      const liteTopics = ['a', `n${round}`];
+      for (const liteTopic of liteTopics) outcome.liteTopics.add(liteTopic);
+      const messages = liteTopics.flatMap((liteTopic) =>
+        [0, 1].map((i) => ({ liteTopic, body: `${liteTopic}/${round}/${i}` })),
+      );
+      for (const message of messages) outcome.bodies.add(message.body);
+      try {
+        const results = await broker.sendBatch('agents', messages);
+        for (const [i, result] of results.entries()) {
+          outcome.sent.set(`${result.liteTopic}:${result.offset}`, { body: messages[i]?.body as string, at: calls() });
+        }
+      } catch {}
+      const popped = await consumer.pop({ maxNum: 5, invisibleTimeMs: INVISIBLE_MS }).catch(() => []);
+      for (const [i, message] of popped.entries()) {
+        if (i % 2 === 1) continue;
+        const key = `${message.liteTopic}:${message.offset}`;
+        outcome.acking.add(key);
+        try {
+          await consumer.ack(message);
+          outcome.acked.set(key, calls());
+        } catch {}
+      }
+    }
+  } catch {}
+  await broker.close().catch(() => undefined);
+  return outcome;
+}
+
+/**
+ * Reopens `dir` without faults and drains the group (past every invisible time); checks what
+ * resolved before call `upTo` (all, by default) against what comes back.
+ */
+async function check(engine: EngineName, dir: string, outcome: Outcome, upTo = Number.POSITIVE_INFINITY, what = '') {
+  const clock = new ManualClock();
+  const broker = await Broker.open(base(engine, dir, clock));
+  opened.push(broker);
+  broker.createTopic('agents');
+  broker.createGroup('g', GROUP);
+  // Each lite topic as a pattern, from the group's progress, else from its end: a lost ack shows as a
+  // redelivery, a lost `start` as a resolved send never delivered.
+  const consumer = broker.consumer({ group: 'g', clientId: 'check' });
+  await consumer.subscribe([...outcome.liteTopics]);
+  clock.advance(INVISIBLE_MS * 10); // every delivery from before is visible again
+  broker.tick();
+  const delivered = new Map<string, string>();
+  for (;;) {
+    const batch = await consumer.pop({ maxNum: 32, invisibleTimeMs: INVISIBLE_MS });
+    if (batch.length === 0) break;
+    for (const message of batch) {
+      const key = `${message.liteTopic}:${message.offset}`;
+      delivered.set(key, message.body.toString());
+      await consumer.ack(message);
+    }
+  }
+  for (const [key, body] of delivered) {
+    expect(outcome.bodies.has(body), `${what}: ${key} has a body never sent: ${body}`).toBe(true);
+    const sent = outcome.sent.get(key);
+    if (sent !== undefined) expect(body, `${what}: ${key}`).toBe(sent.body);
+  }
+  for (const [key, at] of outcome.acked) {
+    if (at < upTo) expect(delivered.has(key), `${what}: ${key} delivered after its ack resolved`).toBe(false);
+  }
+  for (const [key, { at }] of outcome.sent) {
+    if (at >= upTo || outcome.acking.has(key)) continue;
+    expect(delivered.has(key), `${what}: ${key} was sent and never acked, yet not delivered`).toBe(true);
+  }
+  await broker.close();
+  opened.splice(opened.indexOf(broker), 1);
+}
+
+describe.each(ENGINES)('%s engine', (engine) => {
+  it('loses nothing acknowledged when any journal I/O call fails (thrown, short, disk full)', {
+    timeout: 120_000,
+  }, async () => {
+    const clean = new FaultyJournalStorage();
+    const dir0 = tempDir();
+    const reference = await scenario(
+      { ...base(engine, dir0, new ManualClock()), stateStorage: clean },
+      () => clean.calls,
+    );
+    await check(engine, dir0, reference, undefined, 'no fault');
+    expect(reference.acked.size).toBeGreaterThan(3);
+    expect(clean.log).toContain('rename'); // compactions ran
+    const total = clean.calls;
+    let failed = 0;
+    for (const mode of ['throw', 'short', 'full'] as FaultMode[]) {
+      for (let n = 1; n <= total; n++) {
+        if (mode !== 'throw' && clean.log[n - 1] !== 'write') continue;
+        const storage = new FaultyJournalStorage(n, mode);
+        const dir = tempDir();
+        const outcome = await scenario(
+          { ...base(engine, dir, new ManualClock()), stateStorage: storage },
+          () => storage.calls,
+        );
+        if (outcome.acked.size < reference.acked.size) failed++;
+        await check(engine, dir, outcome, undefined, `${mode} at call ${n} (${clean.log[n - 1]})`);
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
+    expect(failed).toBeGreaterThan(0); // the faults did stop the scenario
+  });
+
+  it('keeps every synced append and ack through a power loss before any journal I/O call', {
+    timeout: 120_000,
+  }, async () => {
+    const storage = new PowerLossStorage();
+    const dir = tempDir();
+    const outcome = await scenario(
+      { ...base(engine, dir, new ManualClock()), stateStorage: storage },
+      () => storage.calls,
+    );
+    const views = [...storage.views, storage.crashView()];
+    for (const [i, view] of views.entries()) {
+      const crashed = tempDir();
+      cpSync(join(dir, 'log'), join(crashed, 'log'), { recursive: true });
+      rmSync(join(crashed, 'log', 'LOCK'), { force: true }); // its owner is gone
+      writeView(crashed, view);
+      // What resolved once call i had run (calls() counts the call about to run as done).
+      await check(engine, crashed, outcome, i + 1, `power loss before call ${i + 1}`);
+      rmSync(crashed, { recursive: true, force: true });
+    }
+  });
+});
+
+function writeView(dir: string, view: CrashView): void {
+  mkdirSync(dir, { recursive: true });
+  for (const [path, bytes] of view) writeFileSync(join(dir, path.slice(path.lastIndexOf('/') + 1)), bytes);
+}
+
+/** A storage whose `name` operation always fails with `code`. */
+function failing(name: 'create' | 'rename', code: string): JournalStorage {
+  const error = Object.assign(new Error(`${code}: injected`), { code });
+  return { ...nodeJournalStorage, [name]: () => Promise.reject(error) };
+}
+
+/** The start of every record of a journal file, and its end. */
+function recordStarts(bytes: Buffer): number[] {
+  const starts: number[] = [];
+  for (let at = JOURNAL_HEADER_BYTES; at + RECORD_HEADER_BYTES <= bytes.length; ) {
+    starts.push(at);
+    at += RECORD_HEADER_BYTES + bytes.readUInt32LE(at);
+  }
+  return starts;
+}
+
+describe.each(ENGINES)('%s engine', (engine) => {
+  /**
+   * A journal of single records (its compactions fail, so none replaces them): epoch, topic, group,
+   * start, a deliver of six messages, six acks. Returns the directory and the file's bytes.
+   */
+  async function journalOfRecords(): Promise<{ dir: string; bytes: Buffer }> {
+    const dir = tempDir();
+    const options = { ...base(engine, dir, new ManualClock()), stateStorage: failing('create', 'ENOSPC') };
+    const broker = await Broker.open(options);
+    broker.on('error', () => undefined);
+    broker.createTopic('agents');
+    broker.createGroup('g', { bindTopic: 'agents' });
+    const consumer = broker.consumer({ group: 'g', clientId: 'c' });
+    await consumer.subscribe(['a'], { offset: { policy: 'min' } });
+    await broker.sendBatch(
+      'agents',
+      [0, 1, 2, 3, 4, 5].map((i) => ({ liteTopic: 'a', body: `a/${i}` })),
+    );
+    const popped = await consumer.pop({ maxNum: 6, invisibleTimeMs: INVISIBLE_MS });
+    for (const message of popped) await consumer.ack(message);
+    await broker.close();
+    return { dir, bytes: readFileSync(join(dir, STATE_FILE)) };
+  }
+
+  /** Opens `dir` and returns what the group gets past every invisible time (each acked). */
+  async function redelivered(dir: string): Promise<string[]> {
+    const clock = new ManualClock();
+    const broker = await Broker.open(base(engine, dir, clock));
+    opened.push(broker);
+    broker.createTopic('agents');
+    broker.createGroup('g', { bindTopic: 'agents' });
+    const consumer = broker.consumer({ group: 'g', clientId: 'c' });
+    await consumer.subscribe(['a'], { offset: { policy: 'min' } });
+    clock.advance(INVISIBLE_MS * 10);
+    broker.tick();
+    const got = await consumer.pop({ maxNum: 32 });
+    await broker.close();
+    opened.splice(opened.indexOf(broker), 1);
+    return got.map((message) => message.body.toString());
+  }
+
+  function flip(dir: string, bytes: Buffer, at: number): void {
+    const copy = Buffer.from(bytes);
+    copy[at] = (copy[at] as number) ^ 0x04;
+    writeFileSync(join(dir, STATE_FILE), copy);
+  }
+
+  it('refuses a journal with a damaged header or a damaged record before others; cuts a damaged last one', async () => {
+    const { dir, bytes } = await journalOfRecords();
+    const starts = recordStarts(bytes);
+    expect(starts.length).toBe(11);
+    expect(await redelivered(dir)).toEqual([]); // intact: every ack kept
+    const payloadOf = (record: number) => (starts[record] as number) + RECORD_HEADER_BYTES + 1;
+    const cases: [string, number, string][] = [
+      ['magic', 0, 'LOG_CORRUPT'],
+      ['version', 8, 'UNSUPPORTED_FORMAT'],
+      ['first record', payloadOf(0), 'LOG_CORRUPT'],
+      ['middle record', payloadOf(5), 'LOG_CORRUPT'],
+    ];
+    for (const [what, at, code] of cases) {
+      flip(dir, bytes, at);
+      await expect(Broker.open(base(engine, dir, new ManualClock())), what).rejects.toMatchObject({ code });
+      // Refused without changing the file: put right, it opens with everything.
+      expect(readFileSync(join(dir, STATE_FILE))[at], what).toBe((bytes[at] as number) ^ 0x04);
+    }
+    const record = starts.indexOf(payloadOf(5) - RECORD_HEADER_BYTES - 1);
+    expect(record).toBe(5);
+    await expect(Broker.open(base(engine, dir, new ManualClock()))).rejects.toMatchObject({ position: starts[5] });
+    // The reserved header field is not read.
+    flip(dir, bytes, 12);
+    expect(await redelivered(dir)).toEqual([]);
+    // The last record (the last ack) damaged: a torn tail, cut; that message comes again.
+    flip(dir, bytes, payloadOf(10));
+    expect(await redelivered(dir)).toEqual(['a/5']);
+  });
+
+  it('a failed journal write fails the journal: IO_ERROR from then on, one error event', async () => {
+    const clean = new FaultyJournalStorage();
+    const writes: number[] = [];
+    const dir = tempDir();
+    await scenario({ ...base(engine, dir, new ManualClock()), stateStorage: clean }, () => clean.calls);
+    for (const [i, name] of clean.log.entries()) if (name === 'datasync') writes.push(i + 1);
+    // A sync in the middle of the scenario fails.
+    const storage = new FaultyJournalStorage(writes[Math.floor(writes.length / 2)], 'throw');
+    const broker = await Broker.open({ ...base(engine, tempDir(), new ManualClock()), stateStorage: storage });
+    opened.push(broker);
+    const errors: [unknown, unknown][] = [];
+    broker.on('error', (error, info) => errors.push([error, info]));
+    broker.createTopic('agents');
+    broker.createGroup('g', { bindTopic: 'agents' });
+    const consumer = broker.consumer({ group: 'g', clientId: 'c' });
+    await consumer.subscribe(['a'], { offset: { policy: 'min' } });
+    let failure: unknown;
+    for (let i = 0; failure === undefined && i < 100; i++) {
+      try {
+        await broker.send('agents', { liteTopic: 'a', body: `a/${i}` });
+        for (const message of await consumer.pop({ maxNum: 1 })) await consumer.ack(message);
+      } catch (error) {
+        failure = error;
+      }
+    }
+    expect(storage.hit).toBe(true);
+    expect(failure).toMatchObject({ code: 'IO_ERROR', errno: 'EIO' });
+    const before = storage.calls;
+    await expect(broker.send('agents', { liteTopic: 'b', body: 'b' })).rejects.toMatchObject({ code: 'IO_ERROR' });
+    await expect(consumer.subscribe(['c'])).rejects.toMatchObject({ code: 'IO_ERROR' });
+    expect(() => broker.createTopic('other')).toThrow(expect.objectContaining({ code: 'IO_ERROR' }));
+    expect(() => broker.createGroup('h', { bindTopic: 'agents' })).toThrow(
+      expect.objectContaining({ code: 'IO_ERROR' }),
+    );
+    expect(storage.calls).toBe(before); // nothing written after the failure
+    expect(errors).toHaveLength(1);
+    expect(errors[0]?.[1]).toEqual({ during: 'state journal' });
+    await expect(broker.close()).rejects.toMatchObject({ code: 'IO_ERROR' });
+  });
+
+  it.each([
+    ['create', 'ENOSPC'],
+    ['rename', 'EXDEV'],
+  ] as const)('a compaction whose %s fails leaves the old journal in use and reports it', async (name, code) => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const errors: unknown[] = [];
+    const options = { ...base(engine, dir, clock), stateStorage: failing(name, code), stateCompactBytes: 300 };
+    const broker = await Broker.open(options);
+    broker.on('error', (error, info) => errors.push([error, info]));
+    broker.createTopic('agents');
+    broker.createGroup('g', { bindTopic: 'agents' });
+    const consumer = broker.consumer({ group: 'g', clientId: 'c' });
+    await consumer.subscribe(['a'], { offset: { policy: 'min' } });
+    await broker.sendBatch(
+      'agents',
+      [0, 1, 2, 3, 4, 5, 6, 7].map((i) => ({ liteTopic: 'a', body: `a/${i}` })),
+    );
+    for (const message of await consumer.pop({ maxNum: 8, invisibleTimeMs: INVISIBLE_MS })) {
+      if (message.offset !== 3) await consumer.ack(message); // each ack still resolves
+    }
+    await broker.close(); // its compaction fails too; the old file has everything
+    expect(errors.length).toBeGreaterThan(1);
+    expect(errors[0]).toEqual([
+      expect.objectContaining({ code: 'IO_ERROR', errno: code }),
+      { during: 'state journal compaction' },
+    ]);
+    expect(existsSync(join(dir, `${STATE_FILE}.tmp`))).toBe(false);
+    expect(await redelivered(dir)).toEqual(['a/3']);
+  });
+
+  it('uses the journal as read under the lock, not as it was before the lock was taken', async () => {
+    const dir = tempDir();
+    const first = await Broker.open(base(engine, dir, new ManualClock()));
+    first.createTopic('agents');
+    first.createGroup('g', { bindTopic: 'agents' });
+    await first.close();
+    // The read made while the log recovers sees the file as another owner had it then (empty).
+    let reads = 0;
+    const storage: JournalStorage = {
+      ...nodeJournalStorage,
+      read: (path) => (++reads === 1 ? Promise.resolve(undefined) : nodeJournalStorage.read(path)),
+    };
+    const second = await Broker.open({ ...base(engine, dir, new ManualClock()), stateStorage: storage });
+    opened.push(second);
+    expect(reads).toBe(2);
+    expect(second.admin.groupInfo('g').bindTopic).toBe('agents');
+  });
+
+  it('close() racing sends, POPs and acks: what resolved is kept, what did not rejects with CLOSED', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const broker = await Broker.open(base(engine, dir, clock));
+    broker.createTopic('agents');
+    broker.createGroup('g', GROUP);
+    const consumer = broker.consumer({ group: 'g', clientId: 'c' });
+    await broker.sendBatch(
+      'agents',
+      [0, 1, 2, 3].map((i) => ({ liteTopic: 'a', body: `a/${i}` })),
+    );
+    const popped = await consumer.pop({ maxNum: 4, invisibleTimeMs: INVISIBLE_MS });
+    expect(popped).toHaveLength(4);
+    const outcome: Outcome = {
+      sent: new Map(),
+      acked: new Map(),
+      acking: new Set(),
+      bodies: new Set(),
+      liteTopics: new Set(['a']),
+    };
+    for (const message of popped) outcome.bodies.add(message.body.toString());
+    const calls: Promise<unknown>[] = [];
+    const rejected: unknown[] = [];
+    const track = (call: Promise<unknown>) => {
+      calls.push(call.catch((error: unknown) => rejected.push(error)));
+    };
+    const send = (liteTopic: string) => {
+      outcome.liteTopics.add(liteTopic);
+      outcome.bodies.add(liteTopic);
+      track(
+        broker.send('agents', { liteTopic, body: liteTopic }).then((result) => {
+          outcome.sent.set(`${liteTopic}:${result.offset}`, { body: liteTopic, at: 0 });
+        }),
+      );
+    };
+    const ack = (message: (typeof popped)[number]) => {
+      const key = `${message.liteTopic}:${message.offset}`;
+      outcome.acking.add(key);
+      track(consumer.ack(message).then(() => outcome.acked.set(key, 0)));
+    };
+    // A long poll, sends to new lite topics (each writes a start), acks: all under way at the close.
+    // The long poll may take some of the new messages (durably) or end empty.
+    track(broker.consumer({ group: 'g', clientId: 'w' }).pop({ waitMs: 60_000, invisibleTimeMs: INVISIBLE_MS }));
+    for (let i = 0; i < 6; i++) send(`x${i}`);
+    ack(popped[0] as (typeof popped)[number]);
+    ack(popped[1] as (typeof popped)[number]);
+    const closing = broker.close();
+    send('late');
+    ack(popped[2] as (typeof popped)[number]);
+    track(consumer.pop({ maxNum: 1 }));
+    await closing;
+    await Promise.all(calls);
+    for (const error of rejected) expect(error).toMatchObject({ code: 'CLOSED' });
+    expect(rejected).toHaveLength(3); // the calls made after close()
+    expect(outcome.sent.size).toBe(6);
+    expect(outcome.acked.size).toBe(2);
+    await check(engine, dir, outcome, undefined, 'after close');
+  });
+});
