@@ -21,6 +21,7 @@ export const ERROR_CODES = [
   'TOPIC_NOT_FOUND',
   'GROUP_NOT_FOUND',
   'INVALID_RECEIPT',
+  'INTERNAL_ERROR',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -211,5 +212,16 @@ export class GroupNotFoundError extends LitetopicError {
 export class InvalidReceiptError extends LitetopicError {
   constructor(message: string, details: { value: unknown }) {
     super('INVALID_RECEIPT', message, details);
+  }
+}
+
+/**
+ * A bug in litetopic: an internal check failed (in the native engine, a Rust panic, caught where it
+ * would cross into Node). The commit log it happened in is failed (every later call raises this
+ * error) until it is reopened, which recovers from what is on disk.
+ */
+export class InternalError extends LitetopicError {
+  constructor(message: string, details: { cause?: unknown } = {}) {
+    super('INTERNAL_ERROR', message, details);
   }
 }

@@ -70,6 +70,7 @@ export {
   ERROR_CODES,
   type ErrorCode,
   GroupNotFoundError,
+  InternalError,
   InvalidArgumentError,
   InvalidLiteTopicError,
   InvalidPatternError,

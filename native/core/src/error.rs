@@ -31,11 +31,14 @@ pub enum ErrorCode {
     GroupNotFound,
     /// An unknown or stale receipt handle.
     InvalidReceipt,
+    /// A bug in litetopic: an internal check failed (a panic, caught at the Node-API boundary). The
+    /// object it happened in is failed until reopened; nothing it was doing is half-applied.
+    Internal,
 }
 
 impl ErrorCode {
     /// Every code, in registry order.
-    pub const ALL: [ErrorCode; 14] = [
+    pub const ALL: [ErrorCode; 15] = [
         ErrorCode::InvalidPattern,
         ErrorCode::InvalidLiteTopic,
         ErrorCode::InvalidArgument,
@@ -50,6 +53,7 @@ impl ErrorCode {
         ErrorCode::TopicNotFound,
         ErrorCode::GroupNotFound,
         ErrorCode::InvalidReceipt,
+        ErrorCode::Internal,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -68,6 +72,7 @@ impl ErrorCode {
             ErrorCode::TopicNotFound => "TOPIC_NOT_FOUND",
             ErrorCode::GroupNotFound => "GROUP_NOT_FOUND",
             ErrorCode::InvalidReceipt => "INVALID_RECEIPT",
+            ErrorCode::Internal => "INTERNAL_ERROR",
         }
     }
 }

@@ -10,6 +10,7 @@
  */
 import {
   ClosedError,
+  InternalError,
   InvalidArgumentError,
   LitetopicError,
   LogCorruptError,
@@ -56,6 +57,8 @@ export function toTypedError(error: unknown): unknown {
       return new ClosedError(message);
     case 'INVALID_ARGUMENT':
       return new InvalidArgumentError(message);
+    case 'INTERNAL_ERROR':
+      return new InternalError(message, { cause: error });
     default:
       return error;
   }

@@ -31,6 +31,9 @@ pub enum LogError {
     Closed,
     /// A malformed argument: a programming error in the caller, nothing was done.
     InvalidArgument(String),
+    /// A bug: a call panicked. The log is failed until reopened, since the call may have stopped
+    /// half-way through changing it.
+    Internal(String),
 }
 
 /// A checkpoint block that failed its check when its LMQ was first used.
@@ -49,6 +52,7 @@ impl LogError {
             LogError::Io { .. } => ErrorCode::IoError,
             LogError::Closed => ErrorCode::Closed,
             LogError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            LogError::Internal(_) => ErrorCode::Internal,
         }
     }
 
@@ -99,6 +103,10 @@ impl fmt::Display for LogError {
             LogError::Io { message, .. } => write!(f, "{message}"),
             LogError::Closed => write!(f, "the commit log is closed"),
             LogError::InvalidArgument(message) => write!(f, "{message}"),
+            LogError::Internal(message) => write!(
+                f,
+                "internal error (a bug in litetopic): {message}; the commit log is failed until reopened"
+            ),
         }
     }
 }

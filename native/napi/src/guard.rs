@@ -1,0 +1,71 @@
+//! Panics stop here. Every export is marked `catch_unwind`, but that covers only the call on the
+//! JavaScript thread and turns a panic into an untyped error; an `AsyncTask`'s `compute` runs on
+//! the libuv thread pool, where napi-rs catches nothing, and a panic there would abort Node. The
+//! log's exports and every task body therefore run inside [`guard`]: a panic becomes
+//! `LogError::Internal` (code `INTERNAL_ERROR`) and the log is left failed, because the call may
+//! have stopped half-way through changing it. Reopening the directory recovers from disk.
+//!
+//! [`panic_point`] is the test hook that proves it: with `LITETOPIC_TEST_PANIC_AT` set to a point's
+//! name, that point panics. Points sit only in calls off the append and read paths, so looking the
+//! variable up costs nothing where it matters.
+
+use crate::log::js_error;
+use litetopic_core::log::{LogError, LogHandle};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// The environment variable naming the [`panic_point`] that panics (tests only).
+const PANIC_AT_VARIABLE: &str = "LITETOPIC_TEST_PANIC_AT";
+
+/// Runs `call`; a panic in it becomes `LogError::Internal` and, when the call works on `log`,
+/// fails that log (through its lock, which a panic while it was held has poisoned: `lock` turns
+/// that into the same failed state).
+pub(crate) fn guard<T>(
+    log: Option<&LogHandle>,
+    call: impl FnOnce() -> Result<T, LogError>,
+) -> Result<T, LogError> {
+    caught(log, call, |error| error)
+}
+
+/// [`guard`] for an export that returns the binding's errors: a panic becomes the typed error's
+/// JavaScript form (`crate::log::js_error`).
+pub(crate) fn guard_js<T>(log: &LogHandle, call: impl FnOnce() -> napi::Result<T>) -> napi::Result<T> {
+    caught(Some(log), call, js_error)
+}
+
+fn caught<T, E>(
+    log: Option<&LogHandle>,
+    call: impl FnOnce() -> Result<T, E>,
+    convert: impl FnOnce(LogError) -> E,
+) -> Result<T, E> {
+    // Unwind safety: whatever the call was changing is behind the log's mutex (poisoned by a panic
+    // while held) or is failed below, and nothing else the closure borrows outlives the call.
+    match catch_unwind(AssertUnwindSafe(call)) {
+        Ok(result) => result,
+        Err(payload) => {
+            let error = LogError::Internal(panic_message(payload.as_ref()));
+            Err(convert(match log {
+                Some(log) => log.fail(error),
+                None => error,
+            }))
+        }
+    }
+}
+
+/// The text a panic was raised with.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        format!("panic: {text}")
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        format!("panic: {text}")
+    } else {
+        "panic with a payload that is not text".to_string()
+    }
+}
+
+/// Panics when `LITETOPIC_TEST_PANIC_AT` names `point`: the test hook for [`guard`]. The variable
+/// is read on every call (not cached), so a test process can arm and disarm it.
+pub(crate) fn panic_point(point: &str) {
+    if std::env::var_os(PANIC_AT_VARIABLE).is_some_and(|wanted| wanted == point) {
+        panic!("{PANIC_AT_VARIABLE} reached {point}");
+    }
+}
