@@ -7,7 +7,8 @@
 use super::record::{u16_at, u32_at, u64_at};
 use crate::hash::crc32c;
 use crate::queue::{
-    decode_entry, encode_entry, CheckpointFile, ConsumeQueue, Queues, StoredEntries, STORED_ENTRY_BYTES,
+    check_entries, decode_entry, encode_entry, CheckpointFile, ConsumeQueue, Queues, StoredEntries,
+    STORED_ENTRY_BYTES,
 };
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -228,6 +229,7 @@ fn decode_v2(file: &Arc<CheckpointFile>) -> Result<Checkpoint, CheckpointProblem
             count,
             crc,
             first_position,
+            end_position: position,
         };
         queues.restore(name, ConsumeQueue::from_stored(min_offset, last_write_ms, stored));
         block_at = block_end;
@@ -308,6 +310,7 @@ fn decode_v1(bytes: &[u8]) -> Result<Checkpoint, CheckpointProblem> {
             .chunks_exact(ENTRY_BYTES)
             .map(decode_entry)
             .collect();
+        check_entries(&entries, position).map_err(invalid)?;
         at = entries_end;
         let queue = ConsumeQueue {
             min_offset,
