@@ -711,5 +711,5 @@ function reportBackground(
 /** The journal's records and the state they replay to, read without changing the file. */
 async function readState(path: string): Promise<{ contents: JournalContents; state: RestoredState }> {
   const contents = await StateJournal.read(path);
-  return { contents, state: replay(contents.records) };
+  return { contents, state: replay(contents.records, path) };
 }
