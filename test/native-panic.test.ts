@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ENGINES } from './engines.js';
 
-const FIXTURE = join(import.meta.dirname, 'fixtures', 'native-panic.ts');
+const FIXTURE = join(__dirname, 'fixtures', 'native-panic.ts');
 const dirs: string[] = [];
 
 afterEach(() => {
