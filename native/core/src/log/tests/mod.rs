@@ -2,6 +2,7 @@
 
 mod checkpoint;
 mod durability;
+mod fuzz;
 mod model;
 mod record;
 mod recovery;
