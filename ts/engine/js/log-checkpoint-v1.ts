@@ -84,10 +84,11 @@ function readBody(bytes: Uint8Array, end: number, queues: QueueSet): Checkpoint 
       const high = view.getUint32(at + 4, true);
       if (high >= 0x20_0000) return undefined; // past 2^53: not a position this log writes
       const low = view.getUint32(at, true);
+      const entryPosition = high * 0x1_0000_0000 + low;
       const size = view.getUint32(at + 8, true);
       // Sizes a read would allocate, checked as version 2 checks them when a block is loaded.
-      if (checkEntry(high * 0x1_0000_0000 + low, size, previous, previousSize, position) !== undefined) return undefined;
-      previous = high * 0x1_0000_0000 + low;
+      if (checkEntry(entryPosition, size, previous, previousSize, position) !== undefined) return undefined;
+      previous = entryPosition;
       previousSize = size;
       entries[slot] = low;
       entries[slot + 1] = high;
