@@ -267,6 +267,10 @@ fn read_queue_head<'a>(
     let name = bytes
         .get(*at + 2..*at + 2 + name_len)
         .ok_or(invalid("checkpoint name overruns the file"))?;
+    // As the js engine reads names: UTF-8 text, never empty (no record names an empty LMQ).
+    if name.is_empty() || (!name.is_ascii() && std::str::from_utf8(name).is_err()) {
+        return Err(invalid("checkpoint name is empty or not UTF-8"));
+    }
     *at += 2 + name_len;
     let (Some(min_offset), Some(next_offset), Some(last_write_ms)) = (
         u64_at(bytes, *at),
