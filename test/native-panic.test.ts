@@ -86,6 +86,20 @@ describe.skipIf(!native)('a panic in the native engine', () => {
     },
   );
 
+  it.each(['topic_trie_stats', 'pattern_index_stats'])(
+    'in a call on a topic trie or pattern index (%s) gives INTERNAL_ERROR and fails that handle only',
+    async (point) => {
+      const steps = await run(point);
+      expect(steps.map((s) => [s.step, s.code ?? s.ok])).toEqual([
+        [point, 'INTERNAL_ERROR'],
+        ['add after', 'INTERNAL_ERROR'],
+        ['stats after', 'INTERNAL_ERROR'],
+        ['new handle', true],
+      ]);
+      expect(steps[1]?.message).toContain(`LITETOPIC_TEST_PANIC_AT reached ${point}`);
+    },
+  );
+
   it('while closing rejects the close with INTERNAL_ERROR', async () => {
     const steps = await run('close');
     expect(steps.map((s) => [s.step, s.code ?? s.ok])).toEqual([['close', 'INTERNAL_ERROR']]);

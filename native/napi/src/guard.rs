@@ -5,12 +5,16 @@
 //! `LogError::Internal` (code `INTERNAL_ERROR`) and the log is left failed, because the call may
 //! have stopped half-way through changing it. Reopening the directory recovers from disk.
 //!
+//! The other handles (topic trie, pattern index) and the pattern calls run inside [`guard_handle`]:
+//! the same code, and a trie or index that panicked stays failed.
+//!
 //! [`panic_point`] is the test hook that proves it: with `LITETOPIC_TEST_PANIC_AT` set to a point's
 //! name, that point panics. Points sit only in calls off the append and read paths, so looking the
 //! variable up costs nothing where it matters.
 
 use crate::log::js_error;
 use litetopic_core::log::{LogError, LogHandle};
+use std::cell::OnceCell;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// The environment variable naming the [`panic_point`] that panics (tests only).
@@ -49,6 +53,43 @@ fn caught<T, E>(
             }))
         }
     }
+}
+
+/// Set on a handle other than the log's (a topic trie, a pattern index) by the panic that left it
+/// failed: every later call on it fails with the same `INTERNAL_ERROR`, since the panic may have
+/// stopped half-way through changing it. Creating a new one starts afresh.
+#[derive(Default)]
+pub(crate) struct Failed(OnceCell<String>);
+
+/// Runs a call on a handle that is not the log (`failed` is its flag, `None` for a call without
+/// one); a panic becomes `INTERNAL_ERROR` and fails the handle. `what` names the handle in messages.
+pub(crate) fn guard_handle<T>(
+    failed: Option<&Failed>,
+    what: &str,
+    call: impl FnOnce() -> T,
+) -> napi::Result<T> {
+    if let Some(message) = failed.and_then(|failed| failed.0.get()) {
+        return Err(internal_error(what, message));
+    }
+    // Unwind safety: a panic fails the handle below, so nothing reads what it left half-changed.
+    catch_unwind(AssertUnwindSafe(call)).map_err(|payload| {
+        let message = panic_message(payload.as_ref());
+        let error = internal_error(what, &message);
+        if let Some(failed) = failed {
+            let _ = failed.0.set(message);
+        }
+        error
+    })
+}
+
+/// `INTERNAL_ERROR` in the form the adapters rebuild typed errors from (see `crate::log`).
+fn internal_error(what: &str, message: &str) -> napi::Error {
+    napi::Error::new(
+        napi::Status::GenericFailure,
+        format!(
+            "INTERNAL_ERROR\t{{}}\tinternal error (a bug in litetopic): {message}; this {what} is failed"
+        ),
+    )
 }
 
 /// The text a panic was raised with.
