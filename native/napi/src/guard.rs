@@ -46,7 +46,7 @@ fn caught<T, E>(
     match catch_unwind(AssertUnwindSafe(call)) {
         Ok(result) => result,
         Err(payload) => {
-            let error = LogError::Internal(panic_message(payload.as_ref()));
+            let error = LogError::Internal(panic_message(payload));
             Err(convert(match log {
                 Some(log) => log.fail(error),
                 None => error,
@@ -62,19 +62,20 @@ fn caught<T, E>(
 pub(crate) struct Failed(OnceCell<String>);
 
 /// Runs a call on a handle that is not the log (`failed` is its flag, `None` for a call without
-/// one); a panic becomes `INTERNAL_ERROR` and fails the handle. `what` names the handle in messages.
+/// one); a panic becomes `INTERNAL_ERROR` and fails the handle. `what` names the call's subject in
+/// messages.
 pub(crate) fn guard_handle<T>(
     failed: Option<&Failed>,
     what: &str,
     call: impl FnOnce() -> T,
 ) -> napi::Result<T> {
     if let Some(message) = failed.and_then(|failed| failed.0.get()) {
-        return Err(internal_error(what, message));
+        return Err(internal_error(what, message, true));
     }
     // Unwind safety: a panic fails the handle below, so nothing reads what it left half-changed.
     catch_unwind(AssertUnwindSafe(call)).map_err(|payload| {
-        let message = panic_message(payload.as_ref());
-        let error = internal_error(what, &message);
+        let message = panic_message(payload);
+        let error = internal_error(what, &message, failed.is_some());
         if let Some(failed) = failed {
             let _ = failed.0.set(message);
         }
@@ -82,25 +83,34 @@ pub(crate) fn guard_handle<T>(
     })
 }
 
-/// `INTERNAL_ERROR` in the form the adapters rebuild typed errors from (see `crate::log`).
-fn internal_error(what: &str, message: &str) -> napi::Error {
+/// `INTERNAL_ERROR` in the form the adapters rebuild typed errors from (see `crate::log`), saying
+/// whether the handle is now failed.
+fn internal_error(what: &str, message: &str, failed: bool) -> napi::Error {
+    let after = if failed {
+        format!("; the {what} is failed, make a new one")
+    } else {
+        String::new()
+    };
     napi::Error::new(
         napi::Status::GenericFailure,
         format!(
-            "INTERNAL_ERROR\t{{}}\tinternal error (a bug in litetopic): {message}; this {what} is failed"
+            "INTERNAL_ERROR\t{{}}\tinternal error (a bug in litetopic) in a {what} call: {message}{after}"
         ),
     )
 }
 
-/// The text a panic was raised with.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
+/// The text a panic was raised with. The payload is leaked, not dropped: a payload whose `drop`
+/// panicked again would escape the guard (as napi-rs does with the payloads it catches).
+fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
+    let message = if let Some(text) = payload.downcast_ref::<&str>() {
         format!("panic: {text}")
     } else if let Some(text) = payload.downcast_ref::<String>() {
         format!("panic: {text}")
     } else {
         "panic with a payload that is not text".to_string()
-    }
+    };
+    std::mem::forget(payload);
+    message
 }
 
 /// Panics when `LITETOPIC_TEST_PANIC_AT` names `point`: the test hook for [`guard`]. The variable

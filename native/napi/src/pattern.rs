@@ -34,7 +34,7 @@ fn convert(violation: Violation) -> NativeViolation {
 /// Validates a pattern; `null` when valid.
 #[napi(catch_unwind)]
 pub fn validate_pattern(pattern: String, dialect_id: u32) -> Result<Option<NativeViolation>> {
-    guard_handle(None, "pattern call", || {
+    guard_handle(None, "pattern", || {
         Ok(dialect(dialect_id)?.validate_pattern(&pattern).err().map(convert))
     })
     .and_then(|result| result)
@@ -43,7 +43,7 @@ pub fn validate_pattern(pattern: String, dialect_id: u32) -> Result<Option<Nativ
 /// Validates a lite topic name against a byte limit; `null` when valid.
 #[napi(catch_unwind)]
 pub fn validate_lite_topic(name: String, max_bytes: u32) -> Result<Option<NativeViolation>> {
-    guard_handle(None, "pattern call", || {
+    guard_handle(None, "pattern", || {
         core_validate_lite_topic(&name, max_bytes as usize)
             .err()
             .map(convert)
@@ -53,7 +53,7 @@ pub fn validate_lite_topic(name: String, max_bytes: u32) -> Result<Option<Native
 /// Whether `topic` matches `pattern`; invalid input never matches.
 #[napi(catch_unwind)]
 pub fn matches(pattern: String, topic: String, dialect_id: u32) -> Result<bool> {
-    guard_handle(None, "pattern call", || {
+    guard_handle(None, "pattern", || {
         Ok(Pattern::compile(&pattern, dialect(dialect_id)?).is_ok_and(|p| p.matches(&topic)))
     })
     .and_then(|result| result)
@@ -70,7 +70,7 @@ pub fn expand_joined(
     candidate_count: u32,
     dialect_id: u32,
 ) -> Result<Option<Uint32Array>> {
-    guard_handle(None, "pattern call", || {
+    guard_handle(None, "pattern", || {
         let dialect = dialect(dialect_id)?;
         let candidates: Vec<&str> = candidates_joined.split('\0').collect();
         let expected = candidate_count as usize;
