@@ -22,6 +22,7 @@ export const ERROR_CODES = [
   'GROUP_NOT_FOUND',
   'INVALID_RECEIPT',
   'READ_ONLY',
+  'INTERNAL_ERROR',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -219,5 +220,16 @@ export class InvalidReceiptError extends LitetopicError {
 export class ReadOnlyError extends LitetopicError {
   constructor(message: string) {
     super('READ_ONLY', message);
+  }
+}
+
+/**
+ * A bug in litetopic: an internal check failed (in the native engine, a Rust panic, caught where it
+ * would cross into Node). The commit log it happened in is failed (every later call raises this
+ * error) until it is reopened, which recovers from what is on disk.
+ */
+export class InternalError extends LitetopicError {
+  constructor(message: string, details: { cause?: unknown } = {}) {
+    super('INTERNAL_ERROR', message, details);
   }
 }

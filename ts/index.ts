@@ -84,6 +84,7 @@ export {
   ERROR_CODES,
   type ErrorCode,
   GroupNotFoundError,
+  InternalError,
   InvalidArgumentError,
   InvalidLiteTopicError,
   InvalidPatternError,

@@ -854,7 +854,7 @@ interface ReadState {
 async function readState(path: string, storage: JournalStorage): Promise<ReadState> {
   const bytes = await StateJournal.readBytes(path, storage);
   const contents = StateJournal.decode(path, bytes);
-  return { bytes, contents, state: replay(contents.records) };
+  return { bytes, contents, state: replay(contents.records, path) };
 }
 
 /**
@@ -871,5 +871,5 @@ async function readLocked(
   const guess = await guessing?.catch(() => undefined);
   if (guess?.bytes.equals(bytes)) return guess;
   const contents = StateJournal.decode(path, bytes);
-  return { bytes, contents, state: replay(contents.records) };
+  return { bytes, contents, state: replay(contents.records, path) };
 }

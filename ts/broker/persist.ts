@@ -6,10 +6,29 @@
  * compaction writes the current state as the same records. Subscriptions are session state and are
  * not kept: clients subscribe again and resume from their group's progress.
  */
+import { LogCorruptError } from '../errors.js';
 import { RECORD_HEADER_BYTES, type StateJournal, sealRecord } from './journal.js';
-import { newProgress } from './key-shared-progress.js';
+import { KeySharedProgress, newProgress } from './key-shared-progress.js';
 import type { TopicProgress } from './offsets.js';
-import { decodeBinary, decodeHot, encodeHot, encodeProgress, isProgressBatch, type ProgressSink } from './snapshot.js';
+import {
+  BadRecord,
+  checkAttempt,
+  checkGroupConfig,
+  checkName,
+  checkNumbers,
+  checkOffset,
+  checkTime,
+  checkTopicAttributes,
+} from './record-shape.js';
+import {
+  checkBinary,
+  decodeBinary,
+  decodeHot,
+  encodeHot,
+  encodeProgress,
+  isProgressBatch,
+  type ProgressSink,
+} from './snapshot.js';
 import type { GroupConfig, GroupState, ParentTopic } from './state.js';
 
 /** Topic attributes that are persisted. */
@@ -107,92 +126,218 @@ function progressOf(state: RestoredState, group: string): Map<string, TopicProgr
   return map;
 }
 
-/** Where a binary progress batch (snapshot.ts) goes: as a `progress` record would. */
+/** One delivery of a whole progress: offset, attempt, invisible deadline, acked. */
+type ProgressDelivery = (offset: number, attempt: number, invisibleUntil: number, acked: boolean) => void;
+
+/**
+ * Restores a whole progress (a `progress` record or a binary batch's entry), checked: its deliveries
+ * are in [committed, next) in ascending order, a FIFO progress has one for every offset there (what
+ * its dispatch relies on) and a key-shared one spans no more than its window. So a progress takes
+ * memory in proportion to its record, whatever the offsets say.
+ */
+function restoreProgress(
+  state: RestoredState,
+  group: string,
+  liteTopic: string,
+  committed: number,
+  next: number,
+  deliveries: (each: ProgressDelivery) => void,
+): void {
+  if (committed > next) throw new BadRecord('its committed offset is past its next offset');
+  const progress = newProgress(state.groups.get(group), committed);
+  const keyShared = progress instanceof KeySharedProgress;
+  if (keyShared && next - committed > progress.windowMessages) {
+    throw new BadRecord('it spans more offsets than its key-shared window');
+  }
+  let previous = committed - 1;
+  let count = 0;
+  deliveries((offset, attempt, invisibleUntil, acked) => {
+    if (offset <= previous || offset >= next) {
+      throw new BadRecord(`delivery offset ${offset} is not in ascending order inside [committed, next)`);
+    }
+    previous = offset;
+    count++;
+    progress.restore(offset, attempt, invisibleUntil, acked);
+  });
+  if (!keyShared && count !== next - committed) {
+    throw new BadRecord('an offset between its committed and next offsets has no delivery');
+  }
+  progress.next = Math.max(progress.next, next);
+  progressOf(state, group).set(liteTopic, progress);
+}
+
+/** Where a binary progress batch (snapshot.ts) goes: as a `progress` record would, checked alike. */
 function progressSink(state: RestoredState): ProgressSink {
   return {
     progress(group, liteTopic, committed, next, deliveries) {
-      const progress = newProgress(state.groups.get(group), committed);
-      deliveries((offset, attempt, invisibleUntil, acked) => progress.restore(offset, attempt, invisibleUntil, acked));
-      progress.next = Math.max(progress.next, next);
-      progressOf(state, group).set(liteTopic, progress);
+      restoreProgress(
+        state,
+        checkName(group, 'the group'),
+        checkName(liteTopic, 'the lite topic'),
+        checkOffset(committed, 'the committed offset'),
+        checkOffset(next, 'the next offset'),
+        (each) =>
+          deliveries((offset, attempt, invisibleUntil, acked) =>
+            each(checkOffset(offset, 'a delivery offset'), attempt, checkTime(invisibleUntil, 'a deadline'), acked),
+          ),
+      );
     },
   };
 }
 
+/** Replays deliveries `[offset, attempt, invisibleUntil, ...]` handed out (a `deliver` record). */
+function replayDeliveries(progress: TopicProgress | undefined, list: readonly unknown[]): void {
+  for (let i = 0; i < list.length; i += 3) {
+    const offset = checkOffset(list[i], 'a delivery offset');
+    const attempt = checkAttempt(list[i + 1], 'a delivery attempt');
+    const invisibleUntil = checkTime(list[i + 2], 'a delivery deadline');
+    if (progress === undefined) continue;
+    // A key-shared progress never spans more than its window (key-shared-progress.ts): one handed
+    // out at `offset` means the writer had committed up to `offset - window + 1` at least, through
+    // acks replayed above or through retention, which is not journaled. Skipping there now keeps
+    // replay from filling the gap below it.
+    if (progress instanceof KeySharedProgress && offset >= progress.committed + progress.windowMessages) {
+      progress.skipTo(offset - progress.windowMessages + 1);
+    }
+    progress.restore(offset, attempt, invisibleUntil, false);
+  }
+}
+
+/** Checks that a record has the kind and `fields` fields after it. */
+function arity(record: readonly unknown[], fields: number): void {
+  if (record.length !== fields + 1) throw new BadRecord(`it has ${record.length - 1} fields, not ${fields}`);
+}
+
+/** Applies one record, checking every field first; a record of an unknown kind is skipped. */
+function apply(state: RestoredState, sink: ProgressSink, item: unknown): void {
+  let record: readonly unknown[];
+  if (item instanceof Uint8Array) {
+    if (!checkBinary(item)) throw new BadRecord('its binary layout is not valid');
+    if (isProgressBatch(item)) {
+      decodeBinary(item, sink);
+      return;
+    }
+    const hot = decodeHot(item);
+    if (hot === undefined) return;
+    record = hot;
+  } else if (Array.isArray(item)) {
+    record = item;
+  } else {
+    throw new BadRecord('it is neither a JSON array nor a binary record');
+  }
+  const kind = record[0];
+  switch (kind) {
+    case 'epoch':
+      arity(record, 1);
+      state.epoch = checkName(record[1], 'the epoch');
+      break;
+    case 'topic':
+      arity(record, 2);
+      state.topics.set(checkName(record[1], 'the topic'), checkTopicAttributes(record[2]));
+      break;
+    case 'group':
+      arity(record, 2);
+      state.groups.set(checkName(record[1], 'the group'), checkGroupConfig(record[2]));
+      break;
+    case 'start': {
+      arity(record, 3);
+      const group = checkName(record[1], 'the group');
+      const liteTopic = checkName(record[2], 'the lite topic');
+      const offset = checkOffset(record[3], 'the start offset');
+      progressOf(state, group).set(liteTopic, newProgress(state.groups.get(group), offset));
+      break;
+    }
+    case 'deliver': {
+      arity(record, 3);
+      const group = checkName(record[1], 'the group');
+      const liteTopic = checkName(record[2], 'the lite topic');
+      replayDeliveries(state.progress.get(group)?.get(liteTopic), checkNumbers(record[3], 3, 'the deliveries'));
+      break;
+    }
+    case 'ack': {
+      arity(record, 3);
+      const group = checkName(record[1], 'the group');
+      const liteTopic = checkName(record[2], 'the lite topic');
+      state.progress.get(group)?.get(liteTopic)?.settle(checkOffset(record[3], 'the acked offset'));
+      break;
+    }
+    case 'drop': {
+      arity(record, 2);
+      const parent = checkName(record[1], 'the topic');
+      const liteTopic = checkName(record[2], 'the lite topic');
+      for (const [name, config] of state.groups) {
+        if (config.bindTopic === parent) state.progress.get(name)?.delete(liteTopic);
+      }
+      break;
+    }
+    case 'skip': {
+      // A group moved past a record found corrupt (admin.skipCorrupt): as an ack of that offset.
+      arity(record, 3);
+      const group = checkName(record[1], 'the group');
+      const liteTopic = checkName(record[2], 'the lite topic');
+      state.progress.get(group)?.get(liteTopic)?.skipCorrupt(checkOffset(record[3], 'the skipped offset'));
+      break;
+    }
+    case 'progress': {
+      arity(record, 5);
+      const list = checkNumbers(record[5], 4, 'the deliveries');
+      restoreProgress(
+        state,
+        checkName(record[1], 'the group'),
+        checkName(record[2], 'the lite topic'),
+        checkOffset(record[3], 'the committed offset'),
+        checkOffset(record[4], 'the next offset'),
+        (each) => {
+          for (let i = 0; i < list.length; i += 4) {
+            const acked = list[i + 3];
+            if (acked !== 0 && acked !== 1) throw new BadRecord("a delivery's acked flag is not 0 or 1");
+            each(
+              checkOffset(list[i], 'a delivery offset'),
+              checkAttempt(list[i + 1], 'a delivery attempt'),
+              checkTime(list[i + 2], 'a delivery deadline'),
+              acked === 1,
+            );
+          }
+        },
+      );
+      break;
+    }
+    default:
+      // A kind a newer minor release added is skipped; something that is not a kind is corrupt.
+      if (typeof kind !== 'string') throw new BadRecord('its kind is not a string');
+      break;
+  }
+}
+
 /**
- * Replays records in order: JSON records, and binary progress batches (`Uint8Array`, checked by the
- * journal's reader). A record of an unknown kind is skipped (written by a newer minor release).
+ * Replays records in order: JSON records, and binary records (`Uint8Array`: progress batches and hot
+ * records). Every field is checked before it is applied (record-shape.ts); a record that fails throws
+ * `LogCorruptError` naming `file` and the record's place, and no state comes back, so nothing of a
+ * journal that fails is applied. A record of an unknown kind is skipped (written by a newer minor
+ * release).
  */
-export function replay(records: readonly unknown[]): RestoredState {
+export function replay(records: readonly unknown[], file = 'the broker state journal'): RestoredState {
   const state: RestoredState = { epoch: undefined, topics: new Map(), groups: new Map(), progress: new Map() };
   const sink = progressSink(state);
-  for (const item of records) {
-    let record: StateRecord;
-    if (item instanceof Uint8Array) {
-      if (isProgressBatch(item)) {
-        decodeBinary(item, sink);
-        continue;
-      }
-      const hot = decodeHot(item);
-      if (hot === undefined) continue;
-      record = hot as StateRecord;
-    } else if (Array.isArray(item)) {
-      record = item as StateRecord;
-    } else {
-      continue;
-    }
-    switch (record[0]) {
-      case 'epoch':
-        state.epoch = record[1];
-        break;
-      case 'topic':
-        state.topics.set(record[1], record[2]);
-        break;
-      case 'group':
-        state.groups.set(record[1], record[2]);
-        break;
-      case 'start':
-        progressOf(state, record[1]).set(record[2], newProgress(state.groups.get(record[1]), record[3]));
-        break;
-      case 'deliver': {
-        const progress = state.progress.get(record[1])?.get(record[2]);
-        const list = record[3];
-        for (let i = 0; progress !== undefined && i + 2 < list.length; i += 3) {
-          progress.restore(list[i] as number, list[i + 1] as number, list[i + 2] as number, false);
-        }
-        break;
-      }
-      case 'ack':
-        state.progress.get(record[1])?.get(record[2])?.settle(record[3]);
-        break;
-      case 'drop':
-        for (const [name, config] of state.groups) {
-          if (config.bindTopic === record[1]) state.progress.get(name)?.delete(record[2]);
-        }
-        break;
-      case 'skip': {
-        // Checked here on its own: a malformed one is skipped like a record of an unknown kind.
-        const [, group, liteTopic, offset] = record as unknown[];
-        if (typeof group !== 'string' || typeof liteTopic !== 'string') break;
-        if (typeof offset !== 'number' || !Number.isSafeInteger(offset) || offset < 0) break;
-        state.progress.get(group)?.get(liteTopic)?.skipCorrupt(offset);
-        break;
-      }
-      case 'progress': {
-        const progress = newProgress(state.groups.get(record[1]), record[3]);
-        const list = record[5];
-        for (let i = 0; i + 3 < list.length; i += 4) {
-          progress.restore(list[i] as number, list[i + 1] as number, list[i + 2] as number, list[i + 3] === 1);
-        }
-        progress.next = Math.max(progress.next, record[4]);
-        progressOf(state, record[1]).set(record[2], progress);
-        break;
-      }
-      default:
-        break;
+  for (let i = 0; i < records.length; i++) {
+    try {
+      apply(state, sink, records[i]);
+    } catch (error) {
+      if (!(error instanceof BadRecord)) throw error;
+      throw new LogCorruptError(
+        `${file}: record ${i + 1} of ${records.length} (${recordKind(records[i])}) is not valid: ${error.message}`,
+        { file, cause: error },
+      );
     }
   }
   return state;
+}
+
+/** A record's kind for a message: its name, or what it is when it has none. */
+function recordKind(item: unknown): string {
+  if (item instanceof Uint8Array) return isProgressBatch(item) ? 'a binary progress batch' : 'a binary record';
+  if (Array.isArray(item) && typeof item[0] === 'string') return `"${item[0].slice(0, 32)}"`;
+  return 'not a record';
 }
 
 /**

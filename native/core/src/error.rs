@@ -33,11 +33,14 @@ pub enum ErrorCode {
     InvalidReceipt,
     /// A write to a commit log opened read-only.
     ReadOnly,
+    /// A bug in litetopic: an internal check failed (a panic, caught at the Node-API boundary). The
+    /// object it happened in is failed until reopened; nothing it was doing is half-applied.
+    Internal,
 }
 
 impl ErrorCode {
     /// Every code, in registry order.
-    pub const ALL: [ErrorCode; 15] = [
+    pub const ALL: [ErrorCode; 16] = [
         ErrorCode::InvalidPattern,
         ErrorCode::InvalidLiteTopic,
         ErrorCode::InvalidArgument,
@@ -53,6 +56,7 @@ impl ErrorCode {
         ErrorCode::GroupNotFound,
         ErrorCode::InvalidReceipt,
         ErrorCode::ReadOnly,
+        ErrorCode::Internal,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -72,6 +76,7 @@ impl ErrorCode {
             ErrorCode::GroupNotFound => "GROUP_NOT_FOUND",
             ErrorCode::InvalidReceipt => "INVALID_RECEIPT",
             ErrorCode::ReadOnly => "READ_ONLY",
+            ErrorCode::Internal => "INTERNAL_ERROR",
         }
     }
 }

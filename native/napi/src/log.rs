@@ -8,6 +8,7 @@
 
 mod tasks;
 
+use crate::guard::{guard_js, panic_point};
 use litetopic_core::limits::MAX_LMQ_NAME_BYTES;
 use litetopic_core::log::{LogError, LogHandle};
 use napi::bindgen_prelude::{
@@ -65,7 +66,8 @@ pub(crate) fn js_error(error: LogError) -> Error {
         LogError::Io { errno: None, .. }
         | LogError::Closed
         | LogError::ReadOnly
-        | LogError::InvalidArgument(_) => {}
+        | LogError::InvalidArgument(_)
+        | LogError::Internal(_) => {}
     }
     let reason = format!("{}\t{{{}}}\t{error}", error.code().as_str(), fields.join(","));
     Error::new(Status::GenericFailure, reason)
@@ -92,36 +94,39 @@ pub fn log_append(
     mut positions: Float64ArraySlice,
     mut offsets: Float64ArraySlice,
 ) -> Result<u32> {
-    let (from, count) = (from as usize, count as usize);
-    let (Some(&start), Some(&end), Some(&first_lmq)) =
-        (starts.get(from), starts.get(count), lmq_starts.get(from))
-    else {
-        return Err(invalid("from or count outside the batch"));
-    };
-    // SAFETY: as in `crate::out_slice`: the engine seals each record (offsets, store time,
-    // checksum) in the caller's encoded batch before writing it; nothing else uses the batch
-    // during the call.
-    let bytes = unsafe { bytes.as_mut() };
-    let batch = bytes
-        .get_mut(start as usize..end as usize)
-        .ok_or_else(|| invalid("starts outside the bytes"))?;
-    // SAFETY: as in `crate::out_slice`.
-    let (positions, offsets) = unsafe { (positions.as_mut(), offsets.as_mut()) };
-    let (Some(positions), Some(offsets)) = (positions.get_mut(from..), offsets.get_mut(first_lmq as usize..))
-    else {
-        return Err(invalid("the output arrays are shorter than the batch"));
-    };
-    let written = handle
-        .lock()
-        .append(
-            batch,
-            count.saturating_sub(from),
-            store_timestamp_ms as u64,
-            positions,
-            offsets,
-        )
-        .map_err(js_error)?;
-    Ok((from + written) as u32)
+    guard_js(handle, || {
+        let (from, count) = (from as usize, count as usize);
+        let (Some(&start), Some(&end), Some(&first_lmq)) =
+            (starts.get(from), starts.get(count), lmq_starts.get(from))
+        else {
+            return Err(invalid("from or count outside the batch"));
+        };
+        // SAFETY: as in `crate::out_slice`: the engine seals each record (offsets, store time,
+        // checksum) in the caller's encoded batch before writing it; nothing else uses the batch
+        // during the call.
+        let bytes = unsafe { bytes.as_mut() };
+        let batch = bytes
+            .get_mut(start as usize..end as usize)
+            .ok_or_else(|| invalid("starts outside the bytes"))?;
+        // SAFETY: as in `crate::out_slice`.
+        let (positions, offsets) = unsafe { (positions.as_mut(), offsets.as_mut()) };
+        let (Some(positions), Some(offsets)) =
+            (positions.get_mut(from..), offsets.get_mut(first_lmq as usize..))
+        else {
+            return Err(invalid("the output arrays are shorter than the batch"));
+        };
+        let written = handle
+            .lock()
+            .append(
+                batch,
+                count.saturating_sub(from),
+                store_timestamp_ms as u64,
+                positions,
+                offsets,
+            )
+            .map_err(js_error)?;
+        Ok((from + written) as u32)
+    })
 }
 
 /// Reads up to `max_count` records of `lmq` from `from_offset` into one new buffer: the position of
@@ -142,29 +147,31 @@ pub fn log_read<'env>(
     max_count: u32,
     mut meta: Float64ArraySlice,
 ) -> Result<Either<ArrayBuffer<'env>, BufferSlice<'env>>> {
-    // SAFETY: as in `crate::out_slice`; a slice argument also spares the reference a
-    // `Float64Array` argument creates and deletes on every call.
-    let meta = unsafe { meta.as_mut() };
-    if meta.len() < 2 {
-        return Err(invalid("meta must have 2 slots"));
-    }
-    let mut name = [0u8; NAME_BUFFER_BYTES];
-    let lmq = name_bytes(env, &lmq, &mut name)?;
-    let mut log = handle.lock();
-    let span = log
-        .read_span(lmq, from_offset as u64, max_count as usize)
+    guard_js(handle, || {
+        // SAFETY: as in `crate::out_slice`; a slice argument also spares the reference a
+        // `Float64Array` argument creates and deletes on every call.
+        let meta = unsafe { meta.as_mut() };
+        if meta.len() < 2 {
+            return Err(invalid("meta must have 2 slots"));
+        }
+        let mut name = [0u8; NAME_BUFFER_BYTES];
+        let lmq = name_bytes(env, &lmq, &mut name)?;
+        let mut log = handle.lock();
+        let span = log
+            .read_span(lmq, from_offset as u64, max_count as usize)
+            .map_err(js_error)?;
+        let positions_bytes = span.count * POSITION_BYTES;
+        let mut out = read_buffer(env, positions_bytes + span.bytes)?;
+        let (positions, records) = bytes_of(&mut out).split_at_mut(positions_bytes);
+        log.read_into(lmq, &span, records, |i, position| {
+            let at = i * POSITION_BYTES;
+            positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
+        })
         .map_err(js_error)?;
-    let positions_bytes = span.count * POSITION_BYTES;
-    let mut out = read_buffer(env, positions_bytes + span.bytes)?;
-    let (positions, records) = bytes_of(&mut out).split_at_mut(positions_bytes);
-    log.read_into(lmq, &span, records, |i, position| {
-        let at = i * POSITION_BYTES;
-        positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
+        meta[0] = span.count as f64;
+        meta[1] = span.first_offset as f64;
+        Ok(out)
     })
-    .map_err(js_error)?;
-    meta[0] = span.count as f64;
-    meta[1] = span.first_offset as f64;
-    Ok(out)
 }
 
 /// A new read result of `total` bytes (see `log_read`): an ArrayBuffer up to [`SMALL_READ_BYTES`],
@@ -220,44 +227,46 @@ pub fn log_read_many<'env>(
     max_counts: Uint32ArraySlice,
     mut meta: Float64ArraySlice,
 ) -> Result<Either<ArrayBuffer<'env>, BufferSlice<'env>>> {
-    // SAFETY: as in `log_read`.
-    let meta = unsafe { meta.as_mut() };
-    let names: Vec<&[u8]> = lmqs.as_bytes().split(|&b| b == 0).collect();
-    let requests = names.len();
-    if from_offsets.len() < requests || max_counts.len() < requests || meta.len() < 3 * requests {
-        return Err(invalid(
-            "from_offsets, max_counts and meta must have room for every LMQ",
-        ));
-    }
-    let mut log = handle.lock();
-    let mut spans = Vec::with_capacity(requests);
-    let (mut count, mut bytes) = (0, 0);
-    for (i, name) in names.iter().enumerate() {
-        let span = log
-            .read_span(name, from_offsets[i] as u64, max_counts[i] as usize)
+    guard_js(handle, || {
+        // SAFETY: as in `log_read`.
+        let meta = unsafe { meta.as_mut() };
+        let names: Vec<&[u8]> = lmqs.as_bytes().split(|&b| b == 0).collect();
+        let requests = names.len();
+        if from_offsets.len() < requests || max_counts.len() < requests || meta.len() < 3 * requests {
+            return Err(invalid(
+                "from_offsets, max_counts and meta must have room for every LMQ",
+            ));
+        }
+        let mut log = handle.lock();
+        let mut spans = Vec::with_capacity(requests);
+        let (mut count, mut bytes) = (0, 0);
+        for (i, name) in names.iter().enumerate() {
+            let span = log
+                .read_span(name, from_offsets[i] as u64, max_counts[i] as usize)
+                .map_err(js_error)?;
+            count += span.count;
+            bytes += span.bytes;
+            spans.push(span);
+        }
+        let positions_bytes = count * POSITION_BYTES;
+        let mut out = read_buffer(env, positions_bytes + bytes)?;
+        let (positions, records) = bytes_of(&mut out).split_at_mut(positions_bytes);
+        let (mut record_at, mut position_at) = (0, 0);
+        for (i, (name, span)) in names.iter().zip(&spans).enumerate() {
+            let target = &mut records[record_at..record_at + span.bytes];
+            log.read_into(name, span, target, |k, position| {
+                let at = (position_at + k) * POSITION_BYTES;
+                positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
+            })
             .map_err(js_error)?;
-        count += span.count;
-        bytes += span.bytes;
-        spans.push(span);
-    }
-    let positions_bytes = count * POSITION_BYTES;
-    let mut out = read_buffer(env, positions_bytes + bytes)?;
-    let (positions, records) = bytes_of(&mut out).split_at_mut(positions_bytes);
-    let (mut record_at, mut position_at) = (0, 0);
-    for (i, (name, span)) in names.iter().zip(&spans).enumerate() {
-        let target = &mut records[record_at..record_at + span.bytes];
-        log.read_into(name, span, target, |k, position| {
-            let at = (position_at + k) * POSITION_BYTES;
-            positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
-        })
-        .map_err(js_error)?;
-        record_at += span.bytes;
-        position_at += span.count;
-        meta[3 * i] = span.count as f64;
-        meta[3 * i + 1] = span.first_offset as f64;
-        meta[3 * i + 2] = span.bytes as f64;
-    }
-    Ok(out)
+            record_at += span.bytes;
+            position_at += span.count;
+            meta[3 * i] = span.count as f64;
+            meta[3 * i + 1] = span.first_offset as f64;
+            meta[3 * i + 2] = span.bytes as f64;
+        }
+        Ok(out)
+    })
 }
 
 /// The largest read `log_read` returns as an ArrayBuffer (see there).
@@ -297,11 +306,13 @@ pub fn log_max_offset(
     #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
     lmq: String,
 ) -> Result<f64> {
-    handle
-        .lock()
-        .max_offset(lmq.as_bytes())
-        .map(|o| o as f64)
-        .map_err(js_error)
+    guard_js(handle, || {
+        handle
+            .lock()
+            .max_offset(lmq.as_bytes())
+            .map(|o| o as f64)
+            .map_err(js_error)
+    })
 }
 
 #[napi(catch_unwind)]
@@ -309,11 +320,13 @@ pub fn log_min_offset(
     #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
     lmq: String,
 ) -> Result<f64> {
-    handle
-        .lock()
-        .min_offset(lmq.as_bytes())
-        .map(|o| o as f64)
-        .map_err(js_error)
+    guard_js(handle, || {
+        handle
+            .lock()
+            .min_offset(lmq.as_bytes())
+            .map(|o| o as f64)
+            .map_err(js_error)
+    })
 }
 
 /// -1 for an unknown LMQ.
@@ -322,27 +335,33 @@ pub fn log_last_write_timestamp(
     #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
     lmq: String,
 ) -> Result<f64> {
-    let timestamp = handle
-        .lock()
-        .last_write_timestamp(lmq.as_bytes())
-        .map_err(js_error)?;
-    Ok(timestamp.map_or(-1.0, |t| t as f64))
+    guard_js(handle, || {
+        let timestamp = handle
+            .lock()
+            .last_write_timestamp(lmq.as_bytes())
+            .map_err(js_error)?;
+        Ok(timestamp.map_or(-1.0, |t| t as f64))
+    })
 }
 
 #[napi(catch_unwind)]
 pub fn log_lmq_count(#[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle) -> Result<f64> {
-    handle.lock().lmq_count().map(|n| n as f64).map_err(js_error)
+    guard_js(handle, || {
+        handle.lock().lmq_count().map(|n| n as f64).map_err(js_error)
+    })
 }
 
 #[napi(catch_unwind)]
 pub fn log_write_position(#[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle) -> Result<f64> {
-    handle.lock().write_position().map(|p| p as f64).map_err(js_error)
+    guard_js(handle, || {
+        handle.lock().write_position().map(|p| p as f64).map_err(js_error)
+    })
 }
 
 /// Whether a spare segment is ready for the next roll.
 #[napi(catch_unwind)]
 pub fn log_spare_ready(#[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle) -> Result<bool> {
-    handle.lock().spare_ready().map_err(js_error)
+    guard_js(handle, || handle.lock().spare_ready().map_err(js_error))
 }
 
 /// One page of LMQ names.
@@ -359,21 +378,26 @@ pub fn log_list_lmqs(
     limit: u32,
     after: Option<String>,
 ) -> Result<NativeLmqPage> {
-    let page = handle
-        .lock()
-        .list_lmqs(
-            prefix.as_bytes(),
-            after.as_deref().map(str::as_bytes),
-            limit as usize,
-        )
-        .map_err(js_error)?;
-    Ok(NativeLmqPage {
-        names: page
-            .names
-            .iter()
-            .map(|name| String::from_utf8_lossy(name).into_owned())
-            .collect(),
-        more: page.more,
+    guard_js(handle, || {
+        let page = {
+            let mut log = handle.lock();
+            // Held across the panic point, so the test also covers a panic that poisons the lock.
+            panic_point("list_lmqs");
+            log.list_lmqs(
+                prefix.as_bytes(),
+                after.as_deref().map(str::as_bytes),
+                limit as usize,
+            )
+            .map_err(js_error)?
+        };
+        Ok(NativeLmqPage {
+            names: page
+                .names
+                .iter()
+                .map(|name| String::from_utf8_lossy(name).into_owned())
+                .collect(),
+            more: page.more,
+        })
     })
 }
 
@@ -390,21 +414,23 @@ pub fn log_lmq_summaries(
     #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
     prefix: String,
 ) -> Result<NativeLmqSummaries> {
-    let summaries = handle.lock().lmq_summaries(prefix.as_bytes()).map_err(js_error)?;
-    let mut names = Vec::with_capacity(summaries.iter().map(|s| s.name.len() + 1).sum());
-    let mut values = Vec::with_capacity(3 * summaries.len());
-    for (i, summary) in summaries.iter().enumerate() {
-        if i > 0 {
-            names.push(0);
+    guard_js(handle, || {
+        let summaries = handle.lock().lmq_summaries(prefix.as_bytes()).map_err(js_error)?;
+        let mut names = Vec::with_capacity(summaries.iter().map(|s| s.name.len() + 1).sum());
+        let mut values = Vec::with_capacity(3 * summaries.len());
+        for (i, summary) in summaries.iter().enumerate() {
+            if i > 0 {
+                names.push(0);
+            }
+            names.extend_from_slice(&summary.name[prefix.len()..]);
+            values.push(summary.min_offset as f64);
+            values.push(summary.next_offset as f64);
+            values.push(summary.last_write_ms as f64);
         }
-        names.extend_from_slice(&summary.name[prefix.len()..]);
-        values.push(summary.min_offset as f64);
-        values.push(summary.next_offset as f64);
-        values.push(summary.last_write_ms as f64);
-    }
-    Ok(NativeLmqSummaries {
-        names: String::from_utf8_lossy(&names).into_owned(),
-        values: Float64Array::new(values),
+        Ok(NativeLmqSummaries {
+            names: String::from_utf8_lossy(&names).into_owned(),
+            values: Float64Array::new(values),
+        })
     })
 }
 
@@ -448,33 +474,35 @@ pub struct NativeLogStats {
 
 #[napi(catch_unwind)]
 pub fn log_stats(#[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle) -> Result<NativeLogStats> {
-    let stats = handle.lock().stats().map_err(js_error)?;
-    let recovery = stats.recovery;
-    Ok(NativeLogStats {
-        segments: stats.segments as u32,
-        segment_bytes_on_disk: stats.segment_bytes_on_disk as f64,
-        write_position: stats.write_position as f64,
-        durable_position: stats.durable_position as f64,
-        lmqs: stats.lmqs as f64,
-        index_entries: stats.index_entries as f64,
-        index_bytes: stats.index_bytes as f64,
-        files_open: stats.files_open as u32,
-        spare_ready: stats.spare_ready,
-        recovery: NativeLogRecovery {
-            checkpoint: recovery.checkpoint.as_str().to_string(),
-            replayed_from: recovery.replayed_from as f64,
-            replayed_records: recovery.replayed_records as f64,
-            cut_position: recovery.cut_position.map_or(-1.0, |p| p as f64),
-            cut_bytes: recovery.cut_bytes as f64,
-            removed_segments: recovery.removed_segments,
-            removed_files: recovery.removed_files,
-            corruption: recovery.corruption.map(|c| NativeLogCorruption {
-                file: c.file,
-                position: c.position as f64,
-                message: c.message,
-            }),
-            read_only: recovery.read_only,
-            duration_ms: recovery.duration_ms as f64,
-        },
+    guard_js(handle, || {
+        let stats = handle.lock().stats().map_err(js_error)?;
+        let recovery = stats.recovery;
+        Ok(NativeLogStats {
+            segments: stats.segments as u32,
+            segment_bytes_on_disk: stats.segment_bytes_on_disk as f64,
+            write_position: stats.write_position as f64,
+            durable_position: stats.durable_position as f64,
+            lmqs: stats.lmqs as f64,
+            index_entries: stats.index_entries as f64,
+            index_bytes: stats.index_bytes as f64,
+            files_open: stats.files_open as u32,
+            spare_ready: stats.spare_ready,
+            recovery: NativeLogRecovery {
+                checkpoint: recovery.checkpoint.as_str().to_string(),
+                replayed_from: recovery.replayed_from as f64,
+                replayed_records: recovery.replayed_records as f64,
+                cut_position: recovery.cut_position.map_or(-1.0, |p| p as f64),
+                cut_bytes: recovery.cut_bytes as f64,
+                removed_segments: recovery.removed_segments,
+                removed_files: recovery.removed_files,
+                corruption: recovery.corruption.map(|c| NativeLogCorruption {
+                    file: c.file,
+                    position: c.position as f64,
+                    message: c.message,
+                }),
+                read_only: recovery.read_only,
+                duration_ms: recovery.duration_ms as f64,
+            },
+        })
     })
 }

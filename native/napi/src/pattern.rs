@@ -1,6 +1,7 @@
 //! Single patterns: validation, compiled matchers and batched expansion.
 
 use crate::dialect;
+use crate::guard::guard_handle;
 use litetopic_core::dialect::validate_lite_topic as core_validate_lite_topic;
 use litetopic_core::{Pattern, Violation};
 use napi::bindgen_prelude::{External, Uint32Array};
@@ -33,21 +34,29 @@ fn convert(violation: Violation) -> NativeViolation {
 /// Validates a pattern; `null` when valid.
 #[napi(catch_unwind)]
 pub fn validate_pattern(pattern: String, dialect_id: u32) -> Result<Option<NativeViolation>> {
-    Ok(dialect(dialect_id)?.validate_pattern(&pattern).err().map(convert))
+    guard_handle(None, "pattern", || {
+        Ok(dialect(dialect_id)?.validate_pattern(&pattern).err().map(convert))
+    })
+    .and_then(|result| result)
 }
 
 /// Validates a lite topic name against a byte limit; `null` when valid.
 #[napi(catch_unwind)]
-pub fn validate_lite_topic(name: String, max_bytes: u32) -> Option<NativeViolation> {
-    core_validate_lite_topic(&name, max_bytes as usize)
-        .err()
-        .map(convert)
+pub fn validate_lite_topic(name: String, max_bytes: u32) -> Result<Option<NativeViolation>> {
+    guard_handle(None, "pattern", || {
+        core_validate_lite_topic(&name, max_bytes as usize)
+            .err()
+            .map(convert)
+    })
 }
 
 /// Whether `topic` matches `pattern`; invalid input never matches.
 #[napi(catch_unwind)]
 pub fn matches(pattern: String, topic: String, dialect_id: u32) -> Result<bool> {
-    Ok(Pattern::compile(&pattern, dialect(dialect_id)?).is_ok_and(|p| p.matches(&topic)))
+    guard_handle(None, "pattern", || {
+        Ok(Pattern::compile(&pattern, dialect(dialect_id)?).is_ok_and(|p| p.matches(&topic)))
+    })
+    .and_then(|result| result)
 }
 
 /// `expand` over NUL-joined patterns and candidates: the indexes of the candidates matched by any
@@ -61,48 +70,54 @@ pub fn expand_joined(
     candidate_count: u32,
     dialect_id: u32,
 ) -> Result<Option<Uint32Array>> {
-    let dialect = dialect(dialect_id)?;
-    let candidates: Vec<&str> = candidates_joined.split('\0').collect();
-    let expected = candidate_count as usize;
-    if candidates.len() != expected && !(expected == 0 && candidates_joined.is_empty()) {
-        return Ok(None);
-    }
-    let compiled: Vec<Pattern> = if patterns_joined.is_empty() {
-        Vec::new()
-    } else {
-        patterns_joined
-            .split('\0')
-            .filter_map(|p| Pattern::compile(p, dialect).ok())
-            .collect()
-    };
-    let mut seen = FxHashSet::default();
-    let mut found = Vec::new();
-    if expected > 0 && !compiled.is_empty() {
-        for (i, candidate) in candidates.iter().enumerate() {
-            if dialect.is_valid_topic(candidate)
-                && compiled.iter().any(|p| p.matches(candidate))
-                && seen.insert(*candidate)
-            {
-                found.push(i as u32);
+    guard_handle(None, "pattern", || {
+        let dialect = dialect(dialect_id)?;
+        let candidates: Vec<&str> = candidates_joined.split('\0').collect();
+        let expected = candidate_count as usize;
+        if candidates.len() != expected && !(expected == 0 && candidates_joined.is_empty()) {
+            return Ok(None);
+        }
+        let compiled: Vec<Pattern> = if patterns_joined.is_empty() {
+            Vec::new()
+        } else {
+            patterns_joined
+                .split('\0')
+                .filter_map(|p| Pattern::compile(p, dialect).ok())
+                .collect()
+        };
+        let mut seen = FxHashSet::default();
+        let mut found = Vec::new();
+        if expected > 0 && !compiled.is_empty() {
+            for (i, candidate) in candidates.iter().enumerate() {
+                if dialect.is_valid_topic(candidate)
+                    && compiled.iter().any(|p| p.matches(candidate))
+                    && seen.insert(*candidate)
+                {
+                    found.push(i as u32);
+                }
             }
         }
-    }
-    Ok(Some(Uint32Array::new(found)))
+        Ok(Some(Uint32Array::new(found)))
+    })
+    .and_then(|result| result)
 }
 
 /// Compiles `pattern` into a handle kept alive on the native side (an `External`, for the reason
 /// given in `index.rs`); throws if it is invalid (the caller validates first for a typed error).
 #[napi(catch_unwind, ts_return_type = "ExternalObject<'Matcher'>")]
 pub fn matcher_new(pattern: String, dialect_id: u32) -> Result<External<Pattern>> {
-    let pattern = Pattern::compile(&pattern, dialect(dialect_id)?)
-        .map_err(|v| napi::Error::new(napi::Status::InvalidArg, v.message))?;
-    Ok(External::new(pattern))
+    guard_handle(None, "matcher", || {
+        let pattern = Pattern::compile(&pattern, dialect(dialect_id)?)
+            .map_err(|v| napi::Error::new(napi::Status::InvalidArg, v.message))?;
+        Ok(External::new(pattern))
+    })
+    .and_then(|result| result)
 }
 
 #[napi(catch_unwind)]
 pub fn matcher_matches(
     #[napi(ts_arg_type = "ExternalObject<'Matcher'>")] handle: &External<Pattern>,
     topic: String,
-) -> bool {
-    handle.matches(&topic)
+) -> Result<bool> {
+    guard_handle(None, "matcher", || handle.matches(&topic))
 }

@@ -5,6 +5,7 @@
 //! index is (see index.rs): napi-rs 3.16 class methods cost about twice a free function per call.
 
 use crate::dialect;
+use crate::guard::{guard_handle, panic_point, Failed};
 use litetopic_core::{ErrorCode, TopicTrie};
 use napi::bindgen_prelude::{External, Uint32ArraySlice};
 use napi::{Env, JsString, Result};
@@ -20,9 +21,11 @@ pub struct NativeListPage {
 
 /// One long-lived native trie and the id scratch its calls reuse. `RefCell` because napi hands out
 /// shared references to externals; calls are synchronous on the JavaScript thread, so a borrow
-/// never overlaps another (a bug that made one would panic, which `catch_unwind` turns into an
-/// exception).
+/// never overlaps another (a bug that made one would panic, which `guard_handle` turns into
+/// `INTERNAL_ERROR`, failing the handle).
 pub struct TopicTrieHandle {
+    /// Set by a panic in a call on it (guard.rs).
+    failed: Failed,
     trie: RefCell<TopicTrie>,
     ids: RefCell<Vec<u32>>,
     expansion: RefCell<Expansion>,
@@ -71,11 +74,15 @@ fn joined_names(trie: &TopicTrie, ids: &[u32]) -> String {
 /// `max_name_bytes` applies to lite names only.
 #[napi(catch_unwind, ts_return_type = "ExternalObject<'TopicTrie'>")]
 pub fn topic_trie_new(dialect_id: u32, max_name_bytes: u32) -> Result<External<TopicTrieHandle>> {
-    Ok(External::new(TopicTrieHandle {
-        trie: RefCell::new(TopicTrie::new(dialect(dialect_id)?, max_name_bytes as usize)),
-        ids: RefCell::new(Vec::new()),
-        expansion: RefCell::new(Expansion::default()),
-    }))
+    guard_handle(None, "topic trie", || {
+        Ok(External::new(TopicTrieHandle {
+            trie: RefCell::new(TopicTrie::new(dialect(dialect_id)?, max_name_bytes as usize)),
+            ids: RefCell::new(Vec::new()),
+            expansion: RefCell::new(Expansion::default()),
+            failed: Failed::default(),
+        }))
+    })
+    .and_then(|result| result)
 }
 
 /// The name's id; -1 for an invalid lite name, -2 for an invalid MQTT or NATS topic (the caller
@@ -85,16 +92,18 @@ pub fn topic_trie_add(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     name: String,
     timestamp_ms: Option<i64>,
-) -> i64 {
-    match handle
-        .trie
-        .borrow_mut()
-        .add(&name, timestamp_ms.map(|t| t as u64))
-    {
-        Ok(id) => i64::from(id),
-        Err(ErrorCode::InvalidLiteTopic) => -1,
-        Err(_) => -2,
-    }
+) -> Result<i64> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        match handle
+            .trie
+            .borrow_mut()
+            .add(&name, timestamp_ms.map(|t| t as u64))
+        {
+            Ok(id) => i64::from(id),
+            Err(ErrorCode::InvalidLiteTopic) => -1,
+            Err(_) => -2,
+        }
+    })
 }
 
 /// The node position the removed name ended at (which a later name may take from now on), or -1
@@ -103,8 +112,10 @@ pub fn topic_trie_add(
 pub fn topic_trie_remove(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     name: String,
-) -> i64 {
-    handle.trie.borrow_mut().remove_at(&name).map_or(-1, i64::from)
+) -> Result<i64> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        handle.trie.borrow_mut().remove_at(&name).map_or(-1, i64::from)
+    })
 }
 
 /// The id, or -1 when the name is not stored.
@@ -112,30 +123,38 @@ pub fn topic_trie_remove(
 pub fn topic_trie_id_of(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     name: String,
-) -> i64 {
-    handle.trie.borrow().id_of(&name).map_or(-1, i64::from)
+) -> Result<i64> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        handle.trie.borrow().id_of(&name).map_or(-1, i64::from)
+    })
 }
 
 #[napi(catch_unwind)]
 pub fn topic_trie_name_of(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     id: u32,
-) -> Option<String> {
-    handle.trie.borrow().name_of(id)
+) -> Result<Option<String>> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        handle.trie.borrow().name_of(id)
+    })
 }
 
 #[napi(catch_unwind)]
 pub fn topic_trie_size(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
-) -> u32 {
-    handle.trie.borrow().len() as u32
+) -> Result<u32> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        handle.trie.borrow().len() as u32
+    })
 }
 
 #[napi(catch_unwind)]
 pub fn topic_trie_clear(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
-) {
-    handle.trie.borrow_mut().clear();
+) -> Result<()> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        handle.trie.borrow_mut().clear();
+    })
 }
 
 /// The matching names as strings of whole NUL-joined names: the first here (`""` for none), the
@@ -157,63 +176,66 @@ pub fn topic_trie_expand_first<'env>(
     mut ends: Uint32ArraySlice,
     mut positions: Uint32ArraySlice,
 ) -> Result<Option<JsString<'env>>> {
-    let ends = crate::out_slice(&mut ends);
-    let positions = crate::out_slice(&mut positions);
-    let mut expansion = handle.expansion.borrow_mut();
-    let Expansion {
-        text,
-        ends: found,
-        positions: at,
-        chunks,
-        next,
-    } = &mut *expansion;
-    text.clear();
-    found.clear();
-    at.clear();
-    chunks.clear();
-    *next = 1;
-    let Ok(count) = handle.trie.borrow_mut().expand_joined(&pattern, text, found, at) else {
-        return Ok(None);
-    };
-    if let Some(first) = ends.first_mut() {
-        *first = count as u32;
-    }
-    let fit = positions.len().min(count);
-    positions[..fit].copy_from_slice(&at[..fit]);
-    let room = ends.len().saturating_sub(1).min(count);
-    let chunk_bytes = if text.len() <= EXPAND_SPLIT_MAX_BYTES {
-        EXPAND_CHUNK_BYTES
-    } else {
-        usize::MAX
-    };
-    // Names `from..to` go into one string, starting at byte `start` of `text`.
-    let (mut from, mut start) = (0, 0);
-    while from < count {
-        let mut to = from + 1;
-        while to < count && found[to] as usize - start <= chunk_bytes {
-            to += 1;
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        let ends = crate::out_slice(&mut ends);
+        let positions = crate::out_slice(&mut positions);
+        let mut expansion = handle.expansion.borrow_mut();
+        let Expansion {
+            text,
+            ends: found,
+            positions: at,
+            chunks,
+            next,
+        } = &mut *expansion;
+        text.clear();
+        found.clear();
+        at.clear();
+        chunks.clear();
+        *next = 1;
+        let Ok(count) = handle.trie.borrow_mut().expand_joined(&pattern, text, found, at) else {
+            return Ok(None);
+        };
+        if let Some(first) = ends.first_mut() {
+            *first = count as u32;
         }
-        let end = found[to - 1] as usize;
-        let ascii = text[start..end].is_ascii();
-        // UTF-16 ends, counted name by name from where each starts, unless ASCII: the bytes.
-        let mut at = 0;
-        let mut name_start = start;
-        for i in from..to.min(room) {
-            let name_end = found[i] as usize;
-            at += if ascii {
-                name_end - name_start
-            } else {
-                text[name_start..name_end].chars().map(char::len_utf16).sum()
-            };
-            ends[i + 1] = at as u32;
-            at += 1;
-            name_start = name_end + 1;
+        let fit = positions.len().min(count);
+        positions[..fit].copy_from_slice(&at[..fit]);
+        let room = ends.len().saturating_sub(1).min(count);
+        let chunk_bytes = if text.len() <= EXPAND_SPLIT_MAX_BYTES {
+            EXPAND_CHUNK_BYTES
+        } else {
+            usize::MAX
+        };
+        // Names `from..to` go into one string, starting at byte `start` of `text`.
+        let (mut from, mut start) = (0, 0);
+        while from < count {
+            let mut to = from + 1;
+            while to < count && found[to] as usize - start <= chunk_bytes {
+                to += 1;
+            }
+            let end = found[to - 1] as usize;
+            let ascii = text[start..end].is_ascii();
+            // UTF-16 ends, counted name by name from where each starts, unless ASCII: the bytes.
+            let mut at = 0;
+            let mut name_start = start;
+            for i in from..to.min(room) {
+                let name_end = found[i] as usize;
+                at += if ascii {
+                    name_end - name_start
+                } else {
+                    text[name_start..name_end].chars().map(char::len_utf16).sum()
+                };
+                ends[i + 1] = at as u32;
+                at += 1;
+                name_start = name_end + 1;
+            }
+            chunks.push((start, end, ascii));
+            from = to;
+            start = end + 1;
         }
-        chunks.push((start, end, ascii));
-        from = to;
-        start = end + 1;
-    }
-    chunk_string(env, text, chunks.first().copied().unwrap_or((0, 0, true))).map(Some)
+        chunk_string(env, text, chunks.first().copied().unwrap_or((0, 0, true))).map(Some)
+    })
+    .and_then(|result| result)
 }
 
 /// The next string of names of the last `topic_trie_expand_first`, or `null` after the last.
@@ -222,12 +244,15 @@ pub fn topic_trie_expand_next<'env>(
     env: &'env Env,
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
 ) -> Result<Option<JsString<'env>>> {
-    let mut expansion = handle.expansion.borrow_mut();
-    let Some(&chunk) = expansion.chunks.get(expansion.next) else {
-        return Ok(None);
-    };
-    expansion.next += 1;
-    chunk_string(env, &expansion.text, chunk).map(Some)
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        let mut expansion = handle.expansion.borrow_mut();
+        let Some(&chunk) = expansion.chunks.get(expansion.next) else {
+            return Ok(None);
+        };
+        expansion.next += 1;
+        chunk_string(env, &expansion.text, chunk).map(Some)
+    })
+    .and_then(|result| result)
 }
 
 /// One chunk of the answer as a string, created from the answer's buffer (V8 copies it once).
@@ -251,16 +276,18 @@ pub fn topic_trie_expand_into(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     pattern: String,
     mut out: Uint32ArraySlice,
-) -> i64 {
-    let out = crate::out_slice(&mut out);
-    let mut ids = handle.ids.borrow_mut();
-    ids.clear();
-    let Ok(count) = handle.trie.borrow_mut().expand_into(&pattern, &mut ids) else {
-        return -1;
-    };
-    let fit = count.min(out.len());
-    out[..fit].copy_from_slice(&ids[..fit]);
-    count as i64
+) -> Result<i64> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        let out = crate::out_slice(&mut out);
+        let mut ids = handle.ids.borrow_mut();
+        ids.clear();
+        let Ok(count) = handle.trie.borrow_mut().expand_into(&pattern, &mut ids) else {
+            return -1;
+        };
+        let fit = count.min(out.len());
+        out[..fit].copy_from_slice(&ids[..fit]);
+        count as i64
+    })
 }
 
 /// Where the matching names sit, as runs of node positions (`TopicTrie::expand_runs`): returns
@@ -272,19 +299,21 @@ pub fn topic_trie_expand_runs(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     pattern: String,
     mut out: Uint32ArraySlice,
-) -> i64 {
-    let out = crate::out_slice(&mut out);
-    let mut runs = handle.ids.borrow_mut();
-    runs.clear();
-    let mut trie = handle.trie.borrow_mut();
-    let Ok(count) = trie.expand_runs(&pattern, &mut runs) else {
-        return -1;
-    };
-    let header = [trie.layout_epoch(), (runs.len() / 3) as u32];
-    for (slot, value) in out.iter_mut().zip(header.into_iter().chain(runs.iter().copied())) {
-        *slot = value;
-    }
-    count as i64
+) -> Result<i64> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        let out = crate::out_slice(&mut out);
+        let mut runs = handle.ids.borrow_mut();
+        runs.clear();
+        let mut trie = handle.trie.borrow_mut();
+        let Ok(count) = trie.expand_runs(&pattern, &mut runs) else {
+            return -1;
+        };
+        let header = [trie.layout_epoch(), (runs.len() / 3) as u32];
+        for (slot, value) in out.iter_mut().zip(header.into_iter().chain(runs.iter().copied())) {
+            *slot = value;
+        }
+        count as i64
+    })
 }
 
 /// How many names match, or -1 for an invalid pattern.
@@ -292,8 +321,10 @@ pub fn topic_trie_expand_runs(
 pub fn topic_trie_count(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     pattern: String,
-) -> i64 {
-    handle.trie.borrow_mut().count(&pattern).map_or(-1, |n| n as i64)
+) -> Result<i64> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        handle.trie.borrow_mut().count(&pattern).map_or(-1, |n| n as i64)
+    })
 }
 
 /// One page of names in list order; `limit` `u32::MAX` means no limit.
@@ -303,15 +334,17 @@ pub fn topic_trie_list_joined(
     prefix: String,
     limit_names: u32,
     after: Option<String>,
-) -> NativeListPage {
-    let trie = handle.trie.borrow();
-    let mut ids = handle.ids.borrow_mut();
-    ids.clear();
-    let more = trie.list(&prefix, limit(limit_names), after.as_deref(), &mut ids);
-    NativeListPage {
-        names: joined_names(&trie, &ids),
-        more,
-    }
+) -> Result<NativeListPage> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        let trie = handle.trie.borrow();
+        let mut ids = handle.ids.borrow_mut();
+        ids.clear();
+        let more = trie.list(&prefix, limit(limit_names), after.as_deref(), &mut ids);
+        NativeListPage {
+            names: joined_names(&trie, &ids),
+            more,
+        }
+    })
 }
 
 #[napi(catch_unwind)]
@@ -319,8 +352,10 @@ pub fn topic_trie_touch(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     name: String,
     timestamp_ms: i64,
-) -> bool {
-    handle.trie.borrow_mut().touch(&name, timestamp_ms as u64)
+) -> Result<bool> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        handle.trie.borrow_mut().touch(&name, timestamp_ms as u64)
+    })
 }
 
 /// Names idle since before `cutoff_ms`, oldest first, NUL-joined; `limit` `u32::MAX` means no
@@ -330,24 +365,29 @@ pub fn topic_trie_idle_since_joined(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     cutoff_ms: i64,
     limit_names: u32,
-) -> String {
-    let trie = handle.trie.borrow();
-    let mut ids = handle.ids.borrow_mut();
-    ids.clear();
-    trie.idle_since(cutoff_ms as u64, limit(limit_names), &mut ids);
-    joined_names(&trie, &ids)
+) -> Result<String> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        let trie = handle.trie.borrow();
+        let mut ids = handle.ids.borrow_mut();
+        ids.clear();
+        trie.idle_since(cutoff_ms as u64, limit(limit_names), &mut ids);
+        joined_names(&trie, &ids)
+    })
 }
 
 /// `[names, nodes, distinct segments, approximate bytes]`.
 #[napi(catch_unwind)]
 pub fn topic_trie_stats(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
-) -> Vec<f64> {
-    let s = handle.trie.borrow().stats();
-    vec![
-        s.names as f64,
-        s.nodes as f64,
-        s.segments as f64,
-        s.approximate_bytes as f64,
-    ]
+) -> Result<Vec<f64>> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        let s = handle.trie.borrow().stats();
+        panic_point("topic_trie_stats");
+        vec![
+            s.names as f64,
+            s.nodes as f64,
+            s.segments as f64,
+            s.approximate_bytes as f64,
+        ]
+    })
 }

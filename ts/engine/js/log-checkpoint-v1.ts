@@ -6,7 +6,7 @@
  */
 import { crc32c } from './crc32c.js';
 import { readU16, readU32, readU64 } from './log-record.js';
-import { ConsumeQueue, ENTRY_WORDS, QueueSet, STORED_ENTRY_BYTES } from './queue.js';
+import { ConsumeQueue, checkEntry, ENTRY_WORDS, QueueSet, STORED_ENTRY_BYTES } from './queue.js';
 
 export const CHECKPOINT_V1_MAGIC = 'LTCKPT01';
 export const CHECKPOINT_V1_VERSION = 1;
@@ -76,14 +76,23 @@ function readBody(bytes: Uint8Array, end: number, queues: QueueSet): Checkpoint 
     sharedUsed += words;
     queue.lastWrite = lastWrite;
     // An entry in the file is the in-memory entry's five words (position low and high, size, tag
-    // hash, key hash) and a zero word: copied word by word, no per-entry arithmetic.
+    // hash, key hash) and a zero word: copied word by word once its position and size are checked.
     const entries = queue.entries;
+    let previous = -1;
+    let previousSize = 0;
     for (let k = 0, slot = 0; k < count; k++, at += STORED_ENTRY_BYTES, slot += ENTRY_WORDS) {
       const high = view.getUint32(at + 4, true);
       if (high >= 0x20_0000) return undefined; // past 2^53: not a position this log writes
-      entries[slot] = view.getUint32(at, true);
+      const low = view.getUint32(at, true);
+      const entryPosition = high * 0x1_0000_0000 + low;
+      const size = view.getUint32(at + 8, true);
+      // Sizes a read would allocate, checked as version 2 checks them when a block is loaded.
+      if (checkEntry(entryPosition, size, previous, previousSize, position) !== undefined) return undefined;
+      previous = entryPosition;
+      previousSize = size;
+      entries[slot] = low;
       entries[slot + 1] = high;
-      entries[slot + 2] = view.getUint32(at + 8, true);
+      entries[slot + 2] = size;
       entries[slot + 3] = view.getUint32(at + 12, true);
       entries[slot + 4] = view.getUint32(at + 16, true);
     }

@@ -417,7 +417,10 @@ function readDirectory(
     }
     if (Number.isNaN(firstPosition) || (count === 0 && firstPosition !== 0)) return undefined;
     if (blockAt + STORED_ENTRY_BYTES * count > size) return undefined;
-    queues.insert(name, ConsumeQueue.fromStored(min, count, lastWrite, { file, at: blockAt, crc, firstPosition }));
+    queues.insert(
+      name,
+      ConsumeQueue.fromStored(min, count, lastWrite, { file, at: blockAt, crc, firstPosition, endPosition: position }),
+    );
     queues.entries += count;
     blockAt += STORED_ENTRY_BYTES * count;
   }

@@ -7,6 +7,7 @@
  */
 import { LogCorruptError } from '../../errors.js';
 import { crc32c } from './crc32c.js';
+import { MAX_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from './limits.js';
 
 /** u32 words per entry in memory: position low, position high, size, tag hash, key hash. */
 export const ENTRY_WORDS = 5;
@@ -22,6 +23,37 @@ const TWO_32 = 0x1_0000_0000;
 /** Bytes of one entry in a checkpoint file: position, size, tag hash, key hash, zero. */
 export const STORED_ENTRY_BYTES = 24;
 const NO_ENTRIES = new Uint32Array(0);
+/** The smallest size an entry may give: a record's fixed header (log-record.ts). */
+const MIN_ENTRY_RECORD_BYTES = 32;
+/** The largest size an entry may give: all of the largest segment after its header. */
+const MAX_ENTRY_RECORD_BYTES = MAX_SEGMENT_BYTES - SEGMENT_HEADER_BYTES;
+
+/**
+ * Checks one entry a checkpoint gives against the one before it (`previousPosition` -1 for the
+ * first), before anything trusts it, since a read allocates the sizes the entries give before it
+ * looks at the records: the size within what a record can be, the record ending at or before
+ * `endPosition` (the checkpoint's position), and the records in log order without overlapping. Two
+ * entries may name one record (a record that names the LMQ twice), with the same size. So the bytes
+ * of a read are bounded by the log's. Returns what is wrong, or undefined. Mirrors `check_entries`
+ * in native/core/src/queue/stored.rs.
+ */
+export function checkEntry(
+  position: number,
+  size: number,
+  previousPosition: number,
+  previousSize: number,
+  endPosition: number,
+): string | undefined {
+  if (size < MIN_ENTRY_RECORD_BYTES || size > MAX_ENTRY_RECORD_BYTES) {
+    return 'checkpoint entry gives a record size no record can have';
+  }
+  if (position + size > endPosition) return 'checkpoint entry points past the checkpoint position';
+  const sameRecord = previousPosition === position && previousSize === size;
+  if (previousPosition >= 0 && !sameRecord && previousPosition + previousSize > position) {
+    return 'checkpoint entries overlap or go back';
+  }
+  return undefined;
+}
 
 /**
  * An open checkpoint file that queues read their entries from. It stays open while a queue still
@@ -45,6 +77,8 @@ export interface StoredEntries {
   crc: number;
   /** Position of the record of the first entry (0 when there is none). */
   firstPosition: number;
+  /** The checkpoint's position: every entry's record ends at or before it. */
+  endPosition: number;
 }
 
 /** A checkpoint block that failed its check when its LMQ was first used (code `LOG_CORRUPT`). */
@@ -91,8 +125,8 @@ export class ConsumeQueue {
 
   /**
    * Reads the entries from the checkpoint file if they are still there, checking the block's
-   * checksum and that positions never go back; a block that fails throws `LogCorruptError` and
-   * leaves the queue as it was.
+   * checksum and every entry (`checkEntry`); a block that fails throws `LogCorruptError` and leaves
+   * the queue as it was.
    */
   load(): void {
     const stored = this.stored;
@@ -105,17 +139,22 @@ export class ConsumeQueue {
     const words = new Uint32Array(Math.max(count, INITIAL_ENTRIES) * ENTRY_WORDS);
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     let previous = -1;
+    let previousSize = 0;
     for (let k = 0, at = 0, slot = 0; k < count; k++, at += STORED_ENTRY_BYTES, slot += ENTRY_WORDS) {
       const low = view.getUint32(at, true);
       const high = view.getUint32(at + 4, true);
       const position = high * TWO_32 + low;
-      if (high >= 0x20_0000 || position < previous || (k === 0 && position !== stored.firstPosition)) {
+      const size = view.getUint32(at + 8, true);
+      if (high >= 0x20_0000 || (k === 0 && position !== stored.firstPosition)) {
         throw bad('checkpoint entry block disagrees with its directory');
       }
+      const wrong = checkEntry(position, size, previous, previousSize, stored.endPosition);
+      if (wrong !== undefined) throw bad(wrong);
       previous = position;
+      previousSize = size;
       words[slot] = low;
       words[slot + 1] = high;
-      words[slot + 2] = view.getUint32(at + 8, true);
+      words[slot + 2] = size;
       words[slot + 3] = view.getUint32(at + 12, true);
       words[slot + 4] = view.getUint32(at + 16, true);
     }

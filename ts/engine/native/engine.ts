@@ -1,9 +1,12 @@
-/** The native engine: the Engine contract over the Rust core, through the generated binding. */
+/**
+ * The native engine: the Engine contract over the Rust core, through the generated binding. A panic
+ * in the binding arrives as `INTERNAL_ERROR` and every entry point rethrows it typed (`toTypedError`).
+ */
 import type { Engine } from '../contract.js';
 import { DIALECTS } from '../js/dialect.js';
 import type { NativeBinding } from './binding.js';
 import { NativePatternIndexAdapter } from './index.js';
-import { openNativeLog } from './log.js';
+import { openNativeLog, toTypedError } from './log.js';
 import { nativeCompile, nativeExpand, toViolation } from './pattern.js';
 import { NativeTopicTrieAdapter } from './trie.js';
 
@@ -11,10 +14,28 @@ export function createNativeEngine(binding: NativeBinding): Engine {
   return {
     name: 'native',
     openLog: (dir, options) => openNativeLog(binding, dir, options),
-    validatePattern: (pattern, dialect) => toViolation(binding.validatePattern(pattern, DIALECTS[dialect].id)),
-    validateLiteTopic: (name, maxBytes) => toViolation(binding.validateLiteTopic(name, maxBytes)),
+    validatePattern: (pattern, dialect) => {
+      try {
+        return toViolation(binding.validatePattern(pattern, DIALECTS[dialect].id));
+      } catch (error) {
+        throw toTypedError(error);
+      }
+    },
+    validateLiteTopic: (name, maxBytes) => {
+      try {
+        return toViolation(binding.validateLiteTopic(name, maxBytes));
+      } catch (error) {
+        throw toTypedError(error);
+      }
+    },
     compile: (pattern, dialect) => nativeCompile(binding, pattern, dialect),
-    matches: (pattern, topic, dialect) => binding.matches(pattern, topic, DIALECTS[dialect].id),
+    matches: (pattern, topic, dialect) => {
+      try {
+        return binding.matches(pattern, topic, DIALECTS[dialect].id);
+      } catch (error) {
+        throw toTypedError(error);
+      }
+    },
     expand: (patterns, candidates, dialect) => nativeExpand(binding, patterns, candidates, dialect),
     createPatternIndex: (dialect) => new NativePatternIndexAdapter(binding, dialect),
     createTopicTrie: (dialect, maxNameBytes) => new NativeTopicTrieAdapter(binding, dialect, maxNameBytes),

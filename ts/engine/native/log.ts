@@ -10,6 +10,7 @@
  */
 import {
   ClosedError,
+  InternalError,
   InvalidArgumentError,
   LitetopicError,
   LogCorruptError,
@@ -59,6 +60,8 @@ export function toTypedError(error: unknown): unknown {
       return new ReadOnlyError(message);
     case 'INVALID_ARGUMENT':
       return new InvalidArgumentError(message);
+    case 'INTERNAL_ERROR':
+      return new InternalError(message, { cause: error });
     default:
       return error;
   }

@@ -1,11 +1,13 @@
 /**
  * Native adapters for single patterns. Batches cross the boundary as one NUL-joined string (NUL is
  * invalid in every dialect); when a value contains NUL the joined string splits into more parts than
- * expected, the binding says so, and these adapters take the per-item path instead.
+ * expected, the binding says so, and these adapters take the per-item path instead. A panic in the
+ * binding arrives as `INTERNAL_ERROR` and is rethrown typed (`toTypedError`).
  */
 import type { CompiledMatcher, DialectName, Violation } from '../contract.js';
 import { DIALECTS } from '../js/dialect.js';
 import type { NativeBinding } from './binding.js';
+import { toTypedError } from './log.js';
 
 export function toViolation(native: ReturnType<NativeBinding['validatePattern']>): Violation | null {
   if (native === null) return null;
@@ -21,9 +23,22 @@ export function toViolation(native: ReturnType<NativeBinding['validatePattern']>
 }
 
 export function nativeCompile(binding: NativeBinding, pattern: string, dialect: DialectName): CompiledMatcher {
-  const handle = binding.matcherNew(pattern, DIALECTS[dialect].id);
+  let handle: ReturnType<NativeBinding['matcherNew']>;
+  try {
+    handle = binding.matcherNew(pattern, DIALECTS[dialect].id);
+  } catch (error) {
+    throw toTypedError(error);
+  }
   const matches = binding.matcherMatches;
-  return { matches: (topic) => typeof topic === 'string' && matches(handle, topic) };
+  return {
+    matches: (topic) => {
+      try {
+        return typeof topic === 'string' && matches(handle, topic);
+      } catch (error) {
+        throw toTypedError(error);
+      }
+    },
+  };
 }
 
 export function nativeExpand(
@@ -32,7 +47,19 @@ export function nativeExpand(
   candidates: readonly string[],
   dialect: DialectName,
 ): number[] {
-  const id = DIALECTS[dialect].id;
+  try {
+    return expandJoined(binding, patterns, candidates, DIALECTS[dialect].id);
+  } catch (error) {
+    throw toTypedError(error);
+  }
+}
+
+function expandJoined(
+  binding: NativeBinding,
+  patterns: readonly string[],
+  candidates: readonly string[],
+  id: number,
+): number[] {
   // A pattern containing NUL is invalid; dropping it keeps the join unambiguous.
   const usable = patterns.filter((p) => !p.includes('\0'));
   const found = binding.expandJoined(usable.join('\0'), candidates.join('\0'), candidates.length, id);

@@ -3,11 +3,13 @@
  * NUL-joined strings (NUL is invalid in every dialect's names), ids and node positions in typed
  * arrays, so a bulk call crosses the boundary once whatever the size of its answer (`expand` once
  * more per 60 KiB of new names, see `topicTrieExpandFirst`). The binding exports free functions
- * over the handle (see native/napi/src/index.rs for why).
+ * over the handle (see native/napi/src/index.rs for why). A panic in the binding arrives as
+ * `INTERNAL_ERROR` and leaves the handle failed; every method rethrows it typed (`toTypedError`).
  */
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
 import { DIALECTS } from '../js/dialect.js';
 import type { NativeBinding } from './binding.js';
+import { toTypedError } from './log.js';
 
 type Handle = ReturnType<NativeBinding['topicTrieNew']>;
 
@@ -78,74 +80,102 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     dialect: DialectName,
     maxNameBytes: number,
   ) {
-    this.handle = binding.topicTrieNew(DIALECTS[dialect].id, maxNameBytes);
+    try {
+      this.handle = binding.topicTrieNew(DIALECTS[dialect].id, maxNameBytes);
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   add(name: string, timestampMs: number | undefined): number {
-    return this.binding.topicTrieAdd(this.handle, name, timestampMs);
+    try {
+      return this.binding.topicTrieAdd(this.handle, name, timestampMs);
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   remove(name: string): boolean {
-    const position = this.binding.topicTrieRemove(this.handle, name);
-    if (position < 0) return false;
-    // A later name may end at this position.
-    if (position < this.byPosition.length) this.byPosition[position] = undefined;
-    if (this.runNames.size > 0) this.runNames.clear();
-    return true;
+    try {
+      const position = this.binding.topicTrieRemove(this.handle, name);
+      if (position < 0) return false;
+      // A later name may end at this position.
+      if (position < this.byPosition.length) this.byPosition[position] = undefined;
+      if (this.runNames.size > 0) this.runNames.clear();
+      return true;
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   idOf(name: string): number {
-    return this.binding.topicTrieIdOf(this.handle, name);
+    try {
+      return this.binding.topicTrieIdOf(this.handle, name);
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   nameOf(id: number): string | undefined {
-    return this.binding.topicTrieNameOf(this.handle, id) ?? undefined;
+    try {
+      return this.binding.topicTrieNameOf(this.handle, id) ?? undefined;
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   get size(): number {
-    return this.binding.topicTrieSize(this.handle);
+    try {
+      return this.binding.topicTrieSize(this.handle);
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   expand(pattern: string): string[] | null {
-    const { binding, handle } = this;
-    let runs = this.runs;
-    let count = binding.topicTrieExpandRuns(handle, pattern, runs);
-    if (count < 0) return null;
-    const end = RUNS_HEADER + RUN_SIZE * (runs[1] as number);
-    if (end > runs.length) {
-      this.runs = runs = new Uint32Array(end + (end >> 1));
-      count = binding.topicTrieExpandRuns(handle, pattern, runs);
-    }
-    if (runs[0] !== this.epoch) {
-      // The nodes moved: the names kept belong to the old positions.
-      this.byPosition = [];
-      this.runNames.clear();
-      this.epoch = runs[0] as number;
-    }
-    // Long runs: joined as blocks from the names kept per run, once kept (see `runNames`).
-    const runCount = (end - RUNS_HEADER) / RUN_SIZE;
-    const joinable = runCount <= MAX_CONCAT_RUNS && count >= runCount * MIN_CONCAT_RUN_NAMES;
-    if (joinable) {
-      const wholes = this.keptWholeRuns(runs, end, count);
-      if (wholes !== undefined) return Array.prototype.concat.apply([], wholes) as string[];
-    }
-    const { byPosition: known, runNames } = this;
-    const names = new Array<string>(count);
-    let found = 0;
-    for (let r = RUNS_HEADER; r < end && found < count; r += RUN_SIZE) {
-      const start = runs[r] as number;
-      const stop = runs[r + 1] as number;
-      const inRun = runs[r + 2] as number;
-      const first = found;
-      const last = Math.min(stop, known.length);
-      for (let at = start; at < last; at++) {
-        const name = known[at];
-        if (name !== undefined) names[found++] = name;
+    try {
+      const { binding, handle } = this;
+      let runs = this.runs;
+      let count = binding.topicTrieExpandRuns(handle, pattern, runs);
+      if (count < 0) return null;
+      const end = RUNS_HEADER + RUN_SIZE * (runs[1] as number);
+      if (end > runs.length) {
+        this.runs = runs = new Uint32Array(end + (end >> 1));
+        count = binding.topicTrieExpandRuns(handle, pattern, runs);
       }
-      if (joinable && stop - start > 1 && found - first === inRun) runNames.set(start, names.slice(first, found));
+      if (runs[0] !== this.epoch) {
+        // The nodes moved: the names kept belong to the old positions.
+        this.byPosition = [];
+        this.runNames.clear();
+        this.epoch = runs[0] as number;
+      }
+      // Long runs: joined as blocks from the names kept per run, once kept (see `runNames`).
+      const runCount = (end - RUNS_HEADER) / RUN_SIZE;
+      const joinable = runCount <= MAX_CONCAT_RUNS && count >= runCount * MIN_CONCAT_RUN_NAMES;
+      if (joinable) {
+        const wholes = this.keptWholeRuns(runs, end, count);
+        if (wholes !== undefined) return Array.prototype.concat.apply([], wholes) as string[];
+      }
+      const { byPosition: known, runNames } = this;
+      const names = new Array<string>(count);
+      let found = 0;
+      for (let r = RUNS_HEADER; r < end && found < count; r += RUN_SIZE) {
+        const start = runs[r] as number;
+        const stop = runs[r + 1] as number;
+        const inRun = runs[r + 2] as number;
+        const first = found;
+        const last = Math.min(stop, known.length);
+        for (let at = start; at < last; at++) {
+          const name = known[at];
+          if (name !== undefined) names[found++] = name;
+        }
+        if (joinable && stop - start > 1 && found - first === inRun) runNames.set(start, names.slice(first, found));
+      }
+      // Only positions where a matched name ends hold one, so all are known when the counts agree.
+      return found === count ? names : this.expandWritten(pattern, count);
+    } catch (error) {
+      throw toTypedError(error);
     }
-    // Only positions where a matched name ends hold one, so all are known when the counts agree.
-    return found === count ? names : this.expandWritten(pattern, count);
   }
 
   /**
@@ -209,34 +239,62 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   }
 
   expandInto(pattern: string, out: Uint32Array): number {
-    return this.binding.topicTrieExpandInto(this.handle, pattern, out);
+    try {
+      return this.binding.topicTrieExpandInto(this.handle, pattern, out);
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   count(pattern: string): number {
-    return this.binding.topicTrieCount(this.handle, pattern);
+    try {
+      return this.binding.topicTrieCount(this.handle, pattern);
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   list(prefix: string, limit: number, after: string | undefined): { names: string[]; more: boolean } {
-    const page = this.binding.topicTrieListJoined(this.handle, prefix, limit, after);
-    return { names: split(page.names), more: page.more };
+    try {
+      const page = this.binding.topicTrieListJoined(this.handle, prefix, limit, after);
+      return { names: split(page.names), more: page.more };
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   touch(name: string, timestampMs: number): boolean {
-    return this.binding.topicTrieTouch(this.handle, name, timestampMs);
+    try {
+      return this.binding.topicTrieTouch(this.handle, name, timestampMs);
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   idleSince(cutoffMs: number, limit: number): string[] {
-    return split(this.binding.topicTrieIdleSinceJoined(this.handle, cutoffMs, limit));
+    try {
+      return split(this.binding.topicTrieIdleSinceJoined(this.handle, cutoffMs, limit));
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   clear(): void {
-    this.binding.topicTrieClear(this.handle);
-    this.byPosition = [];
-    this.runNames.clear();
+    try {
+      this.binding.topicTrieClear(this.handle);
+      this.byPosition = [];
+      this.runNames.clear();
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 
   stats(): TopicTrieStats {
-    const [names = 0, nodes = 0, segments = 0, approximateBytes = 0] = this.binding.topicTrieStats(this.handle);
-    return { names, nodes, segments, approximateBytes };
+    try {
+      const [names = 0, nodes = 0, segments = 0, approximateBytes = 0] = this.binding.topicTrieStats(this.handle);
+      return { names, nodes, segments, approximateBytes };
+    } catch (error) {
+      throw toTypedError(error);
+    }
   }
 }

@@ -7,7 +7,8 @@
 use super::record::{u16_at, u32_at, u64_at};
 use crate::hash::crc32c;
 use crate::queue::{
-    decode_entry, encode_entry, CheckpointFile, ConsumeQueue, Queues, StoredEntries, STORED_ENTRY_BYTES,
+    check_entries, decode_entry, encode_entry, CheckpointFile, ConsumeQueue, Queues, StoredEntries,
+    STORED_ENTRY_BYTES,
 };
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -228,6 +229,7 @@ fn decode_v2(file: &Arc<CheckpointFile>) -> Result<Checkpoint, CheckpointProblem
             count,
             crc,
             first_position,
+            end_position: position,
         };
         queues.restore(name, ConsumeQueue::from_stored(min_offset, last_write_ms, stored));
         block_at = block_end;
@@ -265,6 +267,10 @@ fn read_queue_head<'a>(
     let name = bytes
         .get(*at + 2..*at + 2 + name_len)
         .ok_or(invalid("checkpoint name overruns the file"))?;
+    // As the js engine reads names: UTF-8 text, never empty (no record names an empty LMQ).
+    if name.is_empty() || (!name.is_ascii() && std::str::from_utf8(name).is_err()) {
+        return Err(invalid("checkpoint name is empty or not UTF-8"));
+    }
     *at += 2 + name_len;
     let (Some(min_offset), Some(next_offset), Some(last_write_ms)) = (
         u64_at(bytes, *at),
@@ -308,6 +314,7 @@ fn decode_v1(bytes: &[u8]) -> Result<Checkpoint, CheckpointProblem> {
             .chunks_exact(ENTRY_BYTES)
             .map(decode_entry)
             .collect();
+        check_entries(&entries, position).map_err(invalid)?;
         at = entries_end;
         let queue = ConsumeQueue {
             min_offset,

@@ -34,6 +34,9 @@ pub enum LogError {
     ReadOnly,
     /// A malformed argument: a programming error in the caller, nothing was done.
     InvalidArgument(String),
+    /// A bug: a call panicked. The log is failed until reopened, since the call may have stopped
+    /// half-way through changing it.
+    Internal(String),
 }
 
 /// A checkpoint block that failed its check when its LMQ was first used.
@@ -53,6 +56,7 @@ impl LogError {
             LogError::Closed => ErrorCode::Closed,
             LogError::ReadOnly => ErrorCode::ReadOnly,
             LogError::InvalidArgument(_) => ErrorCode::InvalidArgument,
+            LogError::Internal(_) => ErrorCode::Internal,
         }
     }
 
@@ -113,6 +117,10 @@ impl fmt::Display for LogError {
             LogError::Closed => write!(f, "the commit log is closed"),
             LogError::ReadOnly => write!(f, "the commit log was opened read-only"),
             LogError::InvalidArgument(message) => write!(f, "{message}"),
+            LogError::Internal(message) => write!(
+                f,
+                "internal error (a bug in litetopic): {message}; the commit log is failed until reopened"
+            ),
         }
     }
 }

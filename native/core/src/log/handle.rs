@@ -41,10 +41,9 @@ impl LogHandle {
     pub fn lock(&self) -> MutexGuard<'_, Log> {
         self.log.lock().unwrap_or_else(|poisoned| {
             let mut log = poisoned.into_inner();
-            log.failed.get_or_insert(LogError::Io {
-                errno: None,
-                message: "an earlier call failed mid-way".into(),
-            });
+            log.failed.get_or_insert(LogError::Internal(
+                "an earlier call panicked while it held the log".into(),
+            ));
             log
         })
     }
@@ -90,9 +89,12 @@ impl LogHandle {
         Ok(log.durable_position)
     }
 
-    /// Puts the log in the failed state and returns the error.
-    fn fail(&self, error: LogError) -> LogError {
-        self.lock().failed.get_or_insert(error).clone()
+    /// Puts the log in the failed state (unless it already is) and returns the error it now fails
+    /// with. The binding calls this when a call panicked outside the lock, which poisoning misses.
+    pub fn fail(&self, error: LogError) -> LogError {
+        // Not through `lock`, so a poisoned lock records this error rather than its generic one.
+        let mut log = self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        log.failed.get_or_insert(error).clone()
     }
 
     /// Creates the next segment (file, size, header, sync) unless one is ready or being made.

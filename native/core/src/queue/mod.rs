@@ -8,7 +8,9 @@ mod list;
 mod stored;
 
 pub use list::NamePage;
-pub use stored::{decode_entry, encode_entry, BadBlock, CheckpointFile, StoredEntries, STORED_ENTRY_BYTES};
+pub use stored::{
+    check_entries, decode_entry, encode_entry, BadBlock, CheckpointFile, StoredEntries, STORED_ENTRY_BYTES,
+};
 
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;

@@ -4,6 +4,7 @@
 
 use super::IndexEntry;
 use crate::hash::crc32c;
+use crate::limits::{MAX_SEGMENT_BYTES, SEGMENT_HEADER_BYTES};
 use memmap2::Mmap;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -11,6 +12,10 @@ use std::sync::Arc;
 
 /// Bytes of one entry in a checkpoint: position, size, tag hash, key hash, zero.
 pub const STORED_ENTRY_BYTES: usize = 24;
+/// The smallest size an entry may give: a record's fixed header (log/record.rs).
+const MIN_ENTRY_RECORD_BYTES: u32 = 32;
+/// The largest size an entry may give: all of the largest segment after its header.
+const MAX_ENTRY_RECORD_BYTES: u32 = (MAX_SEGMENT_BYTES - SEGMENT_HEADER_BYTES) as u32;
 
 /// A checkpoint file, mapped read only. It stays mapped while an LMQ's block is read from it: a
 /// newer checkpoint renamed over it leaves this one's inode alive until the last user lets go.
@@ -30,6 +35,8 @@ pub struct StoredEntries {
     pub crc: u32,
     /// Position of the record of the first entry (0 when there is none).
     pub first_position: u64,
+    /// The checkpoint's position: every entry's record ends at or before it.
+    pub end_position: u64,
 }
 
 /// A block that failed its checksum or layout: the file, the offset and why.
@@ -64,15 +71,44 @@ impl StoredEntries {
         }
         let entries: VecDeque<IndexEntry> =
             bytes.chunks_exact(STORED_ENTRY_BYTES).map(decode_entry).collect();
-        let in_order = entries
-            .iter()
-            .zip(entries.iter().skip(1))
-            .all(|(a, b)| a.position <= b.position);
-        if !in_order || entries.front().is_some_and(|e| e.position != self.first_position) {
+        if entries.front().is_some_and(|e| e.position != self.first_position) {
             return Err(bad("checkpoint entry block disagrees with its directory"));
         }
+        check_entries(&entries, self.end_position).map_err(bad)?;
         Ok(entries)
     }
+}
+
+/// Checks what a checkpoint says of an LMQ's entries before anything trusts it, since a read
+/// allocates the sizes the entries give before it looks at the records: each size within what a
+/// record can be, each record ending at or before `end_position` (the checkpoint's position), and
+/// the records in log order without overlapping. Two entries may name one record (a record that
+/// names the LMQ twice), with the same size. So the bytes of a read are bounded by the log's.
+pub fn check_entries<'a>(
+    entries: impl IntoIterator<Item = &'a IndexEntry>,
+    end_position: u64,
+) -> Result<(), &'static str> {
+    let mut previous: Option<&IndexEntry> = None;
+    for entry in entries {
+        if !(MIN_ENTRY_RECORD_BYTES..=MAX_ENTRY_RECORD_BYTES).contains(&entry.size) {
+            return Err("checkpoint entry gives a record size no record can have");
+        }
+        if entry
+            .position
+            .checked_add(u64::from(entry.size))
+            .is_none_or(|end| end > end_position)
+        {
+            return Err("checkpoint entry points past the checkpoint's position");
+        }
+        if let Some(previous) = previous {
+            let same_record = previous.position == entry.position && previous.size == entry.size;
+            if !same_record && previous.position + u64::from(previous.size) > entry.position {
+                return Err("checkpoint entries overlap or go back");
+            }
+        }
+        previous = Some(entry);
+    }
+    Ok(())
 }
 
 /// One 24-byte entry (its length is checked by the caller).

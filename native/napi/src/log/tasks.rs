@@ -1,8 +1,10 @@
 //! The log's slow operations as `AsyncTask`s: they run on the libuv thread pool, never on the
 //! JavaScript thread, and `LogHandle` holds its lock only around in-memory steps, so appends go on
-//! while a task waits for the disk.
+//! while a task waits for the disk. Every `compute` runs inside `guard` (napi-rs catches no panic on
+//! the thread pool), and each has a `panic_point` for the test that proves it.
 
 use super::{js_error, Handle};
+use crate::guard::{guard, panic_point};
 use litetopic_core::limits::MAX_SEGMENT_BYTES;
 use litetopic_core::log::{LogHandle, LogOptions, RealStorage, Retired};
 use napi::bindgen_prelude::{AsyncTask, External, ToNapiValue, TypeName};
@@ -42,7 +44,11 @@ impl Task for LogOpenTask {
     type JsValue = OpenedLog;
 
     fn compute(&mut self) -> Result<LogHandle> {
-        LogHandle::open(&self.dir, self.options, Arc::new(RealStorage)).map_err(js_error)
+        guard(None, || {
+            panic_point("open");
+            LogHandle::open(&self.dir, self.options, Arc::new(RealStorage))
+        })
+        .map_err(js_error)
     }
 
     fn resolve(&mut self, _env: Env, output: LogHandle) -> Result<OpenedLog> {
@@ -89,11 +95,21 @@ impl Task for LogWorkTask {
     type JsValue = ();
 
     fn compute(&mut self) -> Result<()> {
-        match self.work {
-            LogWork::PrepareSegment(now_ms) => self.log.prepare_segment(now_ms),
-            LogWork::Checkpoint(now_ms) => self.log.checkpoint(now_ms),
-            LogWork::Close => self.log.close(),
-        }
+        let log = &self.log;
+        guard(Some(log), || match self.work {
+            LogWork::PrepareSegment(now_ms) => {
+                panic_point("prepare_segment");
+                log.prepare_segment(now_ms)
+            }
+            LogWork::Checkpoint(now_ms) => {
+                panic_point("checkpoint");
+                log.checkpoint(now_ms)
+            }
+            LogWork::Close => {
+                panic_point("close");
+                log.close()
+            }
+        })
         .map_err(js_error)
     }
 
@@ -140,7 +156,12 @@ impl Task for LogSyncTask {
     type JsValue = f64;
 
     fn compute(&mut self) -> Result<u64> {
-        self.0.sync().map_err(js_error)
+        let log = &self.0;
+        guard(Some(log), || {
+            panic_point("sync");
+            log.sync()
+        })
+        .map_err(js_error)
     }
 
     fn resolve(&mut self, _env: Env, output: u64) -> Result<f64> {
@@ -172,10 +193,15 @@ impl Task for LogRetainTask {
     type JsValue = NativeRetained;
 
     fn compute(&mut self) -> Result<()> {
-        match self.retired.take() {
-            Some(retired) => self.log.remove_retired(retired).map_err(js_error),
-            None => Ok(()),
-        }
+        let (log, retired) = (&self.log, self.retired.take());
+        guard(Some(log), || {
+            panic_point("retain");
+            match retired {
+                Some(retired) => log.remove_retired(retired),
+                None => Ok(()),
+            }
+        })
+        .map_err(js_error)
     }
 
     fn resolve(&mut self, _env: Env, _output: ()) -> Result<NativeRetained> {
@@ -195,10 +221,10 @@ pub fn log_retain(
     max_bytes: f64,
 ) -> Result<AsyncTask<LogRetainTask>> {
     let rule = |value: f64| (value >= 0.0).then_some(value as u64);
-    let retired = handle
-        .lock()
-        .detach_retired(rule(cutoff_ms), rule(max_bytes))
-        .map_err(js_error)?;
+    let retired = guard(Some(handle), || {
+        handle.lock().detach_retired(rule(cutoff_ms), rule(max_bytes))
+    })
+    .map_err(js_error)?;
     let counts = (retired.segment_count(), retired.bytes());
     Ok(AsyncTask::new(LogRetainTask {
         log: LogHandle::clone(handle),

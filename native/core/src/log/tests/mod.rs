@@ -3,6 +3,7 @@
 mod checkpoint;
 mod durability;
 mod faults;
+mod fuzz;
 mod model;
 mod power;
 mod power_model;
