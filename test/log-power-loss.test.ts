@@ -107,10 +107,9 @@ describe('js commit log power-loss sweep', () => {
   // truncates the cut segment to the cut and extends it back (log-recovery.ts `replayAndCut`), and
   // syncs the directory only after both. A power loss that keeps the truncation but not the removal
   // (call 13, the extension, never made; no order between the two is promised without a sync)
-  // leaves a short segment followed by another, and the next open fails with LogCorruptError. Defect
-  // of log-recovery.ts: the removal of the later segments must be made durable (`syncDir`) before
-  // the cut segment is truncated. Once it is, make this an `it` (or run the test above with every loss).
-  it.fails('loses no acknowledged record after a crash wherever the power is lost, directory changes lost', {
+  // leaves a short segment followed by another, and the next open fails with LogCorruptError. So
+  // recovery makes the removal of the later segments durable (`syncDir`) before it truncates.
+  it('loses no acknowledged record after a crash wherever the power is lost, directory changes lost', {
     timeout: 180_000,
   }, async () => {
     const losses = LOSSES.filter((loss) => loss.entries !== ALL);
@@ -119,7 +118,7 @@ describe('js commit log power-loss sweep', () => {
 });
 
 describe.each(ENGINES)('js log cut by recovery, reopened with %s', (engine) => {
-  // Recovery cuts the log at a corrupt record and removes the segment files after it; records
+  // A repair cuts the log at a corrupt record and removes the segment files after it; records
   // appended after the cut fill its segment, are synced (acknowledged) and complete it with an end
   // marker; the power goes before the next segment is created. The removed segments must not come
   // back: their old records would be replayed after the complete segment, restarting the LMQ ahead
@@ -149,8 +148,9 @@ describe.each(ENGINES)('js log cut by recovery, reopened with %s', (engine) => {
       bytes[(corrupt % SEGMENT) + 40] = (bytes[(corrupt % SEGMENT) + 40] as number) ^ 0x10;
       writeFileSync(file, bytes);
 
+      // Damage with valid records after it: a plain open refuses it, a repair cuts it.
       const storage = new PowerStorage(0, dir);
-      const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: now, readOnly: false, repair: false }, storage);
+      const log = await openJsLog(dir, { segmentBytes: SEGMENT, nowMs: now, readOnly: false, repair: true }, storage);
       expect(log.stats().recovery.removedSegments).toBeGreaterThan(0);
       // Larger records than before, so the old ones after the cut do not happen to continue them.
       const more = encodeBatch(

@@ -76,24 +76,22 @@ fn no_power_loss_keeping_directory_changes_after_a_crash_loses_an_acknowledged_r
 /// sync between. A power loss that keeps the truncation but not the removal (call 15, the
 /// extension, never made; no order between the two is promised without a sync) leaves a short
 /// segment followed by another, and the next open fails with "segment header disagrees with its
-/// file". Defect of recovery.rs `cut`: the removal of the later segments must be made durable
-/// (`sync_dir`) before the cut segment is truncated. Turn on once it is.
+/// file". So recovery makes the removal of the later segments durable (`sync_dir`) before it
+/// truncates the cut segment.
 #[test]
-#[ignore = "recovery.rs cut truncates before the removal of later segments is durable"]
 fn no_power_loss_after_a_crash_loses_an_acknowledged_record_or_returns_a_bad_one() {
     sweep(Scenario::AfterCrash, &LOSSES);
 }
 
-/// Recovery cuts the log at a corrupt record and removes the segment files after it without
-/// syncing the segment directory; records appended after the cut fill its segment, are synced
-/// (acknowledged) and complete it with an end marker; the power goes before the next segment is
+/// A repair cuts the log at a corrupt record and removes the segment files after it; records
+/// appended after the cut fill its segment, are synced (acknowledged) and complete it with an end
+/// marker; the power goes before the next segment is
 /// created (whose directory sync would have made the removal durable). The removed segment comes
 /// back, and the next open replays its old records after the complete segment: their offsets are
 /// ahead of the LMQ's, which restarts there, and the acknowledged records are lost from it.
-/// Defect of recovery.rs `cut`: no `sync_dir` after removing the later segments (docs/FORMAT.md,
-/// "Recovery", step 4). Turn on once recovery makes those removals durable.
+/// So recovery syncs the segment directory after removing the later segments (docs/FORMAT.md,
+/// "Recovery", step 4).
 #[test]
-#[ignore = "recovery.rs cut removes later segments without a directory sync"]
 fn a_segment_removed_by_a_cut_does_not_come_back_after_a_power_loss() {
     let dir = sweep_dir();
     let log = open(&dir.0);
@@ -122,8 +120,17 @@ fn a_segment_removed_by_a_cut_does_not_come_back_after_a_power_loss() {
     bytes[(corrupt_at % SMALL_SEGMENT_BYTES) as usize + 40] ^= 0x10;
     std::fs::write(&segment, bytes).expect("write");
 
+    // Damage with valid records after it: a plain open refuses it, a repair cuts it.
     let storage = Arc::new(PowerStorage::new(0, &dir.0));
-    let log = open_with(&dir.0, storage.clone()).expect("open");
+    let log = LogHandle::open(
+        &dir.0,
+        LogOptions {
+            repair: true,
+            ..LogOptions::new(SMALL_SEGMENT_BYTES, 1)
+        },
+        storage.clone(),
+    )
+    .expect("open with repair");
     let cut = log.lock().stats().expect("stats").recovery;
     assert!(cut.removed_segments >= 1);
     // Fill the cut segment without a spare: the append stops at its end, writing the end marker.
