@@ -63,7 +63,7 @@ export {
   type SendMessage,
   type SendResult,
 } from './broker/types.js';
-export type { DialectName, EngineName, LogRecoveryStats } from './engine/contract.js';
+export type { DialectName, EngineName, LogCorruption, LogRecoveryStats } from './engine/contract.js';
 export {
   DEFAULT_SEGMENT_BYTES,
   MAX_APPEND_RECORDS,
