@@ -110,6 +110,23 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(second.admin.groupInfo('g', { liteTopic: 'a' }).liteTopic).toMatchObject({ committedOffset: 5, lag: 0 });
   });
 
+  it('a wildcard client without patterns gets what a restart restored: new messages and redeliveries due', async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    const first = await open(engine, dir, clock);
+    first.createTopic('agents');
+    first.createGroup('w', { bindTopic: 'agents', wildcard: true });
+    const before = first.consumer({ group: 'w', clientId: 'c' });
+    for (const liteTopic of ['a', 'b', 'c']) await send(first, liteTopic, 2);
+    expect(bodies(await before.pop({ maxNum: 1, invisibleTimeMs: 1_000 }))).toEqual(['a#0']);
+    await first.close();
+    const second = await open(engine, dir, clock);
+    clock.advance(1_000); // a#0's invisible time has ended while the broker was down
+    const after = second.consumer({ group: 'w', clientId: 'c' });
+    const got = await drain(after);
+    expect(got.sort()).toEqual(['a#0', 'a#1', 'b#0', 'b#1', 'c#0', 'c#1']);
+  });
+
   it('honours receipt handles of deliveries still current after a restart and rejects stale ones', async () => {
     const dir = tempDir();
     const clock = new ManualClock();

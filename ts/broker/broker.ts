@@ -384,6 +384,7 @@ export class Broker extends EventEmitter {
         if ((stored?.get(liteTopic) ?? 0) < entry.committed) progress.delete(liteTopic);
       }
       this.addGroup(name, parent, config, progress);
+      if (config.wildcard) (this.groups.get(name) as GroupState).restoredUnoffered = true;
     }
   }
 
@@ -700,10 +701,7 @@ export class Broker extends EventEmitter {
     this.clients.set(clientId, client);
     group.clients.set(clientId, client);
     group.byId.set(client.id, client);
-    if (client.legacy) {
-      group.legacy.add(client);
-      this.dispatcher.drainBacklog(group, client);
-    }
+    if (client.legacy) this.dispatcher.joinAll(group, client);
     return new Consumer(this.parts, client);
   }
 

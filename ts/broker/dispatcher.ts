@@ -252,6 +252,20 @@ export class Dispatcher {
   }
 
   /**
+   * A client that takes every lite topic (a wildcard client without patterns) joins `group`: it gets
+   * the backlog, and the first such client after a restart has every restored lite topic offered
+   * once (nothing else asks for them by name), redeliveries that came due meanwhile included.
+   */
+  joinAll(group: GroupState, client: ClientState): void {
+    group.legacy.add(client);
+    if (group.restoredUnoffered) {
+      group.restoredUnoffered = false;
+      for (const liteTopic of [...group.progress.keys()]) this.ready(group, liteTopic);
+    }
+    this.drainBacklog(group, client);
+  }
+
+  /**
    * Places backlog events while clients have room; with `client`, stops once that one is full. A
    * client that is not legacy drains the lite topics only it can take, then the group's open ones;
    * otherwise (no client, or a legacy one, which can take anything) the whole backlog is walked.

@@ -136,10 +136,7 @@ export class Registry {
   private updateLegacy(client: ClientState): void {
     const group = client.group;
     if (client.legacy) {
-      if (!group.legacy.has(client)) {
-        group.legacy.add(client);
-        this.dispatcher.drainBacklog(group, client);
-      }
+      if (!group.legacy.has(client)) this.dispatcher.joinAll(group, client);
       return;
     }
     if (!group.legacy.delete(client)) return;

@@ -203,6 +203,12 @@ export class GroupState {
    * those whose progress is `backlogged` (the dispatcher changes both together).
    */
   readonly backlog = new Set<string>();
+  /**
+   * Restored from the journal and not yet offered to a client that takes every lite topic (a
+   * wildcard client without patterns): nothing queues events for the restored progress until some
+   * client asks for its lite topics, which such a client never does by name.
+   */
+  restoredUnoffered = false;
   /** Ids for the pattern index. */
   nextClientId = 0;
   chooseCounter = 0;
