@@ -3,22 +3,11 @@
  * reads from a directory without changing a byte of it (a live broker's included), and refuses every
  * call that would change state with `READ_ONLY`.
  */
-import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Broker, ReadOnlyError } from '../ts/index.js';
 import { sendMany, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
-
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
-    const path = join(dir, name);
-    if (statSync(path).isFile()) out[name] = createHash('sha256').update(readFileSync(path)).digest('hex');
-  }
-  return out;
-}
+import { directoryDigest } from './log-helpers.js';
 
 /** A directory with a topic, a group with progress (two of five acked) and one in-flight message. */
 async function written(engine: (typeof ENGINES)[number]): Promise<string> {
@@ -39,7 +28,7 @@ async function written(engine: (typeof ENGINES)[number]): Promise<string> {
 describe.each(ENGINES)('%s engine', (engine) => {
   it('answers queries from a directory and changes nothing in it', async () => {
     const dir = await written(engine);
-    const before = snapshot(dir);
+    const before = directoryDigest(dir);
     const broker = await Broker.open({ dir, engine, readOnly: true });
     try {
       expect(broker.readOnly).toBe(true);
@@ -50,12 +39,12 @@ describe.each(ENGINES)('%s engine', (engine) => {
     } finally {
       await broker.close();
     }
-    expect(snapshot(dir)).toEqual(before);
+    expect(directoryDigest(dir)).toEqual(before);
   });
 
   it('refuses every change with READ_ONLY', async () => {
     const dir = await written(engine);
-    const before = snapshot(dir);
+    const before = directoryDigest(dir);
     const broker = await Broker.open({ dir, engine, readOnly: true });
     try {
       const refusals: (() => unknown)[] = [
@@ -80,7 +69,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
     } finally {
       await broker.close();
     }
-    expect(snapshot(dir)).toEqual(before);
+    expect(directoryDigest(dir)).toEqual(before);
   });
 
   it('reads beside a live broker that holds the directory', async () => {

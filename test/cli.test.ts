@@ -1,15 +1,16 @@
 /**
  * The `litetopic` command as a user runs it: help, usage errors and their exit codes, one-line
  * errors without stack traces, bench writing a quick suite's results where --out says, inspect reading
- * a directory without changing it (a live owner's included) and repair cutting what inspect reports. The demo and inspect on real data are in test/cli-demo.test.ts.
+ * a directory without changing it (a live owner's included) and repair cutting what inspect reports.
+ * The demo and inspect on real data are in test/cli-demo.test.ts.
  */
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CommitLog } from '../ts/index.js';
 import { cli, ROOT, scratch, startHolder } from './cli-helpers.js';
 import { ENGINES } from './engines.js';
+import { directoryDigest } from './log-helpers.js';
 
 /** Exit codes as README.md "Command line" documents them. */
 const OK = 0;
@@ -83,16 +84,6 @@ describe.concurrent('litetopic --help and usage errors', () => {
   });
 });
 
-/** Every file below `dir` with a hash of its bytes: what "unchanged" means for a directory. */
-function snapshot(dir: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
-    const path = join(dir, name);
-    if (statSync(path).isFile()) out[name] = createHash('sha256').update(readFileSync(path)).digest('hex');
-  }
-  return out;
-}
-
 describe('inspect reads without changing, repair is explicit', () => {
   const holders: { kill: () => boolean }[] = [];
   afterAll(() => {
@@ -105,10 +96,10 @@ describe('inspect reads without changing, repair is explicit', () => {
     holders.push(holder);
     // The owner prepares its next segment in the background after it opens; wait until its own
     // writes are done, so that any change after this is the reader's.
-    let before = snapshot(dir);
+    let before = directoryDigest(dir);
     for (let stable = 0; stable < 3; ) {
       await new Promise((resolve) => setTimeout(resolve, 100));
-      const now = snapshot(dir);
+      const now = directoryDigest(dir);
       stable = JSON.stringify(now) === JSON.stringify(before) ? stable + 1 : 0;
       before = now;
     }
@@ -120,12 +111,12 @@ describe('inspect reads without changing, repair is explicit', () => {
     expect(report.liteTopics).toEqual([
       expect.objectContaining({ parent: 'agents', liteTopic: 'tenant1__agent1__session1', minOffset: 0, maxOffset: 1 }),
     ]);
-    expect(snapshot(dir)).toEqual(before);
+    expect(directoryDigest(dir)).toEqual(before);
 
     const refused = await cli(['repair', dir]);
     expect(refused.code).toBe(LOCKED);
     expect(oneLine(refused.stderr)).toContain(`in use by process ${holder.pid}`);
-    expect(snapshot(dir)).toEqual(before);
+    expect(directoryDigest(dir)).toEqual(before);
   });
 
   it.each(ENGINES)(
@@ -148,12 +139,12 @@ describe('inspect reads without changing, repair is explicit', () => {
       writeFileSync(segment, bytes);
       await expect(CommitLog.open(dir, { engine })).rejects.toMatchObject({ code: 'LOG_CORRUPT' });
 
-      const before = snapshot(dir);
+      const before = directoryDigest(dir);
       const inspected = await cli(['inspect', dir, '--engine', engine]);
       expect(inspected.code).toBe(OK);
       expect(inspected.stdout).toMatch(/DAMAGE at .*\.seg position/);
       expect(inspected.stdout).toContain('a writable open refuses it, "litetopic repair" cuts it');
-      expect(snapshot(dir)).toEqual(before);
+      expect(directoryDigest(dir)).toEqual(before);
 
       const repaired = await cli(['repair', dir, '--engine', engine, '--json']);
       expect(repaired.stderr).toBe('');

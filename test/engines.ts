@@ -18,3 +18,14 @@ function listEngines(): EngineName[] {
 }
 
 export const ENGINES: readonly EngineName[] = listEngines();
+
+/**
+ * (writer, reader) pairs for the tests that open one engine's directory with the other: both ways
+ * when the native engine is here, else js with itself.
+ */
+export const WRITER_READER_PAIRS: readonly [EngineName, EngineName][] = ENGINES.includes('native')
+  ? [
+      ['native', 'js'],
+      ['js', 'native'],
+    ]
+  : [['js', 'js']];

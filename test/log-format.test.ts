@@ -7,14 +7,8 @@ import { cpSync, existsSync, readFileSync, rmSync, statSync, truncateSync, write
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { crc32c } from '../ts/engine/js/crc32c.js';
-import {
-  type CommitLog,
-  type EngineName,
-  LogCorruptError,
-  MIN_SEGMENT_BYTES,
-  UnsupportedFormatError,
-} from '../ts/index.js';
-import { ENGINES } from './engines.js';
+import { type CommitLog, LogCorruptError, MIN_SEGMENT_BYTES, UnsupportedFormatError } from '../ts/index.js';
+import { ENGINES, WRITER_READER_PAIRS } from './engines.js';
 import { checkpointDirectory, checkpointReversed, checkpointToV1 } from './log-checkpoint-file.js';
 import { bodyFor, flipByte, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';
 
@@ -46,14 +40,7 @@ function snapshot(log: CommitLog): unknown {
   }));
 }
 
-const PAIRS: [EngineName, EngineName][] = ENGINES.includes('native')
-  ? [
-      ['native', 'js'],
-      ['js', 'native'],
-    ]
-  : [['js', 'js']];
-
-describe.each(PAIRS)('written by %s, opened by %s', (writer, reader) => {
+describe.each(WRITER_READER_PAIRS)('written by %s, opened by %s', (writer, reader) => {
   it('reads identically and continues where the writer stopped', async () => {
     const dir = tempDir();
     const clock = new ManualClock();

@@ -3,7 +3,8 @@
  * clock, deterministic record contents (so a reader can check a body knowing only its LMQ and
  * offset), and small file surgery for corruption tests.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach } from 'vitest';
@@ -55,4 +56,14 @@ export function flipByte(file: string, at: number): void {
   const bytes = readFileSync(file);
   bytes[at] = (bytes[at] as number) ^ 0x10;
   writeFileSync(file, bytes);
+}
+
+/** Every file below `dir` with a hash of its bytes: what "unchanged" means for a directory. */
+export function directoryDigest(dir: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const name of readdirSync(dir, { recursive: true }) as string[]) {
+    const path = join(dir, name);
+    if (statSync(path).isFile()) out[name] = createHash('sha256').update(readFileSync(path)).digest('hex');
+  }
+  return out;
 }

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { encodeSegmentHeader } from '../ts/engine/js/log-segment.js';
 import { type CommitLog, type EngineName, LogCorruptError, MIN_SEGMENT_BYTES, ReadOnlyError } from '../ts/index.js';
-import { ENGINES } from './engines.js';
+import { ENGINES, WRITER_READER_PAIRS } from './engines.js';
 import { checkpointDirectory } from './log-checkpoint-file.js';
 import { bodyFor, flipByte, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';
 
@@ -408,14 +408,7 @@ describe.each(ENGINES)('%s engine, read-only', (engine) => {
   });
 });
 
-const PAIRS: [EngineName, EngineName][] = ENGINES.includes('native')
-  ? [
-      ['native', 'js'],
-      ['js', 'native'],
-    ]
-  : [['js', 'js']];
-
-describe.each(PAIRS)('written by %s, opened by %s', (writer, reader) => {
+describe.each(WRITER_READER_PAIRS)('written by %s, opened by %s', (writer, reader) => {
   it('reads only, then writably, agreeing on a torn tail and every record before it', async () => {
     const { dir, records } = await written(writer);
     rmSync(join(dir, 'checkpoint'));
