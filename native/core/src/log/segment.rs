@@ -144,7 +144,12 @@ impl Segment {
         let map = MmapOptions::new()
             .len(header.size as usize)
             .map_raw_read_only(&file)?;
-        Ok(Segment {
+        Ok(Segment::mapped(header, path, file, map))
+    }
+
+    /// A segment over `map`, nothing yet known written past its header (recovery finds its end).
+    fn mapped(header: SegmentHeader, path: PathBuf, file: File, map: MmapRaw) -> Segment {
+        Segment {
             header,
             path,
             file,
@@ -152,7 +157,7 @@ impl Segment {
             written: SEGMENT_HEADER_BYTES as u64,
             last_store_ms: 0,
             complete: false,
-        })
+        }
     }
 
     fn map(path: PathBuf, file: File, header: SegmentHeader) -> io::Result<Segment> {
@@ -163,15 +168,7 @@ impl Segment {
             ));
         }
         let map = MmapOptions::new().len(header.size as usize).map_raw(&file)?;
-        Ok(Segment {
-            header,
-            path,
-            file,
-            map: Arc::new(map),
-            written: SEGMENT_HEADER_BYTES as u64,
-            last_store_ms: 0,
-            complete: false,
-        })
+        Ok(Segment::mapped(header, path, file, map))
     }
 
     /// Gives back the pages and blocks past the records of a segment that is no longer written
