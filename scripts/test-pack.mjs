@@ -30,6 +30,10 @@ import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+// The libc check below asks for a process report; without its network section, which can stall
+// for seconds on some hosts, it costs a few milliseconds.
+if (process.report) process.report.excludeNetwork = true;
+
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = new Set(process.argv.slice(2));
 for (const arg of args) {
@@ -261,10 +265,6 @@ export { active, added, count, hit, ids, requested, sameClass, why };
 `,
   'check.mts': `
 import {
-
-// The libc check below asks for a process report; without its network section, which can stall
-// for seconds on some hosts, it costs a few milliseconds.
-if (process.report) process.report.excludeNetwork = true;
   Broker,
   CommitLog,
   compilePattern,

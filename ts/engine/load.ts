@@ -86,7 +86,7 @@ function loadNative(): NativeState {
       const why = missingReason(thisMachine());
       throw new Error(
         why ??
-          `no binary at ${path}, although this package is built for ${targetName(thisMachine())}: the install is incomplete (a source checkout builds it with "npm run build:native", which needs cargo)`,
+          `no prebuilt binary at ${path}, although this package is built for ${targetName(thisMachine())}: the install is incomplete (a source checkout builds it with "npm run build:native", which needs cargo)`,
       );
     }
     const module = { exports: {} as NativeBinding };
