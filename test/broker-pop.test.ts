@@ -3,7 +3,6 @@
  * invisible time, the ack-during-POP race, the message stream and the on-disk store, on every engine.
  */
 import { describe, expect, it } from 'vitest';
-import { getEngine } from '../ts/engine/load.js';
 import { Broker, type Clock, type Consumer, MemoryStore, type StoredMessage } from '../ts/index.js';
 import { bodies, drain, ManualClock, openBroker, sendMany, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
@@ -354,8 +353,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
     });
   });
 
-  const logAvailable = typeof (getEngine(engine) as { openLog?: unknown }).openLog === 'function';
-  describe.skipIf(!logAvailable)('on disk', () => {
+  describe('on disk', () => {
     it('sends and pops through the commit log, and finds lite topics again after reopening', async () => {
       const dir = tempDir();
       const first = await Broker.open({ engine, dir, flush: 'sync' });

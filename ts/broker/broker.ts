@@ -240,7 +240,7 @@ export class Broker extends EventEmitter {
       registry: this.registry,
       popper: this.popper,
       checkOpen: () => this.checkOpen(),
-      liteTopics: (names) => names.map((name) => checkLiteTopic(name, context.limits, engine)),
+      liteTopics: (names) => names.map((name) => checkLiteTopic(name, context.limits)),
       settle: () => context.state.settle(),
       seen: (client) => {
         client.lastSeenAt = context.clock.now();
@@ -765,7 +765,7 @@ export class Broker extends EventEmitter {
     if (message === null || typeof message !== 'object') {
       throw new InvalidArgumentError('a message must be an object', { value: message });
     }
-    const name = checkLiteTopic(message.liteTopic, this.context.limits, this.engine);
+    const name = checkLiteTopic(message.liteTopic, this.context.limits);
     if (typeof message.body !== 'string' && !(message.body instanceof Uint8Array)) {
       throw new InvalidArgumentError('body must be a string or a Uint8Array', { value: message.body });
     }

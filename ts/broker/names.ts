@@ -2,18 +2,17 @@
  * Lite topic name checks for the broker: the length is a quota (`maxLiteTopicBytes`, a
  * `QuotaExceededError`), the characters are validation (`InvalidLiteTopicError` with position).
  */
-import type { EngineName } from '../engine/contract.js';
 import { jsEngine } from '../engine/js/engine.js';
 import { MAX_LITE_TOPIC_BYTES_CEILING } from '../engine/js/limits.js';
 import { InvalidArgumentError, InvalidLiteTopicError } from '../errors.js';
 import { type BrokerLimits, checkQuota } from './quota.js';
 
 /**
- * `_engine` is the broker's engine. The check itself always runs in JavaScript: it is a pure function
- * both engines compute identically (test/pattern.property.test.ts compares them field by field),
- * and a Node-API crossing per message would cost more than the check.
+ * Checks a lite topic name whatever the broker's engine: the check always runs in JavaScript, as it is
+ * a pure function both engines compute identically (test/pattern.property.test.ts compares them
+ * field by field), and a Node-API crossing per message would cost more than the check.
  */
-export function checkLiteTopic(name: unknown, limits: BrokerLimits, _engine: EngineName): string {
+export function checkLiteTopic(name: unknown, limits: BrokerLimits): string {
   if (typeof name !== 'string') throw new InvalidArgumentError('a lite topic must be a string', { value: name });
   const bytes = name.length <= 21 ? utf8Length(name) : Buffer.byteLength(name, 'utf8');
   checkQuota(limits, 'maxLiteTopicBytes', bytes, name);

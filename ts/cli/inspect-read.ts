@@ -47,20 +47,13 @@ export interface Inspection {
   layout: 'broker' | 'log';
   engine: EngineName;
   log: CommitLogStats;
-  /** `broker.admin.brokerInfo()`, or null for a bare log or a version without admin queries. */
+  /** `broker.admin.brokerInfo()`, or null for a bare log. */
   broker: Record<string, unknown> | null;
   topics: TopicRow[];
   groups: GroupRow[];
   liteTopics: LiteTopicRow[];
   /** LMQs whose names are not `%LMQ%$parent$lite`. */
   otherLmqs: string[];
-}
-
-/** The admin queries inspect uses; declared here so inspect works with brokers that lack them. */
-interface AdminView {
-  brokerInfo(): Record<string, unknown>;
-  topicInfo(name: string): { name: string; liteTopics: number; groups: string[] };
-  groupInfo(name: string, options?: { topK?: number }): Omit<GroupRow, 'topByLag'> & { topByLag: GroupRow['topByLag'] };
 }
 
 const LMQ = /^%LMQ%\$([^$]+)\$(.+)$/;
@@ -134,8 +127,7 @@ function topicsFrom(liteTopics: readonly LiteTopicRow[]): Map<string, TopicRow> 
 async function readBroker(dir: string, engine: EngineName | undefined, topics: Map<string, TopicRow>) {
   const broker = await Broker.open({ dir, readOnly: true, ...(engine === undefined ? {} : { engine }) });
   try {
-    const admin = (broker as unknown as { admin?: AdminView }).admin;
-    if (admin === undefined) return { info: null, groups: [] };
+    const admin = broker.admin;
     const groups: GroupRow[] = [];
     for (const topic of topics.values()) {
       let names: string[];
@@ -158,7 +150,7 @@ async function readBroker(dir: string, engine: EngineName | undefined, topics: M
         });
       }
     }
-    return { info: admin.brokerInfo(), groups };
+    return { info: { ...admin.brokerInfo() } as Record<string, unknown>, groups };
   } finally {
     await broker.close();
   }

@@ -92,8 +92,6 @@ function brokerTable(info: Record<string, unknown>): string {
 function render(report: Inspection, limit: number): string {
   const parts = [logTable(report)];
   if (report.broker !== null) parts.push(brokerTable(report.broker));
-  else if (report.layout === 'broker')
-    parts.push('broker: this version does not expose broker state (no broker.admin)');
   parts.push(
     renderTable({
       title: 'topics',
