@@ -8,7 +8,8 @@
 import { closeSync, openSync, readdirSync, readSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CORRUPT_RETRY_FIRST_MS } from '../ts/broker/corrupt.js';
+import { CORRUPT_RETRY_FIRST_MS, readAround } from '../ts/broker/corrupt.js';
+import { KeySharedProgress } from '../ts/broker/key-shared-progress.js';
 import { replay } from '../ts/broker/persist.js';
 import {
   Broker,
@@ -392,6 +393,38 @@ describe.each(ENGINES)('%s engine', (engine) => {
       expect(third.admin.groupInfo('g').corrupt).toEqual([]);
       await third.close();
     });
+  });
+});
+
+describe('a key-shared window restored by a restart', () => {
+  it('keeps a record it finds corrupt while indexing held, out of every bucket, until a read of it works', () => {
+    const corrupt = 3;
+    let healed = false;
+    const store = {
+      read(_lmq: string, from: number, maxNum: number) {
+        const out = [];
+        for (let offset = from; offset < Math.min(from + maxNum, 10); offset++) {
+          if (offset === corrupt && !healed) throw new LogCorruptError('bad checksum', { position: offset });
+          out.push({ offset, key: `k${offset % 2}` });
+        }
+        return out;
+      },
+      maxOffset: () => 10,
+    } as unknown as Parameters<typeof readAround>[0];
+    const progress = new KeySharedProgress(0, 16, 100);
+    progress.restore(5, 1, 0, false); // deliveries replayed up to offset 5: keys not read yet
+    const load = (from: number, maxNum: number) =>
+      readAround(store, 'lmq', from, maxNum, (offset) => progress.hold(offset, 1_000, () => new Error('bad') as never));
+    const owners = new Array(16).fill(undefined);
+    progress.withheld(1_000, owners, load);
+    expect(progress.corruptHold(corrupt)).toBeDefined();
+    // Indexing again before the retry time changes nothing: the record stays held, its key unknown.
+    progress.withheld(1_500, owners, load);
+    expect(progress.corruptHold(corrupt)).toMatchObject({ failures: 1 });
+    // Once its retry time has come and the read works, it joins its bucket and is held no more.
+    healed = true;
+    progress.withheld(1_000 + CORRUPT_RETRY_FIRST_MS, owners, load);
+    expect(progress.corruptHold(corrupt)).toBeUndefined();
   });
 });
 

@@ -220,26 +220,31 @@ export class KeySharedProgress extends TopicProgress {
 
   /**
    * Puts the offsets of [committed, next) not in the bucket queues yet into them: after a restart,
-   * `restore` moves `next` past offsets whose keys were not read.
+   * `restore` moves `next` past offsets whose keys were not read. It stops where `extend` does, at
+   * a record held as corrupt (`stop`, which a load that meets one lowers): that record's key is
+   * unknown, so neither it nor anything after it may join a bucket until a read of it works.
    */
   private index(load: KeyLoader): void {
     let from = Math.max(this.indexed, this.committed);
-    while (from < this.next) {
+    while (from < Math.min(this.next, this.stop)) {
       let expect = from;
-      for (const message of load(from, Math.min(LOAD_BATCH_MESSAGES, this.next - from))) {
-        if (message.offset >= this.next) break;
+      for (const message of load(from, Math.min(LOAD_BATCH_MESSAGES, Math.min(this.next, this.stop) - from))) {
+        const end = Math.min(this.next, this.stop);
+        if (message.offset >= end) break;
         if (message.offset < expect) continue;
         // Offsets the store no longer has (retention) hash as the reserved key.
         while (expect < message.offset) this.admit(expect++, 0);
         this.admit(expect++, keyHash(message.key));
       }
+      const end = Math.min(this.next, this.stop);
       if (expect === from) {
-        const end = Math.min(this.next, from + LOAD_BATCH_MESSAGES);
-        while (expect < end) this.admit(expect++, 0);
+        const gap = Math.min(end, from + LOAD_BATCH_MESSAGES);
+        while (expect < gap) this.admit(expect++, 0);
       }
+      if (expect === from) break;
       from = expect;
     }
-    if (this.next > this.indexed) this.indexed = this.next;
+    if (from > this.indexed) this.indexed = from;
   }
 
   /** Grows the window by one batch read from the store; false when it cannot grow. */
@@ -491,6 +496,9 @@ export class KeySharedProgress extends TopicProgress {
 
   /** Buckets withheld from their owner while another holder's deliveries drain. */
   withheld(now: number, owners: readonly (ClientState | undefined)[], load: KeyLoader): WithheldBucket[] {
+    // As a POP would: a held record not yet due for its retry bounds the index, so a query does not
+    // read it again and push its retry back.
+    this.stop = this.barrier(now);
     this.index(load);
     const out: WithheldBucket[] = [];
     for (let bucket = 0; bucket < this.buckets; bucket++) {
