@@ -132,6 +132,30 @@ describe.each(ENGINES)('%s engine, one flipped bit', (engine) => {
     expectRecords(log, records);
   });
 
+  it("in a record's size field, one that reaches past the next records into the log's unwritten end: refused", async () => {
+    const dir = tempDir();
+    const log = await openLog(dir, engine, { ...OPTIONS, checkpointBytes: 0 });
+    const results = await log.append(
+      Array.from({ length: 5 }, (_, n) => ({ lmqs: ['t'], body: bodyFor('t', n, 200) })),
+    );
+    await log.close();
+    // Without the checkpoint (which would vouch for the records anyway) only the record's own
+    // bytes can tell damage from a torn tail.
+    rmSync(join(dir, 'checkpoint'));
+    const victim = results[1]?.position as number;
+    const { file, at } = locate(dir, victim);
+    // The damaged size still fits the segment, so the record seems to run over the three valid
+    // records after it and into the zeros after the last: zeros a torn write would leave.
+    const bytes = readFileSync(file);
+    bytes.writeUInt32LE(MIN_SEGMENT_BYTES - at, at + 4);
+    writeFileSync(file, bytes);
+    await expectRefused(dir, engine, file, victim);
+    const repaired = await openLog(dir, engine, { ...OPTIONS, repair: true });
+    expect(repaired.stats().recovery).toMatchObject({ cutPosition: victim, corruption: { position: victim } });
+    expect(repaired.maxOffset('t')).toBe(1);
+    await repaired.close();
+  });
+
   for (const part of ['header', 'body'] as const) {
     it(`in a record's ${part}: unread behind the checkpoint; without it, refused, then repaired`, async () => {
       const { dir, records } = await written(engine);

@@ -355,18 +355,26 @@ export class Broker extends EventEmitter {
     const counters = new Counters();
     countRefusals(limits, (quota) => counters.refused(quota));
     const context: BrokerContext = { store, clock, scheduler, limits, epoch, stallTimeoutMs, state, report, counters };
-    broker = new Broker(context, engine, { retention, maintenanceIntervalMs, sessionTimeoutMs });
+    const opened = new Broker(context, engine, { retention, maintenanceIntervalMs, sessionTimeoutMs });
+    broker = opened;
     // Failures of the store's own background work (the commit log's flush, checkpoint, next segment).
     store.onBackgroundError = (error, during) => report(error, `store ${during}`);
-    broker.journal = journal;
-    if (restored !== undefined) broker.restore(restored);
-    if (journal !== undefined) {
-      if (restored?.epoch === undefined) state.record(['epoch', epoch]);
-      journal.snapshot = () => broker.snapshotRecords();
+    opened.journal = journal;
+    try {
+      if (restored !== undefined) opened.restore(restored);
+      if (journal !== undefined) {
+        if (restored?.epoch === undefined) state.record(['epoch', epoch]);
+        journal.snapshot = () => opened.snapshotRecords();
+      }
+    } catch (error) {
+      // What the open took (the directory's lock, the journal's file) goes with it.
+      await journal?.close().catch(() => undefined);
+      await store.close().catch(() => undefined);
+      throw error;
     }
-    broker.openedReadOnly = readOnly;
-    if (!readOnly) broker.lifecycle.start();
-    return broker;
+    opened.openedReadOnly = readOnly;
+    if (!readOnly) opened.lifecycle.start();
+    return opened;
   }
 
   /** Recreates persisted topics, groups and progress (a restart). */

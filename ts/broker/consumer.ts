@@ -166,6 +166,13 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
    */
   run(handler: MessageHandler, options?: RunOptions): Running {
     this.checkOpen();
+    // The POP options are checked now, as pop() would, not by every POP of the run.
+    if (options !== null && typeof options === 'object') {
+      const { maxNum, invisibleTimeMs, waitMs } = options;
+      this.parts.popper.options({ maxNum, invisibleTimeMs, waitMs });
+      if (options.retry?.maxDelayMs !== undefined)
+        this.parts.popper.options({ invisibleTimeMs: options.retry.maxDelayMs });
+    }
     const consumer = this;
     const group = this.client.group;
     return startRun(

@@ -426,20 +426,21 @@ export class Popper {
     }
     this.context.state.record(['ack', group.name, receipt.liteTopic, receipt.offset]);
     this.context.counters.acked(group.name);
-    if (CHANNELS.ack.hasSubscribers) {
+    recent.add(progress, receipt.offset, receipt.attempt);
+    const now = this.context.clock.now();
+    this.dispatcher.armWake(group, receipt.liteTopic, progress, now);
+    this.dispatcher.ready(group, receipt.liteTopic, now, 0, progress);
+    // Under `sync` the ack resolves once durable: an acked message is never delivered again.
+    const settled = this.context.state.settle();
+    if (!CHANNELS.ack.hasSubscribers) return settled;
+    return settled.then(() => {
       CHANNELS.ack.publish({
         group: group.name,
         clientId: client.clientId,
         liteTopic: receipt.liteTopic,
         offset: receipt.offset,
       });
-    }
-    recent.add(progress, receipt.offset, receipt.attempt);
-    const now = this.context.clock.now();
-    this.dispatcher.armWake(group, receipt.liteTopic, progress, now);
-    this.dispatcher.ready(group, receipt.liteTopic, now, 0, progress);
-    // Under `sync` the ack resolves once durable: an acked message is never delivered again.
-    return this.context.state.settle();
+    });
   }
 
   /** Hides the delivery for `ms` more from now (0: visible now). Same errors as `ack`. */

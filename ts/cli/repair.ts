@@ -23,7 +23,10 @@ refuses (LOG_CORRUPT), and everything after them, as it cuts a torn tail after a
 follows the damage is lost. Run "litetopic inspect <dir>" first: it says what a repair would cut
 without changing anything. Keep a copy of the directory if its contents matter.
 
-For a broker directory the broker is then opened over the repaired log, and closed again.
+For a broker directory the broker is then opened over the repaired log, and closed again. The
+broker's own journal is not cut: a damaged journal is still refused (LOG_CORRUPT naming its file
+and position), and truncating that file at the position lets the broker open with the state
+recorded before it.
 
 options:
   --json         what recovery did, as JSON on stdout

@@ -376,26 +376,41 @@ function nextValidRecord(
   index: number,
   offset: number,
 ): number | undefined {
-  const magic = Buffer.alloc(4);
-  writeU32(magic, 0, RECORD_MAGIC);
   for (let k = index; k < segments.length; k++) {
     const segment = segments[k] as Segment;
-    let chunkAt = k === index ? Math.max(offset, SEGMENT_HEADER_BYTES) : SEGMENT_HEADER_BYTES;
-    while (chunkAt < segment.size) {
-      const chunk = readAt(storage, segment.fd, chunkAt, Math.min(SCAN_CHUNK_BYTES, segment.size - chunkAt));
-      if (chunk.length < 4) break;
-      for (let found = chunk.indexOf(magic); found >= 0; found = chunk.indexOf(magic, found + 1)) {
-        const at = chunkAt + found;
-        const head = readAt(storage, segment.fd, at, RECORD_HEADER_BYTES);
-        if (head.length < RECORD_HEADER_BYTES) continue;
-        const size = readRecordSize(head, 0);
-        if (size < RECORD_HEADER_BYTES || at + size > segment.size) continue;
-        const record = readAt(storage, segment.fd, at, size);
-        if (typeof checkRecord(record, 0, size) !== 'string') return segment.base + at;
-      }
-      // The next chunk overlaps this one by 3 bytes, so a magic across the boundary is found.
-      chunkAt += chunk.length - 3;
+    const from = k === index ? Math.max(offset, SEGMENT_HEADER_BYTES) : SEGMENT_HEADER_BYTES;
+    const found = firstValidIn(storage, segment, from, segment.size);
+    if (found !== undefined) return segment.base + found;
+  }
+  return undefined;
+}
+
+/**
+ * The offset of the first valid record starting in `[from, to)` of the segment, found by trying
+ * every offset where the record magic appears (the record itself may run past `to`).
+ */
+function firstValidIn(storage: Storage, segment: Segment, from: number, to: number): number | undefined {
+  const magic = Buffer.alloc(4);
+  writeU32(magic, 0, RECORD_MAGIC);
+  const limit = Math.min(to, segment.size);
+  let chunkAt = from;
+  while (chunkAt < limit) {
+    // Up to three bytes past `limit`, so a magic starting before it is found whole.
+    const length = Math.min(SCAN_CHUNK_BYTES, limit - chunkAt + 3, segment.size - chunkAt);
+    const chunk = readAt(storage, segment.fd, chunkAt, length);
+    if (chunk.length < 4) break;
+    for (let found = chunk.indexOf(magic); found >= 0; found = chunk.indexOf(magic, found + 1)) {
+      const at = chunkAt + found;
+      if (at >= limit) return undefined;
+      const head = readAt(storage, segment.fd, at, RECORD_HEADER_BYTES);
+      if (head.length < RECORD_HEADER_BYTES) continue;
+      const size = readRecordSize(head, 0);
+      if (size < RECORD_HEADER_BYTES || at + size > segment.size) continue;
+      const record = readAt(storage, segment.fd, at, size);
+      if (typeof checkRecord(record, 0, size) !== 'string') return at;
     }
+    // The next chunk overlaps this one by 3 bytes, so a magic across the boundary is found.
+    chunkAt += chunk.length - 3;
   }
   return undefined;
 }
@@ -419,7 +434,12 @@ function damageAt(
   if (durable !== undefined && position < durable) {
     return `invalid record before position ${durable}, which the checkpoint shows was durable`;
   }
-  if (hasZeroPiece(storage, segment, offset, damagedExtent(storage, segment, offset))) return undefined;
+  // A damaged size field can make the extent run over the valid records after the record and on
+  // into the zeros past the end of the log: the record ends, at the latest, where the first valid
+  // record after it starts.
+  const extent = damagedExtent(storage, segment, offset);
+  const end = firstValidIn(storage, segment, offset + 1, extent) ?? extent;
+  if (hasZeroPiece(storage, segment, offset, end)) return undefined;
   const found = nextValidRecord(storage, segments, index, offset + 1);
   return found === undefined ? undefined : `invalid record followed by a valid one at position ${found}`;
 }
@@ -487,6 +507,9 @@ export async function recoverLog(storage: Storage, dir: string, mode: RecoveryMo
     await removeIfPresent(storage, join(dir, CHECKPOINT_TMP_FILE));
   }
   const { segments, rest, problem } = await listSegments(storage, segmentsDir, mode);
+  // The queues a loaded checkpoint fills keep its file open until they are read: a refused or
+  // failed open lets go of it with the segments.
+  let loaded: QueueSet | undefined;
   try {
     const headerPosition = await checkpointHeaderPosition(storage, dir);
     const changes: Changes = { remove: [], dropCheckpoint: false };
@@ -525,6 +548,7 @@ export async function recoverLog(storage: Storage, dir: string, mode: RecoveryMo
     };
 
     const checkpoint = await loadCheckpoint(storage, dir, segments, recovery);
+    loaded = checkpoint?.queues;
     changes.dropCheckpoint = recovery.checkpoint === 'invalid';
     if (segments.length === 0) {
       const base = checkpoint?.position ?? 0;
@@ -601,6 +625,7 @@ export async function recoverLog(storage: Storage, dir: string, mode: RecoveryMo
     }
     return finish(queues, end.offset, writePosition);
   } catch (error) {
+    loaded?.forgetStored();
     await closeAll(storage, segments);
     throw error;
   }

@@ -505,7 +505,13 @@ fn damage_at(segments: &VecDeque<Segment>, k: usize, offset: u64, durable: Optio
         ));
     }
     let bytes = segment.bytes();
-    let end = damaged_extent(bytes, offset);
+    // A damaged size field can make the extent run over the valid records after the record and on
+    // into the zeros past the end of the log: the record ends, at the latest, where the first valid
+    // record after it starts.
+    let mut end = damaged_extent(bytes, offset);
+    if let Some(inside) = first_valid_in(bytes, offset as usize + 1, end as usize) {
+        end = inside as u64;
+    }
     if has_zero_piece(bytes, offset, end) {
         return None;
     }
@@ -551,18 +557,30 @@ fn next_valid_record(segments: &VecDeque<Segment>, k: usize, offset: u64) -> Opt
     let mut from = offset as usize;
     for segment in segments.iter().skip(k) {
         let bytes = segment.bytes();
-        let mut at = from.max(SEGMENT_HEADER_BYTES);
-        while let Some(found) = bytes
-            .get(at..)
-            .and_then(|rest| rest.windows(4).position(|w| w == RECORD_MAGIC))
-        {
-            let candidate = at + found;
-            if check_stored(&bytes[candidate..]).is_ok() {
-                return Some(segment.base() + candidate as u64);
-            }
-            at = candidate + 1;
+        if let Some(found) = first_valid_in(bytes, from.max(SEGMENT_HEADER_BYTES), bytes.len()) {
+            return Some(segment.base() + found as u64);
         }
         from = 0;
+    }
+    None
+}
+
+/// The offset of the first valid record starting in `bytes[from..to]`, found by trying every offset
+/// where the record magic appears (the record itself may run past `to`).
+fn first_valid_in(bytes: &[u8], from: usize, to: usize) -> Option<usize> {
+    let to = to.min(bytes.len());
+    let mut at = from;
+    while at < to {
+        // Up to three bytes past `to`, so a magic starting before it is found whole.
+        let window = bytes.get(at..(to + 3).min(bytes.len()))?;
+        let candidate = at + window.windows(4).position(|w| w == RECORD_MAGIC)?;
+        if candidate >= to {
+            return None;
+        }
+        if check_stored(&bytes[candidate..]).is_ok() {
+            return Some(candidate);
+        }
+        at = candidate + 1;
     }
     None
 }
