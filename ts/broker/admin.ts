@@ -139,6 +139,8 @@ export interface AdminSource {
   readonly dispatcher: Dispatcher;
   expiredLiteTopics(): number;
   checkOpen(): void;
+  /** `checkOpen`, and refuses a change to a broker opened read-only (`ReadOnlyError`). */
+  checkWritable(): void;
 }
 
 export class Admin {
@@ -316,6 +318,9 @@ export class Admin {
    * nothing changes, so a healthy message is never skipped by mistake.
    */
   async skipCorrupt(group: string, liteTopic: string, offset: number): Promise<void> {
+    this.source.checkWritable();
+    // A failed journal could not keep the skip: refused before anything changes.
+    this.source.context.state.check();
     const state = this.group(group);
     if (typeof liteTopic !== 'string') {
       throw new InvalidArgumentError('liteTopic must be a string', { value: liteTopic });

@@ -234,7 +234,7 @@ export class Broker extends EventEmitter {
     this.dispatcher = new Dispatcher(context);
     this.registry = new Registry(context, this.dispatcher);
     this.deadLetters = new DeadLetters(context, this.dispatcher, messageId);
-    this.popper = new Popper(context, this.dispatcher, this.deadLetters);
+    this.popper = new Popper(context, this.dispatcher, this.deadLetters, (work) => this.track(work));
     this.lifecycle = new Lifecycle(context, this.dispatcher, this.registry, this.parents, lifecycle);
     this.parts = {
       registry: this.registry,
@@ -266,6 +266,7 @@ export class Broker extends EventEmitter {
       dispatcher: this.dispatcher,
       expiredLiteTopics: () => this.lifecycle.expiredCount,
       checkOpen: () => this.checkOpen(),
+      checkWritable: () => this.checkWritable(),
     });
   }
 
@@ -736,6 +737,8 @@ export class Broker extends EventEmitter {
     // and so do the sends (their arrivals record where the groups start on new lite topics).
     await Promise.allSettled([this.lifecycle.idle(), ...this.inflight]);
     for (const client of this.clients.values()) this.registry.close(client);
+    // POPs that ran meanwhile may have started dead-letter moves: those finish too.
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
     this.context.scheduler.clear();
     try {
       await this.journal?.close();

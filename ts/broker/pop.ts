@@ -117,6 +117,8 @@ export class Popper {
     private readonly context: BrokerContext,
     private readonly dispatcher: Dispatcher,
     private readonly deadLetters: DeadLetters,
+    /** Keeps work a POP starts and nobody awaits (a dead-letter move) until it ends: `close()` waits. */
+    private readonly track: (work: Promise<unknown>) => void = () => undefined,
   ) {
     this.copyBodies = !(context.store instanceof CommitLog);
   }
@@ -160,16 +162,28 @@ export class Popper {
   ): Promise<PoppedMessage[]> {
     const ready = this.popNow(client, maxNum, invisibleTimeMs);
     if (ready.length > 0 || waitMs === 0 || client.closed) return Promise.resolve(ready);
-    return new Promise((resolve) => {
-      const done = (messages: PoppedMessage[]) => {
+    return new Promise((resolve, reject) => {
+      const leave = () => {
         cancel();
         const at = client.waiters.indexOf(waiter);
         if (at >= 0) client.waiters.splice(at, 1);
+      };
+      const done = (messages: PoppedMessage[]) => {
+        leave();
         resolve(messages);
       };
       const waiter = {
         retry: () => {
-          const messages = client.closed ? [] : this.popNow(client, maxNum, invisibleTimeMs);
+          let messages: PoppedMessage[];
+          try {
+            messages = client.closed ? [] : this.popNow(client, maxNum, invisibleTimeMs);
+          } catch (error) {
+            // A read that failed (not a corrupt record, which is held) fails this POP, as it would
+            // have failed one made now, instead of escaping from the dispatcher's wake-up.
+            leave();
+            reject(error);
+            return true;
+          }
           if (messages.length === 0) return false;
           done(messages);
           return true;
@@ -508,10 +522,11 @@ export class Popper {
         return;
       }
     }
-    this.deadLetters.move(group, liteTopic, progress, delivery).catch((error: unknown) => {
+    const move = this.deadLetters.move(group, liteTopic, progress, delivery).catch((error: unknown) => {
       this.lastMoveError = error;
       this.context.report(error, 'dead-letter move');
     });
+    this.track(move);
   }
 
   private resolve(client: ClientState, handle: string, liteTopic?: unknown): { receipt: Receipt; group: GroupState } {

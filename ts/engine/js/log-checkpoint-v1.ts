@@ -80,6 +80,7 @@ function readBody(bytes: Uint8Array, end: number, queues: QueueSet): Checkpoint 
     const entries = queue.entries;
     let previous = -1;
     let previousSize = 0;
+    let repeats = 0;
     for (let k = 0, slot = 0; k < count; k++, at += STORED_ENTRY_BYTES, slot += ENTRY_WORDS) {
       const high = view.getUint32(at + 4, true);
       if (high >= 0x20_0000) return undefined; // past 2^53: not a position this log writes
@@ -87,7 +88,8 @@ function readBody(bytes: Uint8Array, end: number, queues: QueueSet): Checkpoint 
       const entryPosition = high * 0x1_0000_0000 + low;
       const size = view.getUint32(at + 8, true);
       // Sizes a read would allocate, checked as version 2 checks them when a block is loaded.
-      if (checkEntry(entryPosition, size, previous, previousSize, position) !== undefined) return undefined;
+      if (checkEntry(entryPosition, size, previous, previousSize, position, repeats) !== undefined) return undefined;
+      repeats = entryPosition === previous && size === previousSize ? repeats + 1 : 1;
       previous = entryPosition;
       previousSize = size;
       entries[slot] = low;

@@ -383,6 +383,8 @@ class JsLog implements LogCore {
       try {
         await this.storage.unlink(path);
       } catch (error) {
+        // Removed already by a retention running at the same time: what this one wanted is done.
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue;
         throw ioError(`cannot delete ${path}`, error);
       }
     }

@@ -7,7 +7,7 @@
  */
 import { LogCorruptError } from '../../errors.js';
 import { crc32c } from './crc32c.js';
-import { MAX_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from './limits.js';
+import { MAX_LMQS_PER_RECORD, MAX_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from './limits.js';
 
 /** u32 words per entry in memory: position low, position high, size, tag hash, key hash. */
 export const ENTRY_WORDS = 5;
@@ -43,6 +43,8 @@ export function checkEntry(
   previousPosition: number,
   previousSize: number,
   endPosition: number,
+  /** Entries in a row, up to the previous one, that name the previous one's record. */
+  repeats = 0,
 ): string | undefined {
   if (size < MIN_ENTRY_RECORD_BYTES || size > MAX_ENTRY_RECORD_BYTES) {
     return 'checkpoint entry gives a record size no record can have';
@@ -52,6 +54,9 @@ export function checkEntry(
   if (previousPosition >= 0 && !sameRecord && previousPosition + previousSize > position) {
     return 'checkpoint entries overlap or go back';
   }
+  // A record names an LMQ at most MAX_LMQS_PER_RECORD times: more entries for it would let a read
+  // allocate many times the log's bytes.
+  if (sameRecord && repeats >= MAX_LMQS_PER_RECORD) return 'checkpoint entries name one record too often';
   return undefined;
 }
 
@@ -140,6 +145,7 @@ export class ConsumeQueue {
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     let previous = -1;
     let previousSize = 0;
+    let repeats = 0;
     for (let k = 0, at = 0, slot = 0; k < count; k++, at += STORED_ENTRY_BYTES, slot += ENTRY_WORDS) {
       const low = view.getUint32(at, true);
       const high = view.getUint32(at + 4, true);
@@ -148,8 +154,9 @@ export class ConsumeQueue {
       if (high >= 0x20_0000 || (k === 0 && position !== stored.firstPosition)) {
         throw bad('checkpoint entry block disagrees with its directory');
       }
-      const wrong = checkEntry(position, size, previous, previousSize, stored.endPosition);
+      const wrong = checkEntry(position, size, previous, previousSize, stored.endPosition, repeats);
       if (wrong !== undefined) throw bad(wrong);
+      repeats = position === previous && size === previousSize ? repeats + 1 : 1;
       previous = position;
       previousSize = size;
       words[slot] = low;

@@ -41,9 +41,12 @@ impl Retired {
             .collect();
         bases.sort_unstable();
         for base in bases {
-            storage
-                .remove(&self.dir.join(segment_file_name(base)))
-                .map_err(|e| LogError::io("removing a retired segment", &e))?;
+            match storage.remove(&self.dir.join(segment_file_name(base))) {
+                Ok(()) => {}
+                // Removed already by a retention running at the same time: what this one wanted is done.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(LogError::io("removing a retired segment", &e)),
+            }
         }
         storage
             .sync_dir(&self.dir)

@@ -4,7 +4,7 @@
 
 use super::IndexEntry;
 use crate::hash::crc32c;
-use crate::limits::{MAX_SEGMENT_BYTES, SEGMENT_HEADER_BYTES};
+use crate::limits::{MAX_LMQS_PER_RECORD, MAX_SEGMENT_BYTES, SEGMENT_HEADER_BYTES};
 use memmap2::Mmap;
 use std::collections::VecDeque;
 use std::path::PathBuf;
@@ -89,6 +89,8 @@ pub fn check_entries<'a>(
     end_position: u64,
 ) -> Result<(), &'static str> {
     let mut previous: Option<&IndexEntry> = None;
+    // Entries in a row, up to the previous one, that name the previous one's record.
+    let mut repeats = 0usize;
     for entry in entries {
         if !(MIN_ENTRY_RECORD_BYTES..=MAX_ENTRY_RECORD_BYTES).contains(&entry.size) {
             return Err("checkpoint entry gives a record size no record can have");
@@ -100,12 +102,19 @@ pub fn check_entries<'a>(
         {
             return Err("checkpoint entry points past the checkpoint's position");
         }
+        let same_record = previous
+            .is_some_and(|previous| previous.position == entry.position && previous.size == entry.size);
         if let Some(previous) = previous {
-            let same_record = previous.position == entry.position && previous.size == entry.size;
             if !same_record && previous.position + u64::from(previous.size) > entry.position {
                 return Err("checkpoint entries overlap or go back");
             }
         }
+        // A record names an LMQ at most MAX_LMQS_PER_RECORD times: more entries for it would let a
+        // read allocate many times the log's bytes.
+        if same_record && repeats >= MAX_LMQS_PER_RECORD {
+            return Err("checkpoint entries name one record too often");
+        }
+        repeats = if same_record { repeats + 1 } else { 1 };
         previous = Some(entry);
     }
     Ok(())
@@ -129,4 +138,30 @@ pub fn encode_entry(out: &mut Vec<u8>, entry: &IndexEntry) {
     out.extend_from_slice(&entry.tag_hash.to_le_bytes());
     out.extend_from_slice(&entry.key_hash.to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(position: u64, size: u32) -> IndexEntry {
+        IndexEntry {
+            position,
+            size,
+            tag_hash: 0,
+            key_hash: 0,
+        }
+    }
+
+    #[test]
+    fn one_record_may_be_named_as_often_as_a_record_names_lmqs_and_no_more() {
+        let most: Vec<IndexEntry> = (0..MAX_LMQS_PER_RECORD).map(|_| entry(64, 100)).collect();
+        assert_eq!(check_entries(&most, 1_000), Ok(()));
+        let one_more: Vec<IndexEntry> = (0..=MAX_LMQS_PER_RECORD).map(|_| entry(64, 100)).collect();
+        assert!(check_entries(&one_more, 1_000).is_err());
+        // Another record after the run starts a count of its own.
+        let mut two = most.clone();
+        two.extend((0..MAX_LMQS_PER_RECORD).map(|_| entry(164, 100)));
+        assert_eq!(check_entries(&two, 1_000), Ok(()));
+    }
 }
