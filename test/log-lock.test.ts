@@ -5,10 +5,11 @@
  * without closing and starts again as PID 1 (with `unshare`, which needs root).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { readFileSync, readlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { readFileSync, readlinkSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { liveLockOwner } from '../ts/engine/js/log-lock.js';
+import { acquireLock, LOCK_HEARTBEAT_MS, liveLockOwner, releaseLock } from '../ts/engine/js/log-lock.js';
+import { nodeStorage } from '../ts/engine/js/storage.js';
 import { CommitLog, type EngineName, LogLockedError } from '../ts/index.js';
 import { ENGINES } from './engines.js';
 import { openLog, tempDir } from './log-helpers.js';
@@ -136,6 +137,29 @@ function startOwner(prefix: readonly string[], mode: string, dir: string, engine
   });
   return { child, ready, exited };
 }
+
+describe("the js engine's heartbeat", () => {
+  it('beats from work that holds the event loop once a beat is due, and not before', async () => {
+    const dir = tempDir();
+    const lock = await acquireLock(nodeStorage, dir, 'js', Date.now());
+    try {
+      const path = join(dir, 'LOCK');
+      const old = new Date(Date.now() - 60_000);
+      utimesSync(path, old, old);
+      lock.beat(); // just taken: not due
+      expect(Math.round(statSync(path).mtimeMs)).toBe(old.getTime());
+      // Held synchronously past a beat's period, as a long replay holds the event loop.
+      const until = Date.now() + LOCK_HEARTBEAT_MS + 50;
+      while (Date.now() < until) {
+        // busy: no timer can fire
+      }
+      lock.beat();
+      expect(statSync(path).mtimeMs).toBeGreaterThan(old.getTime() + 30_000);
+    } finally {
+      await releaseLock(nodeStorage, lock);
+    }
+  });
+});
 
 describe('owners in other processes', () => {
   it.each(ENGINES)('a live %s owner refuses both engines; once killed, its lock is taken', async (holder) => {

@@ -41,6 +41,11 @@ export interface DirLock {
   readonly fd: number;
   /** Stops the heartbeat; resolves once no touch of `fd` is under way, so it can be closed. */
   stopHeartbeat(): Promise<void>;
+  /**
+   * Touches `LOCK` now if a heartbeat is due: for work that holds the event loop (recovery's
+   * replay and scans), during which the heartbeat's timer cannot fire.
+   */
+  beat(): void;
 }
 
 /** What identifies a process across PID reuse, PID namespaces and reboots, as far as `/proc` tells. */
@@ -261,8 +266,10 @@ async function removeStale(storage: Storage, dir: string, path: string, judged: 
 
 function hold(path: string, fd: number): DirLock {
   let touching: Promise<void> = Promise.resolve();
+  let touchedAt = Date.now();
   const heartbeat = setInterval(() => {
-    const now = Date.now() / 1000;
+    touchedAt = Date.now();
+    const now = touchedAt / 1000;
     // A failed touch is retried on the next beat.
     touching = futimes(fd, now, now).catch(() => undefined);
   }, LOCK_HEARTBEAT_MS);
@@ -274,6 +281,16 @@ function hold(path: string, fd: number): DirLock {
     stopHeartbeat() {
       clearInterval(heartbeat);
       return touching;
+    },
+    beat() {
+      const now = Date.now();
+      if (now - touchedAt < LOCK_HEARTBEAT_MS) return;
+      touchedAt = now;
+      try {
+        fs.futimesSync(fd, now / 1000, now / 1000);
+      } catch {
+        // A failed touch is retried on the next beat.
+      }
     },
   };
 }

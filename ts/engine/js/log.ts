@@ -487,6 +487,25 @@ class JsLog implements LogCore {
 }
 
 /**
+ * `storage` whose reads keep `lock`'s heartbeat going: recovery's replay and scans read synchronously
+ * and can hold the event loop for seconds, during which an opener in another PID namespace would
+ * otherwise see the heartbeat stop and take the lock over.
+ */
+function beating(storage: Storage, lock: DirLock): Storage {
+  return new Proxy(storage, {
+    get(target, property, receiver) {
+      const value = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      if (property !== 'read') return value.bind(target);
+      return (...args: unknown[]) => {
+        lock.beat();
+        return value.apply(target, args);
+      };
+    },
+  });
+}
+
+/**
  * Opens, locks and recovers the commit log in `dir` with the js engine; read-only, it neither creates
  * nor locks anything (docs/FORMAT.md, "Recovery").
  */
@@ -510,7 +529,7 @@ export async function openJsLog(
   }
   const lock = await acquireLock(storage, dir, 'js', options.nowMs);
   try {
-    const recovered = await recoverLog(storage, dir, mode);
+    const recovered = await recoverLog(beating(storage, lock), dir, mode);
     return new JsLog(storage, dir, options.segmentBytes, lock, recovered);
   } catch (error) {
     await releaseLock(storage, lock).catch(() => undefined);
