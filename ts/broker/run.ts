@@ -242,6 +242,8 @@ class Runner {
     } catch (error) {
       failure = { error };
     }
+    // Settled from here on: no more extensions of its invisible time (one racing the ack would fail).
+    this.active.delete(held);
     if (failure === undefined) {
       await this.target.ack(message).catch((error: unknown) => this.fail(error, message, 'ack'));
       return;
