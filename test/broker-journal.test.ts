@@ -9,7 +9,13 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { JOURNAL_HEADER_BYTES, RECORD_HEADER_BYTES } from '../ts/broker/journal.js';
+import {
+  decodeJournal,
+  encodeRecord,
+  JOURNAL_HEADER_BYTES,
+  JOURNAL_VERSION,
+  RECORD_HEADER_BYTES,
+} from '../ts/broker/journal.js';
 import { type JournalStorage, nodeJournalStorage } from '../ts/broker/journal-storage.js';
 import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
 import { ManualClock } from './broker-helpers.js';
@@ -302,6 +308,28 @@ describe.each(ENGINES)('%s engine', (engine) => {
     // The last record (the last ack) damaged: a torn tail, cut; that message comes again.
     flip(dir, bytes, payloadOf(10));
     expect(await redelivered(dir)).toEqual(['a/5']);
+  });
+
+  it('cuts a record a power loss left with a zeroed sector, though whole records follow; refuses one with a flipped bit', () => {
+    const header = Buffer.alloc(16);
+    header.write('LTBSTATE', 0, 'ascii');
+    header.writeUInt32LE(JOURNAL_VERSION, 8);
+    const first = encodeRecord(['epoch', 'e1']);
+    const long = encodeRecord(['topic', 'agents', { note: 'x'.repeat(2_000) }]);
+    const after = encodeRecord(['epoch', 'e2']);
+    const file = Buffer.concat([header, first, long, after]);
+    const longAt = header.length + first.length;
+    // The sector after the long record's first one never reached the disk: zeros.
+    const lost = Buffer.from(file);
+    const sector = (Math.floor(longAt / 512) + 1) * 512;
+    lost.fill(0, sector, sector + 512);
+    const cut = decodeJournal(lost, 'broker-state');
+    expect(cut.records).toEqual([['epoch', 'e1']]);
+    expect(cut.validBytes).toBe(longAt);
+    // One flipped bit in the same record, with no zeroed sector: damage, refused.
+    const flipped = Buffer.from(file);
+    flipped[sector + 10] = (flipped[sector + 10] as number) ^ 0x04;
+    expect(() => decodeJournal(flipped, 'broker-state')).toThrow(expect.objectContaining({ code: 'LOG_CORRUPT' }));
   });
 
   it('a failed journal write fails the journal: IO_ERROR from then on, one error event', async () => {

@@ -116,7 +116,9 @@ export function decodeJournal(
     if (length === 0 || length > MAX_JOURNAL_RECORD_BYTES || end > bytes.length) break;
     const payload = bytes.subarray(at + RECORD_HEADER_BYTES, end);
     if (crc32c(payload) !== bytes.readUInt32LE(at + 4)) {
-      if (wholeRecordAt(bytes, end)) {
+      // A write that never reached the disk (a power loss can keep a later unsynced page and lose an
+      // earlier one) leaves a sector of zeros in the record: a torn tail, not damage.
+      if (wholeRecordAt(bytes, end) && !hasZeroSector(bytes, at, end)) {
         throw new LogCorruptError(
           `the broker state journal has a damaged record at byte ${at} with whole records after it`,
           { file, position: at },
@@ -139,6 +141,19 @@ export function decodeJournal(
     at = end;
   }
   return { records, validBytes: at, version };
+}
+
+/** A disk's unit of atomic writes: a write that did not reach it leaves whole sectors as they were. */
+const SECTOR_BYTES = 512;
+
+/** Whether `bytes[from, to)`, split at multiples of `SECTOR_BYTES`, has a piece of zeros only. */
+function hasZeroSector(bytes: Buffer, from: number, to: number): boolean {
+  for (let start = from; start < to; ) {
+    const end = Math.min((Math.floor(start / SECTOR_BYTES) + 1) * SECTOR_BYTES, to);
+    if (bytes.subarray(start, end).every((byte) => byte === 0)) return true;
+    start = end;
+  }
+  return false;
 }
 
 /** Whether a record with a matching CRC starts at `at`. */
