@@ -107,7 +107,8 @@ function integerOption(value: unknown, name: string, min: number, max: number, f
   return value;
 }
 
-function booleanOption(value: unknown, name: string): boolean {
+/** An optional boolean option: false when absent, else it must be a boolean. */
+export function booleanOption(value: unknown, name: string): boolean {
   if (value === undefined) return false;
   if (typeof value !== 'boolean') {
     throw new InvalidArgumentError(`${name} must be a boolean (got ${String(value)})`, { value });

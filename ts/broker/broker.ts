@@ -18,7 +18,7 @@ import {
   ReadOnlyError,
   TopicNotFoundError,
 } from '../errors.js';
-import { type Clock, systemClock } from '../log.js';
+import { booleanOption, type Clock, systemClock } from '../log.js';
 import { PatternIndex } from '../pattern.js';
 import { TopicTrie } from '../trie.js';
 import { Admin } from './admin.js';
@@ -821,12 +821,6 @@ export class Broker extends EventEmitter {
     this.checkOpen();
     if (this.openedReadOnly) throw new ReadOnlyError('the broker was opened read-only');
   }
-}
-
-function booleanOption(value: unknown, what: string): boolean {
-  if (value === undefined) return false;
-  if (typeof value !== 'boolean') throw new InvalidArgumentError(`${what} must be a boolean`, { value });
-  return value;
 }
 
 function checkLogger(value: unknown): BrokerLogger | undefined {
