@@ -13,6 +13,9 @@ use memmap2::MmapRaw;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+/// What a log that a panic left poisoned fails with, until the panicking call records its own error.
+const POISONED: &str = "an earlier call panicked while it held the log";
+
 /// Queues encoded per taking of the lock while a checkpoint is written.
 const CHECKPOINT_BATCH: usize = 2048;
 
@@ -41,9 +44,7 @@ impl LogHandle {
     pub fn lock(&self) -> MutexGuard<'_, Log> {
         self.log.lock().unwrap_or_else(|poisoned| {
             let mut log = poisoned.into_inner();
-            log.failed.get_or_insert(LogError::Internal(
-                "an earlier call panicked while it held the log".into(),
-            ));
+            log.failed.get_or_insert(LogError::Internal(POISONED.into()));
             log
         })
     }
@@ -92,8 +93,14 @@ impl LogHandle {
     /// Puts the log in the failed state (unless it already is) and returns the error it now fails
     /// with. The binding calls this when a call panicked outside the lock, which poisoning misses.
     pub fn fail(&self, error: LogError) -> LogError {
-        // Not through `lock`, so a poisoned lock records this error rather than its generic one.
+        // Not through `lock`, so a poisoned lock records this error rather than its generic one;
+        // and a call on another thread that found the lock poisoned before the panicking call got
+        // here left only the generic one, which the panic's own message replaces.
         let mut log = self.log.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let generic = matches!(&log.failed, Some(LogError::Internal(message)) if message == POISONED);
+        if generic && matches!(error, LogError::Internal(_)) {
+            log.failed = Some(error.clone());
+        }
         log.failed.get_or_insert(error).clone()
     }
 
