@@ -4,6 +4,7 @@
 // the litetopic version it was built for (the marker native/napi/src/lib.rs keeps in every binary).
 //
 //   node scripts/inspect-binary.mjs <file>...   prints one JSON object per file
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -112,6 +113,33 @@ function inspectElf(bytes) {
   return info;
 }
 
+/**
+ * Checks the code directory of the signature at `offset` (a big-endian SuperBlob): every page hash
+ * must be the SHA-256 of that page of the file. Returns what is wrong, or undefined.
+ */
+function codeSignatureProblem(bytes, offset) {
+  if (bytes.readUInt32BE(offset) !== 0xfade0cc0) return 'the signature is not a SuperBlob';
+  const count = bytes.readUInt32BE(offset + 8);
+  for (let i = 0; i < count; i++) {
+    const blob = offset + bytes.readUInt32BE(offset + 12 + i * 8 + 4);
+    if (bytes.readUInt32BE(blob) !== 0xfade0c02) continue; // not the CodeDirectory
+    const hashOffset = bytes.readUInt32BE(blob + 16);
+    const codeSlots = bytes.readUInt32BE(blob + 28);
+    const codeLimit = bytes.readUInt32BE(blob + 32);
+    const hashSize = bytes[blob + 36];
+    const hashType = bytes[blob + 37];
+    const pageSize = 2 ** bytes[blob + 39];
+    if (hashType !== 2 || hashSize !== 32) return `hash type ${hashType} is not SHA-256`;
+    for (let slot = 0; slot < codeSlots; slot++) {
+      const page = bytes.subarray(slot * pageSize, Math.min((slot + 1) * pageSize, codeLimit));
+      const expected = bytes.subarray(blob + hashOffset + slot * 32, blob + hashOffset + (slot + 1) * 32);
+      if (!createHash('sha256').update(page).digest().equals(expected)) return `page ${slot} does not match its hash`;
+    }
+    return codeSlots * pageSize >= codeLimit ? undefined : 'the code directory does not cover the code';
+  }
+  return 'the signature has no code directory';
+}
+
 /** A 64-bit little-endian Mach-O file (what both darwin targets produce). */
 function inspectMachO(bytes) {
   const info = { format: 'mach-o', platform: 'darwin', needed: [], exports: [] };
@@ -141,6 +169,10 @@ function inspectMachO(bytes) {
     } else if (cmd === 0xc || cmd === 0x80000018) {
       // LC_LOAD_DYLIB, LC_LOAD_WEAK_DYLIB: the name sits at the offset the command gives.
       info.needed.push(cString(bytes, at + bytes.readUInt32LE(at + 8)));
+    } else if (cmd === 0x1d) {
+      // LC_CODE_SIGNATURE: Apple Silicon refuses to run unsigned code, so arm64 binaries carry at
+      // least an ad-hoc signature; its page hashes must match the file.
+      info.codeSignature = codeSignatureProblem(bytes, bytes.readUInt32LE(at + 8)) ?? 'valid';
     } else if (cmd === 0x32) {
       // LC_BUILD_VERSION: the oldest macOS the binary runs on, encoded xxxx.yy.zz.
       const minos = bytes.readUInt32LE(at + 12);
@@ -184,6 +216,11 @@ export function problemsFor(path, target, version) {
     problems.push(`links ${info.needed.join(', ') || 'no libraries'}, not ${target.libc}`);
   }
   if (!info.napiEntry) problems.push(`does not export ${NAPI_ENTRY}`);
+  if (target.platform === 'darwin' && target.arch === 'arm64' && info.codeSignature !== 'valid') {
+    problems.push(
+      `has ${info.codeSignature === undefined ? 'no code signature' : `a bad code signature: ${info.codeSignature}`}, which Apple Silicon refuses`,
+    );
+  }
   if (info.version !== version) {
     problems.push(
       `is stale: built for litetopic ${info.version ?? 'an unknown version (no version marker)'}, the package is ${version}`,
