@@ -1,20 +1,24 @@
 #!/usr/bin/env node
 // The packaging test (`npm run test:pack`): builds, packs, installs the tarball into a fresh
-// directory and proves, in processes that cannot find cargo or rustc, that the shipped prebuilt
-// binary loads; that without it `auto` falls back to js and `native` fails with a typed error naming
+// directory and proves that it holds a prebuilt binary for every target the package ships (each
+// checked for format, CPU, libc, Node-API entry point and version without loading it), and, in
+// processes that cannot find cargo or rustc, that the binary for this machine loads; that without it `auto` falls back to js and `native` fails with a typed error naming
 // platform, arch and libc; that a stale binary is refused; and that the package works from
 // `require`, from `import` and from TypeScript; and that the `litetopic` command runs through npx
 // (--help, a short demo that cleans up after itself, and a quick pattern benchmark from the compiled
-// suites the package ships, with the devDependency peers absent, writing its results under --out).
+// suites the package ships, with the devDependency peers absent, writing its results under --out);
+// and that prepack refuses a tree with one platform's binary missing or built for another version.
 //
 //   node scripts/test-pack.mjs [--no-build] [--keep]
 //
-// --no-build packs what is already built; --keep leaves the temporary directories for inspection.
+// Without --no-build it runs `npm run build` and `npm run build:prebuilds` first. --no-build packs
+// what is already built; --keep leaves the temporary directories for inspection.
 // Prints one `ok - ...` / `not ok - ...` line per check and `test:pack: N passed, M failed`.
 import { spawnSync } from 'node:child_process';
 import {
   accessSync,
   constants,
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -29,6 +33,8 @@ import {
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { problemsFor } from './inspect-binary.mjs';
+import { prebuildFile, TARGETS, targetName } from './prebuild-targets.mjs';
 
 // The libc check below asks for a process report; without its network section, which can stall
 // for seconds on some hosts, it costs a few milliseconds.
@@ -78,6 +84,10 @@ function processOutput(result) {
 
 // ---------------------------------------------------------------------------------------------
 // Platform facts (the same rule as ts/engine/load.ts and scripts/build-native.mjs)
+
+// The libc check below asks for a process report; without its network section, which can stall
+// for seconds on some hosts, it costs a few milliseconds.
+if (process.report) process.report.excludeNetwork = true;
 
 const libc =
   process.platform !== 'linux' ? undefined : process.report.getReport().header.glibcVersionRuntime ? 'glibc' : 'musl';
@@ -334,14 +344,20 @@ let scratch;
 
 function main() {
   if (!args.has('--no-build')) {
-    console.log('test:pack: npm run build');
-    const build = spawnSync(npmCommand()[0], [...npmCommand().slice(1), 'run', 'build'], {
-      cwd: root,
-      stdio: 'inherit',
-    });
-    if (build.status !== 0) {
-      report('npm run build', false, `exit status ${build.status}${build.error ? `: ${build.error.message}` : ''}`);
-      return;
+    for (const script of ['build', 'build:prebuilds']) {
+      console.log(`test:pack: npm run ${script}`);
+      const build = spawnSync(npmCommand()[0], [...npmCommand().slice(1), 'run', script], {
+        cwd: root,
+        stdio: 'inherit',
+      });
+      if (build.status !== 0) {
+        report(
+          `npm run ${script}`,
+          false,
+          `exit status ${build.status}${build.error ? `: ${build.error.message}` : ''}`,
+        );
+        return;
+      }
     }
   }
 
@@ -365,7 +381,7 @@ function main() {
     if (!existsSync(tarball)) return `npm pack reported ${entry.filename}, which is not in ${packDir}`;
     const files = entry.files.map((f) => f.path);
     const required = [
-      prebuild,
+      ...TARGETS.map(prebuildFile),
       'dist/index.js',
       'dist/index.mjs',
       'dist/index.d.ts',
@@ -429,6 +445,25 @@ function main() {
     installed = true;
     return undefined;
   });
+  if (installed) {
+    const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
+    check(
+      `the installed package holds a binary for each of ${TARGETS.map(targetName).join(', ')}: ` +
+        'right format, CPU and libc, the Node-API entry point, built for this version',
+      () => {
+        const problems = [];
+        for (const target of TARGETS) {
+          const file = join(consumer, 'node_modules', 'litetopic', ...prebuildFile(target).split('/'));
+          if (!existsSync(file)) problems.push(`${targetName(target)}: no ${prebuildFile(target)}`);
+          else {
+            const found = problemsFor(file, target, version).problems;
+            if (found.length > 0) problems.push(`${targetName(target)}: ${prebuildFile(target)} ${found.join('; ')}`);
+          }
+        }
+        return problems.length === 0 ? undefined : problems.join('\n');
+      },
+    );
+  }
   if (!installed || !rustFree) {
     report(
       'the remaining checks',
@@ -471,12 +506,14 @@ function main() {
   // d-e: the binary removed.
   renameSync(installedPrebuilds, join(aside, 'prebuilds'));
   try {
-    check('binary removed, LITETOPIC_ENGINE unset: auto falls back to js, says why, and still matches', () =>
-      passes(run('fallback.cjs', { LITETOPIC_ENGINE: undefined, EXPECT_LOAD_ERROR: 'no prebuilt binary' })),
+    check(
+      'binary removed, LITETOPIC_ENGINE unset: auto falls back to js, says the install is incomplete, still matches',
+      () =>
+        passes(run('fallback.cjs', { LITETOPIC_ENGINE: undefined, EXPECT_LOAD_ERROR: 'the install is incomplete' })),
     );
     check(
       'binary removed, LITETOPIC_ENGINE=native: ENGINE_UNAVAILABLE (a LitetopicError) naming platform, arch, libc',
-      () => passes(run('forced.cjs', { LITETOPIC_ENGINE: 'native', EXPECT_LOAD_ERROR: 'no prebuilt binary' })),
+      () => passes(run('forced.cjs', { LITETOPIC_ENGINE: 'native', EXPECT_LOAD_ERROR: 'the install is incomplete' })),
     );
   } finally {
     renameSync(join(aside, 'prebuilds'), installedPrebuilds);
@@ -506,6 +543,48 @@ function main() {
 
   // h-j: the `litetopic` command through npx, as a user of the installed package runs it.
   checkCommand(consumer, env);
+
+  // k: prepack itself, on copies of the tree with one binary missing and one stale.
+  checkPrepackRefuses();
+}
+
+/** Runs prepack in a copy of the packed files; returns its result. `change` edits the copy first. */
+function prepackIn(name, change) {
+  const copy = join(scratch, name);
+  mkdirSync(join(copy, 'scripts'), { recursive: true });
+  for (const file of ['prepack.mjs', 'inspect-binary.mjs', 'prebuild-targets.mjs']) {
+    cpSync(join(root, 'scripts', file), join(copy, 'scripts', file));
+  }
+  cpSync(join(root, 'package.json'), join(copy, 'package.json'));
+  symlinkSync(join(root, 'dist'), join(copy, 'dist'));
+  cpSync(join(root, 'prebuilds'), join(copy, 'prebuilds'), { recursive: true });
+  change(copy);
+  return spawnSync(process.execPath, [join(copy, 'scripts', 'prepack.mjs')], { encoding: 'utf8' });
+}
+
+function checkPrepackRefuses() {
+  const missing = TARGETS.at(-1);
+  const stale = TARGETS.find((t) => t.platform === 'linux' && t.arch === 'arm64' && t.libc === 'musl') ?? TARGETS[1];
+  check(`prepack refuses to pack without ${prebuildFile(missing)}, naming it`, () => {
+    const result = prepackIn('prepack-missing', (copy) => rmSync(join(copy, ...prebuildFile(missing).split('/'))));
+    const named = result.stderr.includes(`${prebuildFile(missing)} (${targetName(missing)}) is missing`);
+    return result.status === 1 && named ? undefined : `expected exit 1 naming the file\n${processOutput(result)}`;
+  });
+  check(`prepack refuses a ${prebuildFile(stale)} built for another version, naming both versions`, () => {
+    const version = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).version;
+    const result = prepackIn('prepack-stale', (copy) => {
+      const file = join(copy, ...prebuildFile(stale).split('/'));
+      const bytes = readFileSync(file);
+      const at = bytes.indexOf(`litetopic-version:${version}\0`, 0, 'latin1');
+      if (at < 0) throw new Error(`${file} has no version marker for ${version}`);
+      // Another version of the same length, so that nothing else in the file moves.
+      const other = version === '9.9.9' ? '8.8.8' : '9.9.9'.padEnd(version.length, '9').slice(0, version.length);
+      bytes.write(other, at + 'litetopic-version:'.length, 'latin1');
+      writeFileSync(file, bytes);
+    });
+    const named = /is stale: built for litetopic [0-9.]+, the package is/.test(result.stderr);
+    return result.status === 1 && named ? undefined : `expected exit 1 calling it stale\n${processOutput(result)}`;
+  });
 }
 
 /** `npx litetopic ...` in the consumer directory: the installed bin, offline, without cargo. */

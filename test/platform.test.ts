@@ -6,6 +6,11 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
+  TARGETS as BUILD_TARGETS,
+  prebuildFile as buildPrebuildFile,
+  targetName as buildTargetName,
+} from '../scripts/prebuild-targets.mjs';
+import {
   detectLibc,
   elfInterpreter,
   interpreterOf,
@@ -40,6 +45,30 @@ describe('prebuilt addon choice', () => {
       expect(reason).toContain(targetName(target));
       for (const shipped of PREBUILT_TARGETS) expect(reason).toContain(targetName(shipped));
     }
+  });
+
+  it('ships every target the build produces, and the build produces every target the loader expects', () => {
+    const loader = PREBUILT_TARGETS.map(({ platform, arch, libc }) => ({ platform, arch, libc }));
+    const build = BUILD_TARGETS.map(({ platform, arch, libc }) => ({ platform, arch, libc }));
+    expect(build).toEqual(loader);
+    for (const target of BUILD_TARGETS) {
+      expect(buildPrebuildFile(target).split('/')).toEqual(prebuildFile(target).split(/[\\/]/));
+      expect(buildTargetName(target)).toBe(targetName(target));
+    }
+  });
+
+  it('ships Linux on x64 and arm64 for glibc and musl, and macOS on arm64 and x64', () => {
+    expect(PREBUILT_TARGETS.map(targetName)).toEqual([
+      'linux-x64-glibc',
+      'linux-arm64-glibc',
+      'linux-x64-musl',
+      'linux-arm64-musl',
+      'darwin-arm64',
+      'darwin-x64',
+    ]);
+    expect(missingReason({ platform: 'win32', arch: 'x64', libc: undefined })).toMatch(
+      /^no prebuilt binary for win32-x64: this package ships linux-x64-glibc, .*darwin-x64/,
+    );
   });
 
   it('tells libc apart: a glibc build does not serve musl', () => {

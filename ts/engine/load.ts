@@ -80,9 +80,12 @@ function describePlatform(): string {
 function loadNative(): NativeState {
   if (nativeState !== undefined) return nativeState;
   const root = packageRoot();
-  const path = process.env.LITETOPIC_NATIVE_PATH || prebuildPath(root);
+  const named = process.env.LITETOPIC_NATIVE_PATH || undefined;
+  const path = named ?? prebuildPath(root);
   try {
     if (!existsSync(path)) {
+      // A path the caller named is reported as such, whatever the package ships for this machine.
+      if (named !== undefined) throw new Error(`no binary at ${path} (named by LITETOPIC_NATIVE_PATH)`);
       const why = missingReason(thisMachine());
       throw new Error(
         why ??

@@ -20,8 +20,19 @@ export interface PlatformTarget {
 /** The base name of the addon file, as napi-rs names it (`napi.binaryName` in package.json). */
 export const ADDON_NAME = 'litetopic';
 
-/** The targets the package is built for, in the order docs list them. */
-export const PREBUILT_TARGETS: readonly PlatformTarget[] = [{ platform: 'linux', arch: 'x64', libc: 'glibc' }];
+/**
+ * The targets the package is built for, in the order docs list them. scripts/prebuild-targets.mjs
+ * holds the same list with the Rust target of each (the build runs before this file is compiled);
+ * test/platform.test.ts keeps the two equal.
+ */
+export const PREBUILT_TARGETS: readonly PlatformTarget[] = [
+  { platform: 'linux', arch: 'x64', libc: 'glibc' },
+  { platform: 'linux', arch: 'arm64', libc: 'glibc' },
+  { platform: 'linux', arch: 'x64', libc: 'musl' },
+  { platform: 'linux', arch: 'arm64', libc: 'musl' },
+  { platform: 'darwin', arch: 'arm64', libc: undefined },
+  { platform: 'darwin', arch: 'x64', libc: undefined },
+];
 
 /** `linux-x64-glibc`, `darwin-arm64`: how messages name a target. */
 export function targetName(target: PlatformTarget): string {

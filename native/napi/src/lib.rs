@@ -14,10 +14,19 @@ use litetopic_core::{Dialect, ErrorCode, Reason};
 use napi::{Error, Result, Status};
 use napi_derive::napi;
 
+/// The crate version behind a fixed prefix and a NUL. `version()` reads it from here, so the bytes stay
+/// in every binary, and the packaging scripts find them to tell which version a binary built for
+/// another platform belongs to without loading it.
+const VERSION_MARKER: &str = concat!("litetopic-version:", env!("CARGO_PKG_VERSION"), "\0");
+
 /// The crate version; the loader refuses a binary whose version differs from the package's.
 #[napi(catch_unwind)]
 pub fn version() -> String {
-    env!("CARGO_PKG_VERSION").to_string()
+    let marked = std::hint::black_box(VERSION_MARKER);
+    marked
+        .trim_start_matches("litetopic-version:")
+        .trim_end_matches('\0')
+        .to_string()
 }
 
 /// Every stable error code, in registry order, so tests can compare them with the js engine's.

@@ -1,0 +1,57 @@
+// Preloaded (NODE_OPTIONS=--require) into every process of the emulated arm64 test run, see
+// scripts/test-arm64.mjs. This machine runs arm64 programs only through qemu-user, without the
+// kernel's binfmt_misc hand-off, so a child process that starts an arm64 executable (node itself, the
+// esbuild binary tsx uses) would fail with ENOEXEC. The shim prefixes such commands with the emulator,
+// so the tests spawn children exactly as they would on an arm64 machine.
+'use strict';
+const childProcess = require('node:child_process');
+const { closeSync, openSync, readSync } = require('node:fs');
+const { syncBuiltinESMExports } = require('node:module');
+
+const emulator = process.env.LITETOPIC_ARM64_QEMU;
+const sysroot = process.env.LITETOPIC_ARM64_SYSROOT;
+/** ELF e_machine of AArch64. */
+const EM_AARCH64 = 183;
+const known = new Map();
+
+/** Whether `file` is an AArch64 ELF executable (read once per path). */
+function isArm64(file) {
+  if (typeof file !== 'string' || !file.startsWith('/')) return false;
+  let verdict = known.get(file);
+  if (verdict === undefined) {
+    verdict = false;
+    try {
+      const fd = openSync(file, 'r');
+      try {
+        const head = Buffer.alloc(20);
+        if (readSync(fd, head, 0, 20, 0) === 20 && head.readUInt32BE(0) === 0x7f454c46) {
+          verdict = head.readUInt16LE(18) === EM_AARCH64;
+        }
+      } finally {
+        closeSync(fd);
+      }
+    } catch {
+      verdict = false;
+    }
+    known.set(file, verdict);
+  }
+  return verdict;
+}
+
+/** Rewrites (file, args) to run an arm64 file under the emulator. */
+function emulated(file, args) {
+  if (emulator === undefined || !isArm64(file)) return undefined;
+  return [emulator, ['-L', sysroot, file, ...(Array.isArray(args) ? args : [])]];
+}
+
+for (const name of ['spawn', 'spawnSync', 'execFile', 'execFileSync']) {
+  const original = childProcess[name];
+  childProcess[name] = function patched(file, args, ...rest) {
+    const rewritten = emulated(file, Array.isArray(args) ? args : []);
+    if (rewritten === undefined) return original.call(this, file, args, ...rest);
+    return Array.isArray(args)
+      ? original.call(this, rewritten[0], rewritten[1], ...rest)
+      : original.call(this, rewritten[0], rewritten[1], args, ...rest);
+  };
+}
+syncBuiltinESMExports();
