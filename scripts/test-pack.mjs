@@ -85,10 +85,6 @@ function processOutput(result) {
 // ---------------------------------------------------------------------------------------------
 // Platform facts (the same rule as ts/engine/load.ts and scripts/build-native.mjs)
 
-// The libc check below asks for a process report; without its network section, which can stall
-// for seconds on some hosts, it costs a few milliseconds.
-if (process.report) process.report.excludeNetwork = true;
-
 const libc =
   process.platform !== 'linux' ? undefined : process.report.getReport().header.glibcVersionRuntime ? 'glibc' : 'musl';
 const prebuild = `prebuilds/${process.platform}-${process.arch}/${libc === undefined ? 'litetopic.node' : `litetopic.${libc}.node`}`;
