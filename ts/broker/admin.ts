@@ -7,7 +7,7 @@
 import { GroupNotFoundError, InvalidArgumentError, TopicNotFoundError } from '../errors.js';
 import { holdCorrupt, isCorrupt } from './corrupt.js';
 import type { Dispatcher } from './dispatcher.js';
-import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
+import { KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import type { TopicProgress } from './offsets.js';
 import type { Registry } from './registry.js';
 import type { BrokerContext, ClientState, GroupState, ParentTopic } from './state.js';
@@ -241,7 +241,7 @@ export class Admin {
     for (const liteTopic of topics.sort()) {
       const progress = client.group.progress.get(liteTopic);
       if (!(progress instanceof KeySharedProgress)) continue;
-      const { owners } = bucketOwners(progress, client.group, liteTopic);
+      const { owners } = progress.owners(client.group, liteTopic);
       const buckets: number[] = [];
       owners.forEach((owner, bucket) => {
         if (owner === client) buckets.push(bucket);
@@ -256,7 +256,7 @@ export class Admin {
     const out: WithheldBucketInfo[] = [];
     for (const [liteTopic, progress] of group.progress) {
       if (!(progress instanceof KeySharedProgress)) continue;
-      const { owners } = bucketOwners(progress, group, liteTopic);
+      const { owners } = progress.owners(group, liteTopic);
       const load = keyLoader(store, lmqName(group.parent.name, liteTopic), (offset, error) =>
         holdCorrupt(this.source.context, group, liteTopic, progress, offset, error, clock.now()),
       );

@@ -7,7 +7,7 @@
  * if it is missing, so events are never lost and never doubled.
  */
 import { holdCorrupt } from './corrupt.js';
-import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
+import { KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import {
   type BrokerContext,
@@ -189,7 +189,7 @@ export class Dispatcher {
     now: number,
   ): void {
     const { store, limits } = this.context;
-    const { owners, members } = bucketOwners(progress, group, liteTopic);
+    const { owners, members } = progress.owners(group, liteTopic);
     // Only clients without the event need one: with every member holding it, nothing to look at.
     const wanted = new Set<ClientState>();
     for (const client of members) if (!client.events.has(liteTopic)) wanted.add(client);

@@ -668,10 +668,6 @@ class PendingHeap {
 class CursorHeap {
   private readonly items: Cursor[] = [];
 
-  get size(): number {
-    return this.items.length;
-  }
-
   peek(): Cursor | undefined {
     return this.items[0];
   }
@@ -732,15 +728,6 @@ export function keyLoader(
 ): KeyLoader {
   if (onCorrupt === undefined) return (from, max) => store.read(lmq, from, max);
   return (from, max) => readAround(store, lmq, from, max, onCorrupt);
-}
-
-/** The owner of each bucket of `liteTopic` among the group's live clients of it, and those clients. */
-export function bucketOwners(
-  progress: KeySharedProgress,
-  group: GroupState,
-  liteTopic: string,
-): { owners: (ClientState | undefined)[]; members: ClientState[] } {
-  return progress.owners(group, liteTopic);
 }
 
 /** Calls `visit` for each live client of `group` for `liteTopic`, in the group's own order. */

@@ -11,7 +11,7 @@ import { CommitLog, type ReadRequest, type StoredMessage } from '../log.js';
 import { holdCorrupt, isCorrupt } from './corrupt.js';
 import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
-import { bucketOwners, KeySharedProgress, keyLoader } from './key-shared-progress.js';
+import { KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import { CHANNELS } from './metrics.js';
 import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import { checkQuota } from './quota.js';
@@ -243,7 +243,7 @@ export class Popper {
                 maxNum - count,
                 maxOffsetOf(store, info, lmq),
                 invisibleTimeMs,
-                bucketOwners(progress, group, liteTopic).owners,
+                progress.owners(group, liteTopic).owners,
                 keyLoader(store, lmq, (offset, error) =>
                   holdCorrupt(this.context, group, liteTopic, progress, offset, error, now),
                 ),

@@ -303,20 +303,26 @@ export function checkpointFile(storage: Storage, fd: number, path: string): Chec
   };
 }
 
+/** Opens `dir/checkpoint` for reading; undefined when there is none. */
+export async function openCheckpoint(storage: Storage, dir: string): Promise<{ path: string; fd: number } | undefined> {
+  const path = join(dir, CHECKPOINT_FILE);
+  try {
+    return { path, fd: await openForReading(storage, path) };
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw ioError(`cannot open ${path}`, error);
+  }
+}
+
 /**
  * Reads `dir/checkpoint`: undefined without one, 'invalid' when its magic, checksums or layout are
  * wrong, else the checkpoint (a version 2 file stays open while its stored queues refer to it). A
  * known magic with another version throws `UnsupportedFormatError`.
  */
 export async function readCheckpoint(storage: Storage, dir: string): Promise<Checkpoint | 'invalid' | undefined> {
-  const path = join(dir, CHECKPOINT_FILE);
-  let fd: number;
-  try {
-    fd = await openForReading(storage, path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw ioError(`cannot open ${path}`, error);
-  }
+  const opened = await openCheckpoint(storage, dir);
+  if (opened === undefined) return undefined;
+  const { path, fd } = opened;
   const file = checkpointFile(storage, fd, path);
   let result: Checkpoint | 'invalid' = 'invalid';
   try {

@@ -12,7 +12,7 @@ import { LogCorruptError, UnsupportedFormatError } from '../../errors.js';
 import type { LogCorruption, LogRecoveryStats } from '../contract.js';
 import { crc32c } from './crc32c.js';
 import { SEGMENT_HEADER_BYTES } from './limits.js';
-import { CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, readCheckpoint } from './log-checkpoint.js';
+import { CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, openCheckpoint, readCheckpoint } from './log-checkpoint.js';
 import {
   checkRecord,
   RECORD_HEADER_BYTES,
@@ -242,14 +242,9 @@ async function listSegments(storage: Storage, segmentsDir: string, mode: Recover
  * header CRC), whatever the rest of the file holds: the log before it was durable when it was written.
  */
 async function checkpointHeaderPosition(storage: Storage, dir: string): Promise<number | undefined> {
-  const path = join(dir, CHECKPOINT_FILE);
-  let fd: number;
-  try {
-    fd = await openForReading(storage, path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw ioError(`cannot open ${path}`, error);
-  }
+  const opened = await openCheckpoint(storage, dir);
+  if (opened === undefined) return undefined;
+  const { fd } = opened;
   try {
     const header = readAt(storage, fd, 0, 64);
     if (header.length < 64 || header.toString('latin1', 0, 8) !== CHECKPOINT_MAGIC) return undefined;
