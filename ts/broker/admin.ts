@@ -226,7 +226,7 @@ export class Admin {
       group: client.group.name,
       liteTopics: [...client.topics].sort(),
       patterns: [...client.patterns.keys()],
-      queuedEvents: [...client.events],
+      queuedEvents: [...client.events.keys()],
       inflight: client.inflight,
       lastPopAt: client.lastPopAt,
       lastSeenAt: client.lastSeenAt,

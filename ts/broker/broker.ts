@@ -526,6 +526,7 @@ export class Broker extends EventEmitter {
   ): void {
     const index = config.wildcard ? new PatternIndex({ engine: this.engine, dialect: config.dialect }) : undefined;
     const group = new GroupState(name, parent, { ...config }, index, progress);
+    group.slot = parent.groups.size;
     this.groups.set(name, group);
     parent.groups.add(group);
   }
@@ -571,8 +572,13 @@ export class Broker extends EventEmitter {
     // before anything below changes.
     this.context.state.check();
     // A kept info means an existing lite topic (`ParentTopic.lite`): no trie lookup for those.
-    const distinct = new Set(names);
-    const created = [...distinct].filter((name) => !parent.lite.has(name) && !parent.trie.has(name));
+    const kept = names.map((name) => parent.lite.get(name));
+    const newNames = new Set<string>();
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i] as string;
+      if (kept[i] === undefined && !newNames.has(name) && !parent.trie.has(name)) newNames.add(name);
+    }
+    const created = [...newNames];
     if (created.length > 0) {
       let existing = 0;
       for (const p of this.parents.values()) existing += p.trie.size;
@@ -583,7 +589,7 @@ export class Broker extends EventEmitter {
     // name's last write is recorded before the append, so expiry never picks a lite topic being
     // written to (it checks `LiteTopicInfo.lastWrite` before it expires what the trie calls idle).
     for (const name of created) parent.trie.add(name, now);
-    const infos = names.map((name) => keptLite(parent, name));
+    const infos = names.map((name, i) => kept[i] ?? keptLite(parent, name));
     for (const info of infos) info.written(now);
     for (const name of created) (parent.lite.get(name) as LiteTopicInfo).touched = now;
     const records = messages.map((message, i) => ({
@@ -605,13 +611,14 @@ export class Broker extends EventEmitter {
       }
       throw error;
     }
-    const fresh = new Set(created);
+    const fresh = newNames;
     const arrived = this.context.clock.now();
     const sent = results.map((result, i) => {
       const liteTopic = names[i] as string;
       const offset = result.offsets[0] as number;
-      (infos[i] as LiteTopicInfo).arrived(offset);
-      this.arrive(parent, liteTopic, offset, fresh.delete(liteTopic), arrived);
+      const info = infos[i] as LiteTopicInfo;
+      info.arrived(offset);
+      this.arrive(parent, info, liteTopic, offset, fresh.delete(liteTopic), arrived);
       return { messageId: messageId(result.position), liteTopic, offset };
     });
     await this.context.state.settle(); // the groups' starting offsets of new lite topics
@@ -748,7 +755,14 @@ export class Broker extends EventEmitter {
   }
 
   /** Offers a stored message to every group; `now` is when the append resolved (one reading per batch). */
-  private arrive(parent: ParentTopic, liteTopic: string, offset: number, created: boolean, now: number): void {
+  private arrive(
+    parent: ParentTopic,
+    info: LiteTopicInfo,
+    liteTopic: string,
+    offset: number,
+    created: boolean,
+    now: number,
+  ): void {
     for (const group of parent.groups) {
       if (created && group.patternIndex !== undefined && group.patternIndex.size > 0) {
         for (const id of group.patternIndex.match(liteTopic)) {
@@ -761,12 +775,17 @@ export class Broker extends EventEmitter {
           }
         }
       }
-      let progress = group.progress.get(liteTopic);
-      if (progress === undefined) {
-        if (!group.interested(liteTopic)) continue;
-        progress = newProgress(group.config, offset);
-        group.progress.set(liteTopic, progress);
-        this.context.state.record(['start', group.name, liteTopic, offset]);
+      let progress = info.progress[group.slot];
+      if (progress === undefined || progress.removed) {
+        progress = group.progress.get(liteTopic);
+        if (progress === undefined) {
+          if (!group.interested(liteTopic)) continue;
+          progress = newProgress(group.config, offset);
+          progress.holders = group.subscribers.get(liteTopic);
+          group.progress.set(liteTopic, progress);
+          this.context.state.record(['start', group.name, liteTopic, offset]);
+        }
+        info.progress[group.slot] = progress;
       }
       this.dispatcher.ready(group, liteTopic, now, offset + 1, progress);
     }

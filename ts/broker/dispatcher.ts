@@ -92,7 +92,7 @@ export class Dispatcher {
       return;
     }
     if (progress.queuedAt !== undefined) return; // never set in key-shared groups
-    const holders = group.subscribers.get(liteTopic);
+    const holders = progress.holders;
     // An expiring lite topic's LMQ still holds its old messages until deleted; ready again after.
     if (!group.wantedBy(holders) || isExpiring(group.parent, liteTopic)) {
       this.unbacklog(group, liteTopic, progress);
@@ -221,7 +221,7 @@ export class Dispatcher {
 
   private enqueue(client: ClientState, liteTopic: string, progress: TopicProgress): void {
     const group = client.group;
-    client.events.add(liteTopic);
+    client.events.set(liteTopic, progress);
     if (group.keyShared === undefined) progress.queuedAt = client;
     this.unbacklog(group, liteTopic, progress);
     client.lastChosen = ++group.chooseCounter;
@@ -248,7 +248,7 @@ export class Dispatcher {
 
   /** Moves all of `client`'s events to others, at once (close, stall). */
   withdraw(client: ClientState): void {
-    for (const liteTopic of [...client.events]) this.move(client, liteTopic);
+    for (const liteTopic of [...client.events.keys()]) this.move(client, liteTopic);
   }
 
   /**

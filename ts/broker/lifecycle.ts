@@ -202,6 +202,7 @@ export class Lifecycle {
       for (const group of parent.groups) {
         const progress = group.progress.get(name);
         progress?.dropAll();
+        if (progress !== undefined) progress.removed = true;
         group.progress.delete(name);
         const queuedAt = progress?.queuedAt;
         if (queuedAt !== undefined) this.dispatcher.dequeue(queuedAt, name, progress);

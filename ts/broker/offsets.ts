@@ -134,6 +134,14 @@ export class TopicProgress {
    */
   queuedAt: ClientState | undefined;
   backlogged = false;
+  /**
+   * The group's clients holding this lite topic: the registry's set for it (`GroupState.subscribers`),
+   * or undefined while it has none. The registry keeps the two the same, so a dispatch reads the
+   * holders of the lite topic it is deciding on without looking its name up.
+   */
+  holders: Set<ClientState> | undefined;
+  /** The group forgot this progress (its lite topic expired): an event still naming it is void. */
+  removed = false;
   /** The lite topic's kept info (state.ts `liteOf`), from the first dispatch that found one. */
   lite: LiteTopicInfo | undefined;
   /**

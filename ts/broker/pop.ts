@@ -222,8 +222,10 @@ export class Popper {
           count = out.length;
           continue;
         }
-        const liteTopic = client.events.values().next().value as string; // the queue is not empty
-        const progress = group.progress.get(liteTopic);
+        // The queue is not empty. An event queued with progress the group has since forgot (its lite
+        // topic expired) stands for whatever progress the name has now.
+        const [liteTopic, queued] = client.events.entries().next().value as [string, TopicProgress];
+        const progress = queued.removed ? group.progress.get(liteTopic) : queued;
         // Off the queue first: anything that queues it again from here on stays queued.
         this.dispatcher.dequeue(client, liteTopic, progress);
         touched.push(liteTopic);

@@ -140,7 +140,7 @@ export class Registry {
       return;
     }
     if (!group.legacy.delete(client)) return;
-    for (const liteTopic of [...client.events])
+    for (const liteTopic of [...client.events.keys()])
       if (!client.topics.has(liteTopic)) this.dispatcher.move(client, liteTopic);
   }
 
@@ -149,29 +149,37 @@ export class Registry {
     if (group.exclusive)
       for (const holder of [...(group.subscribers.get(liteTopic) ?? [])]) this.detach(holder, liteTopic, 'evicted');
     let holders = group.subscribers.get(liteTopic);
+    let progress = group.progress.get(liteTopic);
     if (holders === undefined) {
       holders = new Set();
       group.subscribers.set(liteTopic, holders);
+      if (progress !== undefined) progress.holders = holders;
     }
     holders.add(client);
     client.topics.add(liteTopic);
     this.subscriptionCount++;
-    if (!group.progress.has(liteTopic)) {
+    if (progress === undefined) {
       const lmq = lmqName(group.parent.name, liteTopic);
       // A lite topic being deleted by expiry starts again from nothing.
       const offset = group.parent.expiring.has(liteTopic) ? 0 : startOffset(this.context.store, lmq, start);
-      group.progress.set(liteTopic, newProgress(group.config, offset));
+      progress = newProgress(group.config, offset);
+      progress.holders = holders;
+      group.progress.set(liteTopic, progress);
       // Committed now, so a restart before the first POP still starts where this subscription chose.
       this.context.state.record(['start', group.name, liteTopic, offset]);
     }
-    this.dispatcher.ready(group, liteTopic);
+    this.dispatcher.ready(group, liteTopic, undefined, 0, progress);
   }
 
   private detach(client: ClientState, liteTopic: string, reason: UnsubscribeReason | undefined): void {
     const group = client.group;
     const holders = group.subscribers.get(liteTopic);
     holders?.delete(client);
-    if (holders?.size === 0) group.subscribers.delete(liteTopic);
+    if (holders?.size === 0) {
+      group.subscribers.delete(liteTopic);
+      const progress = group.progress.get(liteTopic);
+      if (progress !== undefined) progress.holders = undefined;
+    }
     client.topics.delete(liteTopic);
     this.subscriptionCount--;
     if (!client.legacy) this.dispatcher.move(client, liteTopic);

@@ -50,6 +50,11 @@ export class LiteTopicInfo {
   lastWrite = -1;
   /** The last activity this broker set in the trie for it (-1: none since open). */
   touched = -1;
+  /**
+   * Each group's progress on the lite topic, by the group's `slot`, as far as an arrival has looked
+   * it up: a send offers its messages to every group without looking the name up in each group.
+   */
+  readonly progress: (TopicProgress | undefined)[] = [];
 
   constructor(readonly lmq: string) {}
 
@@ -134,8 +139,11 @@ export class ClientState {
   readonly topics = new Set<string>();
   /** Wildcard groups: its patterns, compiled. Empty = legacy (every lite topic of the parent). */
   readonly patterns = new Map<string, Matcher>();
-  /** Queued events: lite topics with messages for the group, in arrival order, each once. */
-  readonly events = new Set<string>();
+  /**
+   * Queued events: lite topics with messages for the group, in arrival order, each once, with the
+   * group's progress on each (so a POP takes an event without looking its lite topic up).
+   */
+  readonly events = new Map<string, TopicProgress>();
   /** Unacked deliveries it holds. */
   inflight = 0;
   /** Clock time of its last POP. */
@@ -209,6 +217,8 @@ export class GroupState {
    * client asks for its lite topics, which such a client never does by name.
    */
   restoredUnoffered = false;
+  /** Its place among its parent's groups (`LiteTopicInfo.progress`); groups are never removed. */
+  slot = -1;
   /** Ids for the pattern index. */
   nextClientId = 0;
   chooseCounter = 0;
