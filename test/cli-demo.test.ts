@@ -24,6 +24,7 @@ describe.concurrent('litetopic demo', () => {
       ),
     );
     expect(r.stdout).toContain('all delivered and acked');
+    expect(r.stdout).toMatch(/ \([\d,]+ msgs\/s, [\d.]+ µs of CPU per message\), all delivered/);
     const header = r.stdout.split('\n').find((line) => line.startsWith('group'));
     expect(header?.split(/\s{2,}/)).toEqual([
       'group',
@@ -93,14 +94,21 @@ describe.concurrent('litetopic demo', () => {
       const demo = await cli(['demo', ...TINY, '--engine', 'both', '--dir', dir, '--json']);
       expect(demo.code).toBe(0);
       const document = JSON.parse(demo.stdout) as {
-        reports: { engine: string; drained: boolean }[];
+        reports: { engine: string; drained: boolean; messagesPerSecond: number; cpuMicrosPerMessage: number }[];
         nativeOverJs: number;
+        cpuJsOverNative: number;
       };
       expect(document.reports.map((r) => [r.engine, r.drained])).toEqual([
         ['native', true],
         ['js', true],
       ]);
-      expect(document.nativeOverJs).toBeGreaterThan(0);
+      for (const report of document.reports) {
+        expect(report.messagesPerSecond).toBeGreaterThan(0);
+        expect(report.cpuMicrosPerMessage).toBeGreaterThan(0);
+      }
+      const [native, js] = document.reports as [(typeof document.reports)[0], (typeof document.reports)[0]];
+      expect(document.nativeOverJs).toBeCloseTo(native.messagesPerSecond / js.messagesPerSecond, 9);
+      expect(document.cpuJsOverNative).toBeCloseTo(js.cpuMicrosPerMessage / native.cpuMicrosPerMessage, 9);
       const hint = demo.stderr.split('\n').find((line) => line.startsWith('data kept in'));
       const commands = [...(hint ?? '').matchAll(/litetopic inspect (\S+)/g)].map((m) => m[1] as string);
       expect(commands).toEqual([join(dir, 'native'), join(dir, 'js')]);

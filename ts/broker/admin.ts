@@ -5,9 +5,8 @@
  * Group queries cost the group's progress entries; nothing here runs on the send or POP path.
  */
 import { GroupNotFoundError, InvalidArgumentError, TopicNotFoundError } from '../errors.js';
-import { holdCorrupt, isCorrupt } from './corrupt.js';
+import { isCorrupt } from './corrupt.js';
 import type { Dispatcher } from './dispatcher.js';
-import { KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import type { TopicProgress } from './offsets.js';
 import type { Registry } from './registry.js';
 import type { BrokerContext, ClientState, GroupState, ParentTopic } from './state.js';
@@ -239,28 +238,19 @@ export class Admin {
     const topics = client.legacy ? [...client.group.progress.keys()] : [...client.topics];
     const out: { liteTopic: string; buckets: number[] }[] = [];
     for (const liteTopic of topics.sort()) {
-      const progress = client.group.progress.get(liteTopic);
-      if (!(progress instanceof KeySharedProgress)) continue;
-      const { owners } = progress.owners(client.group, liteTopic);
-      const buckets: number[] = [];
-      owners.forEach((owner, bucket) => {
-        if (owner === client) buckets.push(bucket);
-      });
-      out.push({ liteTopic, buckets });
+      const buckets = client.group.progress.get(liteTopic)?.ownedBuckets(client.group, liteTopic, client);
+      if (buckets !== undefined) out.push({ liteTopic, buckets });
     }
     return out;
   }
 
   private withheld(group: GroupState): WithheldBucketInfo[] {
-    const { store, clock } = this.source.context;
     const out: WithheldBucketInfo[] = [];
+    const { context } = this.source;
     for (const [liteTopic, progress] of group.progress) {
-      if (!(progress instanceof KeySharedProgress)) continue;
-      const { owners } = progress.owners(group, liteTopic);
-      const load = keyLoader(store, lmqName(group.parent.name, liteTopic), (offset, error) =>
-        holdCorrupt(this.source.context, group, liteTopic, progress, offset, error, clock.now()),
-      );
-      for (const w of progress.withheld(clock.now(), owners, load)) {
+      const lmq = lmqName(group.parent.name, liteTopic);
+      const scope = { context, group, liteTopic, lmq, info: undefined, now: context.clock.now() };
+      for (const w of progress.withheldBuckets(scope)) {
         out.push({ liteTopic, bucket: w.bucket, owner: w.owner?.clientId, holder: w.holder?.clientId });
       }
     }

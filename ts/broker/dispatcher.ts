@@ -1,23 +1,5 @@
-/**
- * Events (docs/BROKER.md, "Dispatch"): "lite topic X has messages for group G", queued to exactly one client of G
- * at a time. A lite topic has at most one event per group: queued at a client, in the group's
- * backlog (no client had room), or none because nothing of it is deliverable (all handed out and
- * hidden, or nothing new). Every change that can make a lite topic deliverable — an arrival, an ack,
- * an invisible time passing, a subscription, a client leaving — calls `ready`, which queues the event
- * if it is missing, so events are never lost and never doubled.
- */
-import { holdCorrupt } from './corrupt.js';
-import { KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
-import {
-  type BrokerContext,
-  type ClientState,
-  type GroupState,
-  isExpiring,
-  type LiteTopicInfo,
-  liteOf,
-  maxOffsetOf,
-} from './state.js';
+import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf, maxOffsetOf } from './state.js';
 import { lmqName } from './store.js';
 import { WakeQueue } from './wakes.js';
 
@@ -102,8 +84,9 @@ export class Dispatcher {
     const info = liteOf(group.parent, liteTopic, progress);
     const lmq = info?.lmq ?? lmqName(group.parent.name, liteTopic);
     this.skipRetired(progress, lmq);
-    if (progress instanceof KeySharedProgress) {
-      this.readyKeyShared(group, liteTopic, progress, lmq, info, now);
+    const clients = progress.readyClients({ context: this.context, group, liteTopic, lmq, info, now });
+    if (clients !== undefined) {
+      this.readyAt(group, liteTopic, progress, clients, now);
       return;
     }
     // One `now` for both decisions: with two readings, the clock could pass the deadline between
@@ -177,32 +160,24 @@ export class Dispatcher {
   }
 
   /**
-   * Key-shared: a lite topic may have one event at each client that owns a bucket with something it
-   * may be handed now; a client without room leaves the lite topic in the backlog.
+   * A progress that names its clients (key-shared: each client owning a bucket with something it may
+   * be handed now) gets an event at each of them; a client without room leaves the lite topic in
+   * the backlog.
    */
-  private readyKeyShared(
+  private readyAt(
     group: GroupState,
     liteTopic: string,
-    progress: KeySharedProgress,
-    lmq: string,
-    info: LiteTopicInfo | undefined,
+    progress: TopicProgress,
+    clients: ReadonlySet<ClientState>,
     now: number,
   ): void {
-    const { store, limits } = this.context;
-    const { owners, members } = progress.owners(group, liteTopic);
-    // Only clients without the event need one: with every member holding it, nothing to look at.
-    const wanted = new Set<ClientState>();
-    for (const client of members) if (!client.events.has(liteTopic)) wanted.add(client);
-    const load = keyLoader(store, lmq, (offset, error) =>
-      holdCorrupt(this.context, group, liteTopic, progress, offset, error, now),
-    );
-    const clients = progress.readyClients(now, maxOffsetOf(store, info, lmq), owners, wanted, load);
+    const { limits } = this.context;
     let waiting = false;
     for (const client of clients) {
       if (client.events.size >= limits.maxEventsPerClient) waiting = true;
       else this.enqueue(client, liteTopic, progress);
     }
-    if (waiting) this.toBacklog(group, liteTopic, progress, group.subscribers.get(liteTopic));
+    if (waiting) this.toBacklog(group, liteTopic, progress, progress.holders);
     else this.unbacklog(group, liteTopic, progress);
     this.armWake(group, liteTopic, progress, now);
   }

@@ -34,10 +34,16 @@
  * is the very value the commit log keeps in the key's index entry (docs/FORMAT.md), but `CommitLog.read`
  * does not return index entries, and a message read once per window costs less than a new read path.
  */
-import { type CorruptHold, readAround } from './corrupt.js';
+import { type CorruptHold, holdCorrupt, readAround } from './corrupt.js';
 import { assignBuckets, bucketOf, keyHash, keySharedMembers } from './key-shared.js';
-import { type Delivery, MOVING_TO_DEAD_LETTERS, TopicProgress } from './offsets.js';
-import type { ClientState, GroupConfig, GroupState } from './state.js';
+import {
+  type Delivery,
+  MOVING_TO_DEAD_LETTERS,
+  type ProgressScope,
+  TopicProgress,
+  type WithheldBucket,
+} from './offsets.js';
+import { type ClientState, type GroupConfig, type GroupState, maxOffsetOf } from './state.js';
 import type { MessageStore } from './store.js';
 
 /** Reads messages of the lite topic from `from` (what `MessageStore.read` gives). */
@@ -51,14 +57,6 @@ const UNKNOWN_HOLDER = Object.freeze({ inflight: 0 }) as { inflight: number };
 
 /** Consumed entries at the front of a bucket queue past which it is compacted (amortized O(1)). */
 const COMPACT_AFTER = 256;
-
-/** A bucket withheld from its owner while another client's deliveries of it drain. */
-export interface WithheldBucket {
-  bucket: number;
-  owner: ClientState | undefined;
-  /** The client holding hidden deliveries of it; undefined when restored from before a restart. */
-  holder: ClientState | undefined;
-}
 
 /** The offsets of the window in one bucket, in offset order; `start` skips the consumed front. */
 interface BucketQueue {
@@ -112,7 +110,7 @@ export class KeySharedProgress extends TopicProgress {
   private indexed: number;
   /**
    * The lowest offset held as corrupt whose retry time is ahead, for the scan under way (set by
-   * `readyClients` and `takeFor`, lowered by `hold` during it): nothing from it on is handed out and
+   * `readyClients` and `take`, lowered by `hold` during it): nothing from it on is handed out and
    * the window does not grow past it, so the message's unknown key cannot be overtaken.
    */
   private stop = Number.POSITIVE_INFINITY;
@@ -335,11 +333,29 @@ export class KeySharedProgress extends TopicProgress {
   }
 
   /**
-   * Which of `wanted` could be handed something now (the dispatcher queues them an event; it asks
-   * only about clients without one). Scans only the buckets of those clients, each up to its first
+   * The members of the lite topic without its event that could be handed something now (the
+   * dispatcher queues them one). Scans only the buckets of those clients, each up to its first
    * candidate.
    */
-  readyClients(
+  override readyClients(scope: ProgressScope): Set<ClientState> {
+    const { context, group, liteTopic, info, lmq, now } = scope;
+    const { owners, members } = this.owners(group, liteTopic);
+    // Only clients without the event need one: with every member holding it, nothing to look at.
+    const wanted = new Set<ClientState>();
+    for (const client of members) if (!client.events.has(liteTopic)) wanted.add(client);
+    return this.clientsWithWork(now, maxOffsetOf(context.store, info, lmq), owners, wanted, this.keys(scope));
+  }
+
+  /** The reads of the window's keys, a corrupt record holding the lite topic where it is met. */
+  private keys(scope: ProgressScope): KeyLoader {
+    const { context, group, liteTopic, lmq, now } = scope;
+    return keyLoader(context.store, lmq, (offset, error) =>
+      holdCorrupt(context, group, liteTopic, this, offset, error, now),
+    );
+  }
+
+  /** Which of `wanted` could be handed something now; see `readyClients`. */
+  private clientsWithWork(
     now: number,
     maxOffset: number,
     owners: readonly (ClientState | undefined)[],
@@ -391,26 +407,28 @@ export class KeySharedProgress extends TopicProgress {
 
   /**
    * Hands `client` up to `max` messages of its buckets in offset order: a key's expired deliveries
-   * again (attempt + 1), then its new messages. A delivery that would exceed `maxAttempt` goes to
-   * `dying` (hidden until moved to the dead-letter queue) and blocks its key meanwhile.
+   * again (attempt + 1), then its new messages. A delivery that would exceed the group's
+   * `maxReconsumeTimes` goes to `dying` (hidden until moved to the dead-letter queue) and blocks its
+   * key meanwhile.
    *
    * Each of the client's buckets that it may be handed now is scanned on its own (a key lives in one
    * bucket, so the order per key is the bucket's), and the scans are merged by offset: the cost is
    * the client's buckets, not the window.
    */
-  takeFor(
+  override take(
+    scope: ProgressScope,
     client: ClientState,
-    now: number,
     max: number,
-    maxOffset: number,
     invisibleMs: number,
-    owners: readonly (ClientState | undefined)[],
-    load: KeyLoader,
-    maxAttempt: number,
     dying: Delivery[],
   ): Delivery[] {
     const taken: Delivery[] = [];
     if (max <= 0) return taken;
+    const { now, group } = scope;
+    const maxOffset = maxOffsetOf(scope.context.store, scope.info, scope.lmq);
+    const { owners } = this.owners(group, scope.liteTopic);
+    const load = this.keys(scope);
+    const maxAttempt = group.config.maxReconsumeTimes;
     this.stop = this.barrier(now);
     this.index(load);
     // The client's buckets not scanned yet, by the first offset of their queue (a lower bound of
@@ -510,8 +528,25 @@ export class KeySharedProgress extends TopicProgress {
     return out;
   }
 
-  override take(): Delivery[] {
-    throw new Error('assertion: a key-shared lite topic is taken with takeFor');
+  override takeInOrder(): Delivery[] {
+    throw new Error('assertion: a key-shared lite topic is taken by key, never in order');
+  }
+
+  /** A delivery whose time ran out may have changed owner meanwhile: hiding it again could make two holders. */
+  override mayHideAgain(delivery: Delivery, now: number): boolean {
+    return delivery.invisibleUntil > now;
+  }
+
+  override ownedBuckets(group: GroupState, liteTopic: string, client: ClientState): number[] {
+    const buckets: number[] = [];
+    this.owners(group, liteTopic).owners.forEach((owner, bucket) => {
+      if (owner === client) buckets.push(bucket);
+    });
+    return buckets;
+  }
+
+  override withheldBuckets(scope: ProgressScope): WithheldBucket[] {
+    return this.withheld(scope.now, this.owners(scope.group, scope.liteTopic).owners, this.keys(scope));
   }
 
   /** Something could be handed to someone: a hidden delivery expired, or the window can grow. */

@@ -6,7 +6,29 @@
  * contiguous acked prefix. Every offset in [committed, next) has a `Delivery`.
  */
 import { type CorruptHold, retryDelay } from './corrupt.js';
-import type { ClientState, LiteTopicInfo } from './state.js';
+import { type BrokerContext, type ClientState, type GroupState, type LiteTopicInfo, maxOffsetOf } from './state.js';
+
+/**
+ * A lite topic of a group as a POP or a dispatch sees it at one moment: what a progress needs, beyond
+ * its own state, to hand out messages or to name the clients that may be handed some.
+ */
+export interface ProgressScope {
+  readonly context: BrokerContext;
+  readonly group: GroupState;
+  readonly liteTopic: string;
+  readonly lmq: string;
+  /** The lite topic's kept info, when it has one (`liteOf`). */
+  readonly info: LiteTopicInfo | undefined;
+  readonly now: number;
+}
+
+/** A bucket of a key-shared lite topic withheld from its owner while another holder's deliveries drain. */
+export interface WithheldBucket {
+  bucket: number;
+  owner: ClientState | undefined;
+  /** The client holding hidden deliveries of it; undefined when restored from before a restart. */
+  holder: ClientState | undefined;
+}
 
 /** One handed-out message of the lite topic. */
 export interface Delivery {
@@ -220,10 +242,52 @@ export class TopicProgress {
   }
 
   /**
+   * Hands `client` up to `max` messages of the lite topic, hidden for `invisibleMs`. A delivery that
+   * would go past the group's `maxReconsumeTimes` goes to `dying` instead (hidden until moved to the
+   * dead-letter queue). This progress: in FIFO order, see `takeInOrder`.
+   */
+  take(scope: ProgressScope, client: ClientState, max: number, invisibleMs: number, dying: Delivery[]): Delivery[] {
+    const maxOffset = maxOffsetOf(scope.context.store, scope.info, scope.lmq);
+    return this.takeInOrder(
+      scope.now,
+      max,
+      maxOffset,
+      invisibleMs,
+      client,
+      scope.group.config.maxReconsumeTimes,
+      dying,
+    );
+  }
+
+  /**
+   * The clients an event of the lite topic is queued at, when the progress decides that itself; this
+   * progress leaves it to the dispatcher (undefined): one event for the whole group, at one of the
+   * lite topic's holders.
+   */
+  readyClients(_scope: ProgressScope): ReadonlySet<ClientState> | undefined {
+    return undefined;
+  }
+
+  /** Whether `changeInvisibleTime` may hide `delivery` again once its invisible time has passed. */
+  mayHideAgain(_delivery: Delivery, _now: number): boolean {
+    return true;
+  }
+
+  /** The buckets of the lite topic `client` owns, for progress that hands out by key; else undefined. */
+  ownedBuckets(_group: GroupState, _liteTopic: string, _client: ClientState): number[] | undefined {
+    return undefined;
+  }
+
+  /** Buckets withheld from their owner (progress that hands out by key); none here. */
+  withheldBuckets(_scope: ProgressScope): WithheldBucket[] {
+    return [];
+  }
+
+  /**
    * Hands out up to `max` messages in FIFO order: expired deliveries first (attempt + 1), then new
    * offsets below `maxOffset`; stops at the first hidden one.
    */
-  take(
+  protected takeInOrder(
     now: number,
     max: number,
     maxOffset: number,

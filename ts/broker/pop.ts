@@ -11,12 +11,11 @@ import { CommitLog, type ReadRequest, type StoredMessage } from '../log.js';
 import { holdCorrupt, isCorrupt } from './corrupt.js';
 import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
-import { KeySharedProgress, keyLoader } from './key-shared-progress.js';
 import { CHANNELS } from './metrics.js';
 import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import { checkQuota } from './quota.js';
 import { decodeOwnReceipt, decodeReceipt, encodeReceipt, type Receipt, receiptPrefix } from './receipt.js';
-import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf, maxOffsetOf } from './state.js';
+import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf } from './state.js';
 import { lmqName, type MessageStore } from './store.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from './types.js';
 
@@ -233,34 +232,10 @@ export class Popper {
         if (progress === undefined || isExpiring(group.parent, liteTopic)) continue;
         const info = liteOf(group.parent, liteTopic, progress);
         const lmq = info?.lmq ?? lmqName(group.parent.name, liteTopic);
-        const { store } = this.context;
         this.dispatcher.skipRetired(progress, lmq);
         const dying: Delivery[] = [];
-        const maxAttempt = group.config.maxReconsumeTimes;
-        const taken =
-          progress instanceof KeySharedProgress
-            ? progress.takeFor(
-                client,
-                now,
-                maxNum - count,
-                maxOffsetOf(store, info, lmq),
-                invisibleTimeMs,
-                progress.owners(group, liteTopic).owners,
-                keyLoader(store, lmq, (offset, error) =>
-                  holdCorrupt(this.context, group, liteTopic, progress, offset, error, now),
-                ),
-                maxAttempt,
-                dying,
-              )
-            : progress.take(
-                now,
-                maxNum - count,
-                maxOffsetOf(store, info, lmq),
-                invisibleTimeMs,
-                client,
-                maxAttempt,
-                dying,
-              );
+        const scope = { context: this.context, group, liteTopic, lmq, info, now };
+        const taken = progress.take(scope, client, maxNum - count, invisibleTimeMs, dying);
         for (const delivery of dying) this.moveInBackground(group, liteTopic, lmq, progress, delivery, now);
         if (taken.length === 0) continue;
         this.dispatcher.armWake(group, liteTopic, progress, now);
@@ -469,8 +444,8 @@ export class Popper {
       throw new InvalidReceiptError('receipt handle is stale, unknown or already acked', { value: handle });
     }
     const now = this.context.clock.now();
-    if (progress instanceof KeySharedProgress && time > 0 && delivery.invisibleUntil <= now) {
-      // Its bucket may have gone to another client meanwhile: hiding it again could make two holders.
+    if (time > 0 && !progress.mayHideAgain(delivery, now)) {
+      // Key-shared: its bucket may have gone to another client meanwhile; two holders would follow.
       throw new InvalidReceiptError('the delivery expired; a key-shared message cannot be hidden again', {
         value: handle,
       });

@@ -78,6 +78,10 @@ export interface BusReport {
   sendMs: number;
   totalMs: number;
   sent: number;
+  /** Messages sent per second while the producers ran (they keep pace with the consumers). */
+  messagesPerSecond: number;
+  /** CPU time of the process (all threads) over the whole run, per message sent, µs. */
+  cpuMicrosPerMessage: number;
   liteTopics: number;
   /** False when the drain timed out with deliveries still owed. */
   drained: boolean;
@@ -176,6 +180,7 @@ interface Bus {
 /** The running workload: producers, consumers and the progress ticker over one broker. */
 class Run {
   private readonly started = performance.now();
+  private readonly cpuFrom = process.cpuUsage();
   private sending = true;
   private stopped = false;
   private sent = 0;
@@ -228,11 +233,14 @@ class Run {
   }
 
   private result(sendMs: number, drained: boolean): BusReport {
+    const cpu = process.cpuUsage(this.cpuFrom);
     return {
       engine: this.options.engine,
       sendMs,
       totalMs: performance.now() - this.started,
       sent: this.sent,
+      messagesPerSecond: sendMs > 0 ? (this.sent * 1000) / sendMs : 0,
+      cpuMicrosPerMessage: this.sent > 0 ? (cpu.user + cpu.system) / this.sent : 0,
       liteTopics: this.created.size,
       drained,
       groups: this.bus.tallies.map((t) => ({

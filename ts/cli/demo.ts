@@ -26,16 +26,16 @@ Runs an agent-to-agent message bus on an embedded broker: a parent topic "${PARE
 topics tenantT__agentA__sessionS created on the fly by their first message, and three groups:
 planner (shared, 4 clients), auditor (wildcard: ${AUDITOR_PATTERNS.join(' and ')}) and tools
 (exclusive, 2 clients). Producers send for --seconds, backing off when consumers fall behind; then
-the consumers drain. Prints a live progress line, then per group: delivered, acked, redelivered and
-the p50/p99 latency from send to POP.
+the consumers drain. Prints a live progress line, then the messages per second and the CPU time per
+message, and per group: delivered, acked, redelivered and the p50/p99 latency from send to POP.
 
 options:
   --seconds n    how long the producers send (default 10)
   --topics n     lite topics to create over the run (default 100000)
-  --engine e     native, js, or both back to back with their ratio (default: the active engine)
+  --engine e     native, js, or both back to back with their ratios (default: the active engine)
   --dir path     keep the data directory here (default: a temporary one, removed at the end);
                  with --engine both, each engine writes to path/<engine>
-  --json         one JSON document on stdout (each engine's report, and the ratio with both);
+  --json         one JSON document on stdout (each engine's report, and the ratios with both);
                  progress lines go to stderr
   --verbose      stack traces on errors
   --help         this text
@@ -61,11 +61,11 @@ function progressLine(engine: EngineName, p: BusProgress): string {
 }
 
 function summary(report: BusReport, topics: number): string {
-  const rate = report.sendMs > 0 ? (report.sent * 1000) / report.sendMs : 0;
   const head =
     `${report.engine}: sent ${formatCount(report.sent)} messages to ${formatCount(report.liteTopics)} lite topics ` +
     (report.liteTopics < topics ? `(of ${formatCount(topics)} asked for; the producers ran out of time) ` : '') +
-    `in ${(report.sendMs / 1000).toFixed(1)} s (${formatCount(Math.round(rate))} msgs/s), ` +
+    `in ${(report.sendMs / 1000).toFixed(1)} s (${formatCount(Math.round(report.messagesPerSecond))} msgs/s, ` +
+    `${report.cpuMicrosPerMessage.toFixed(1)} µs of CPU per message), ` +
     `${report.drained ? 'all delivered and acked' : 'NOT fully drained'} after ${(report.totalMs / 1000).toFixed(1)} s`;
   const table = renderTable({
     headers: ['group', 'kind', 'clients', 'delivered', 'acked', 'redelivered', 'p50 latency', 'p99 latency', 'engine'],
@@ -84,18 +84,26 @@ function summary(report: BusReport, topics: number): string {
   return `${head}\n\n${table}`;
 }
 
-/** Messages per second sent by native over js, NaN when js sent nothing. */
-function nativeOverJs(native: BusReport, js: BusReport): number {
-  const rate = (r: BusReport) => (r.sendMs > 0 ? r.sent / r.sendMs : 0);
-  return rate(js) > 0 ? rate(native) / rate(js) : Number.NaN;
+/** `a / b`, or null when either is not a positive figure. */
+function ratio(a: number, b: number): number | null {
+  return a > 0 && b > 0 ? a / b : null;
+}
+
+/** Native against js: messages per second (native / js) and CPU per message (js / native). */
+function comparison(native: BusReport, js: BusReport): { nativeOverJs: number | null; cpuJsOverNative: number | null } {
+  return {
+    nativeOverJs: ratio(native.messagesPerSecond, js.messagesPerSecond),
+    cpuJsOverNative: ratio(js.cpuMicrosPerMessage, native.cpuMicrosPerMessage),
+  };
 }
 
 function ratioLine(native: BusReport, js: BusReport): string {
-  const ratio = nativeOverJs(native, js);
+  const { nativeOverJs, cpuJsOverNative } = comparison(native, js);
+  const times = (r: number | null) => (r === null ? '-' : `${r.toFixed(2)}×`);
   const p99 = (r: BusReport) => Math.max(...r.groups.map((g) => g.p99Ms ?? 0));
   return (
-    `native / js: ${Number.isFinite(ratio) ? ratio.toFixed(2) : '-'}× the messages per second ` +
-    `(p99 latency, worst group: native ${formatMs(p99(native))}, js ${formatMs(p99(js))})`
+    `native / js: ${times(nativeOverJs)} the messages per second, js spends ${times(cpuJsOverNative)} ` +
+    `native's CPU per message (p99 latency, worst group: native ${formatMs(p99(native))}, js ${formatMs(p99(js))})`
   );
 }
 
@@ -152,8 +160,9 @@ export async function runDemo(args: ParsedArgs, out: Output): Promise<number> {
     const [native, js] = reports;
     const both = list.length === 2 && native !== undefined && js !== undefined;
     if (json) {
-      const ratio = both ? nativeOverJs(native, js) : undefined;
-      out.info(JSON.stringify({ reports, nativeOverJs: ratio !== undefined && Number.isFinite(ratio) ? ratio : null }));
+      out.info(
+        JSON.stringify({ reports, ...(both ? comparison(native, js) : { nativeOverJs: null, cpuJsOverNative: null }) }),
+      );
     } else if (both) out.info(ratioLine(native, js));
     if (keep !== undefined) {
       // With both engines each wrote its own directory below the base: one inspect per engine.
