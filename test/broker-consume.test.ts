@@ -320,7 +320,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
   describe("the broker's 'error' event", () => {
     it('carries a failed maintenance pass, and a logger hears it when nobody listens', async () => {
       class FailingRetention extends MemoryStore {
-        async retain(): Promise<{ segments: number; bytes: number }> {
+        override async retain(): Promise<{ segments: number; bytes: number }> {
           throw new Error('disk went away');
         }
       }

@@ -165,7 +165,7 @@ export class Admin {
       clients++;
       queuedEvents += client.events.size;
     }
-    const stats = source.context.store.stats?.();
+    const stats = source.context.store.stats();
     return {
       engine: source.engine,
       topics: source.parents.size,
@@ -175,8 +175,8 @@ export class Admin {
       subscriptions: source.registry.subscriptionCount,
       queuedEvents,
       inflight,
-      storageFiles: stats?.segments ?? 0,
-      storageBytes: stats?.segmentBytesOnDisk ?? 0,
+      storageFiles: stats.segments,
+      storageBytes: stats.segmentBytesOnDisk,
       expiredLiteTopics: source.expiredLiteTopics(),
     };
   }
@@ -208,7 +208,7 @@ export class Admin {
       liteTopic,
       minOffset: store.minOffset(lmq),
       maxOffset: store.maxOffset(lmq),
-      lastWriteTimestamp: store.lastWriteTimestamp?.(lmq),
+      lastWriteTimestamp: store.lastWriteTimestamp(lmq),
       subscribers,
       corrupt: [...topic.groups]
         .flatMap((group) => corruptOf(group.name, liteTopic, group.progress.get(liteTopic)))

@@ -437,18 +437,8 @@ export class Broker extends EventEmitter {
       // Idle since its last message, so expiry counts from there and not from this open.
       trie.add(liteTopic, lastWrite ?? clock.now());
     };
-    if (store.lmqSummaries !== undefined) {
-      // One call for every lite topic, rather than three per lite topic (a reopen with many).
-      for (const lmq of store.lmqSummaries(prefix)) found(lmq.name, lmq.maxOffset, lmq.lastWriteTimestamp);
-    } else {
-      let cursor: string | undefined;
-      do {
-        const page = store.listLmqs(prefix, 1000, cursor);
-        for (const lmq of page.lmqs)
-          found(lmq.slice(prefix.length), store.maxOffset(lmq), store.lastWriteTimestamp?.(lmq));
-        cursor = page.cursor;
-      } while (cursor !== undefined);
-    }
+    // One call for every lite topic, rather than three per lite topic (a reopen with many).
+    for (const lmq of store.lmqSummaries(prefix)) found(lmq.name, lmq.maxOffset, lmq.lastWriteTimestamp);
     this.parents.set(name, {
       name,
       liteTopicExpirationMs: attributes.liteTopicExpirationMs,
@@ -782,6 +772,7 @@ export class Broker extends EventEmitter {
           if (!group.interested(liteTopic)) continue;
           progress = newProgress(group.config, offset);
           progress.holders = group.subscribers.get(liteTopic);
+          this.dispatcher.startsAtStored(progress);
           group.progress.set(liteTopic, progress);
           this.context.state.record(['start', group.name, liteTopic, offset]);
         }

@@ -111,6 +111,14 @@ export class Dispatcher {
     progress.retiredChecked = this.retained;
   }
 
+  /**
+   * `progress` was just made at an offset the store holds (an arrival's): nothing below it matters to
+   * it, so it need not ask the store for the LMQ's minimum offset before the next retention pass.
+   */
+  startsAtStored(progress: TopicProgress): void {
+    progress.retiredChecked = this.retained;
+  }
+
   /** Retention deleted segments (or is about to): every lite topic checks its minimum offset again. */
   storeRetained(): void {
     this.retained++;

@@ -17,7 +17,7 @@
 import type { Dispatcher } from './dispatcher.js';
 import type { Registry } from './registry.js';
 import { type BrokerContext, type ClientState, dropLite, type ParentTopic } from './state.js';
-import { lmqName, type MessageStore } from './store.js';
+import { lmqName } from './store.js';
 
 /** Lite topics expired per parent per maintenance pass; more wait for the next pass. */
 export const EXPIRY_BATCH = 1000;
@@ -51,15 +51,6 @@ function idleOf(parent: ParentTopic, offered: readonly string[], cutoff: number)
 /** Lets the event loop run what is due (I/O, timers) before the next slice of background work. */
 export function yieldTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
-}
-
-/**
- * Deletes `lmqs` from `store`: in one call when it has `deleteLmqs`, else one by one (a custom store
- * may have only `deleteLmq`, or neither).
- */
-async function deleteLmqs(store: MessageStore, lmqs: readonly string[]): Promise<void> {
-  if (store.deleteLmqs !== undefined) await store.deleteLmqs(lmqs);
-  else if (store.deleteLmq !== undefined) for (const lmq of lmqs) await store.deleteLmq(lmq);
 }
 
 export const DEFAULT_MAINTENANCE_INTERVAL_MS = 1000;
@@ -163,7 +154,7 @@ export class Lifecycle {
     this.revive(now);
     const retention = this.options.retention;
     const { store } = this.context;
-    if (retention !== undefined && store.retain !== undefined) {
+    if (retention !== undefined) {
       // Before and after: a lite topic handed out offsets while segments were going re-checks.
       this.dispatcher.storeRetained();
       await store.retain(retention);
@@ -218,10 +209,7 @@ export class Lifecycle {
       await Promise.resolve(); // `self.done` is set before the finally below can run
       try {
         await this.context.state.durable();
-        await deleteLmqs(
-          this.context.store,
-          names.map((name) => lmqName(parent.name, name)),
-        );
+        await this.context.store.deleteLmqs(names.map((name) => lmqName(parent.name, name)));
         await yieldTurn();
       } finally {
         for (const name of names) if (parent.expiring.get(name) === self.done) parent.expiring.delete(name);

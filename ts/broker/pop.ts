@@ -16,7 +16,7 @@ import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './off
 import { checkQuota } from './quota.js';
 import { decodeOwnReceipt, decodeReceipt, encodeReceipt, type Receipt, receiptPrefix } from './receipt.js';
 import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf } from './state.js';
-import { lmqName, type MessageStore } from './store.js';
+import { lmqName } from './store.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from './types.js';
 
 /** Recently acked handles kept per group, so a second ack of a committed message stays harmless. */
@@ -305,7 +305,7 @@ export class Popper {
     const { store } = this.context;
     const runs: ReadRequest[] = [];
     const runOf = new Array<number>(handed.length).fill(-1);
-    if (store.readMany !== undefined && handed.length > 1) {
+    if (handed.length > 1) {
       handed.forEach(({ lmq, taken }, i) => {
         if (!isRun(taken)) return;
         runOf[i] = runs.length;
@@ -315,7 +315,7 @@ export class Popper {
     let batch: StoredMessage[][] | undefined;
     if (runs.length > 0) {
       try {
-        batch = (store.readMany as NonNullable<MessageStore['readMany']>)(runs);
+        batch = store.readMany(runs);
       } catch (error) {
         if (!isCorrupt(error)) throw error;
         // One of the runs is corrupt: each lite topic is read on its own to find which.

@@ -1,7 +1,8 @@
 /**
  * The message store the broker writes to and reads from: the part of `CommitLog` it uses. With a
  * directory the broker opens a `CommitLog`; without one it uses `MemoryStore`, a Map of arrays with
- * the same offsets and the same answers, so the broker code is identical over both.
+ * the same offsets and the same answers. Every store answers every method, so the broker has one
+ * code path over both.
  */
 import { join } from 'node:path';
 import type { EngineName } from '../engine/contract.js';
@@ -22,27 +23,28 @@ export interface MessageStore {
   /** Up to `maxNum` messages of `lmq` from `fromOffset` (or its minimum, if later), in offset order. */
   read(lmq: string, fromOffset: number, maxNum: number): StoredMessage[];
   /** `read` of each request in one call (CommitLog: one engine call for all). */
-  readMany?(requests: readonly ReadRequest[]): StoredMessage[][];
+  readMany(requests: readonly ReadRequest[]): StoredMessage[][];
   /** The next offset to be written (0 for an LMQ that does not exist). */
   maxOffset(lmq: string): number;
   /** The oldest offset still stored. */
   minOffset(lmq: string): number;
   listLmqs(prefix?: string, limit?: number, cursor?: string): LmqPage;
-  /** Every LMQ under `prefix` with its offsets and last write, in one call (CommitLog). */
-  lmqSummaries?(prefix: string): LmqSummary[];
+  /** Every LMQ under `prefix` (named without it) with its offsets and last write, in one call. */
+  lmqSummaries(prefix: string): LmqSummary[];
   close(): Promise<void>;
-  /** Deletes an LMQ (expiry); a later message to it starts again at offset 0. */
-  deleteLmq?(lmq: string): Promise<boolean>;
-  /** `deleteLmq` of several at once, whether each existed (CommitLog: one write for all). */
-  deleteLmqs?(lmqs: readonly string[]): Promise<boolean[]>;
+  /**
+   * Deletes LMQs (expiry), whether each existed; a later message to one starts again at offset 0
+   * (CommitLog: one write for all).
+   */
+  deleteLmqs(lmqs: readonly string[]): Promise<boolean[]>;
   /** Store timestamp of the newest message of `lmq`, or undefined when it does not exist. */
-  lastWriteTimestamp?(lmq: string): number | undefined;
-  /** Deletes old segments (retention). */
-  retain?(policy: { maxAgeMs?: number; maxBytes?: number }): Promise<{ segments: number; bytes: number }>;
+  lastWriteTimestamp(lmq: string): number | undefined;
+  /** Deletes old segments (retention); a store without segments deletes nothing. */
+  retain(policy: { maxAgeMs?: number; maxBytes?: number }): Promise<{ segments: number; bytes: number }>;
   /** Set by the broker: hears failures of the store's background work (`CommitLog.onBackgroundError`). */
-  onBackgroundError?: ((error: unknown, during: string) => void) | undefined;
-  /** Storage figures for admin queries. */
-  stats?(): { segments: number; segmentBytesOnDisk: number; lmqs: number; filesOpen: number };
+  onBackgroundError: ((error: unknown, during: string) => void) | undefined;
+  /** Storage figures for admin queries (files and bytes on disk: none in memory). */
+  stats(): { segments: number; segmentBytesOnDisk: number; lmqs: number; filesOpen: number };
 }
 
 /** The store the broker uses when it has no directory: everything in memory, lost on close. */
@@ -50,6 +52,8 @@ export class MemoryStore implements MessageStore {
   private readonly queues = new Map<string, StoredMessage[]>();
   private position = 0;
   private closed = false;
+  /** Nothing runs in the background here; kept for the broker, which sets it on every store. */
+  onBackgroundError: ((error: unknown, during: string) => void) | undefined;
 
   constructor(private readonly clock: Clock) {}
 
@@ -96,11 +100,6 @@ export class MemoryStore implements MessageStore {
     return this.queues.get(lmq)?.length ?? 0;
   }
 
-  async deleteLmq(lmq: string): Promise<boolean> {
-    this.checkOpen();
-    return this.queues.delete(lmq);
-  }
-
   async deleteLmqs(lmqs: readonly string[]): Promise<boolean[]> {
     this.checkOpen();
     return lmqs.map((lmq) => this.queues.delete(lmq));
@@ -113,6 +112,26 @@ export class MemoryStore implements MessageStore {
 
   minOffset(_lmq: string): number {
     return 0;
+  }
+
+  lmqSummaries(prefix: string): LmqSummary[] {
+    const out: LmqSummary[] = [];
+    for (const [name, queue] of this.queues) {
+      if (!name.startsWith(prefix)) continue;
+      const lastWriteTimestamp = queue[queue.length - 1]?.storeTimestamp;
+      out.push({ name: name.slice(prefix.length), minOffset: 0, maxOffset: queue.length, lastWriteTimestamp });
+    }
+    return out;
+  }
+
+  /** Messages in memory live until their lite topic expires: there are no segments to delete. */
+  async retain(_policy: { maxAgeMs?: number; maxBytes?: number }): Promise<{ segments: number; bytes: number }> {
+    this.checkOpen();
+    return { segments: 0, bytes: 0 };
+  }
+
+  stats(): { segments: number; segmentBytesOnDisk: number; lmqs: number; filesOpen: number } {
+    return { segments: 0, segmentBytesOnDisk: 0, lmqs: this.queues.size, filesOpen: 0 };
   }
 
   listLmqs(prefix = '', limit = 1000, cursor?: string): LmqPage {
