@@ -21,7 +21,7 @@ import type { EngineName, PoppedMessage } from '../ts/index.js';
 import { AUDITOR_PATTERNS, type BrokerWorkload, PARENT_TOPIC } from './broker-workload.js';
 import { distModule, lib } from './lib.js';
 
-const { messageId } = distModule<typeof import('../ts/broker/pop.js')>('broker/pop.js');
+const { messageId } = distModule<typeof import('../ts/broker/message-id.js')>('broker/message-id.js');
 
 interface Stored {
   offset: number;

@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { messageId } from '../ts/broker/pop.js';
+import { messageId } from '../ts/broker/message-id.js';
 import { openStore } from '../ts/broker/store.js';
 import { Broker, type Consumer, type PoppedMessage, type UnsubscribedEvent } from '../ts/index.js';
 import { bodies, drain, keptLite, openBroker, sendMany } from './broker-helpers.js';

@@ -36,6 +36,7 @@ import {
   type RetentionPolicy,
   releaseInflight,
 } from './lifecycle.js';
+import { messageId } from './message-id.js';
 import { type BrokerMetrics, CHANNELS, Counters, renderPrometheus } from './metrics.js';
 import { checkLiteTopic } from './names.js';
 import type { TopicProgress } from './offsets.js';
@@ -49,7 +50,7 @@ import {
   snapshot,
   type TopicAttributes,
 } from './persist.js';
-import { messageId, Popper } from './pop.js';
+import { Popper } from './pop.js';
 import { type BrokerLimits, checkQuota, countRefusals, resolveLimits } from './quota.js';
 import { Registry } from './registry.js';
 import {

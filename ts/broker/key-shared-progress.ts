@@ -35,6 +35,7 @@
  * does not return index entries, and a message read once per window costs less than a new read path.
  */
 import { type CorruptHold, holdCorrupt, readAround } from './corrupt.js';
+import { MinHeap } from './heap.js';
 import { assignBuckets, bucketOf, keyHash, keySharedMembers } from './key-shared.js';
 import {
   type Delivery,
@@ -434,23 +435,22 @@ export class KeySharedProgress extends TopicProgress {
     // The client's buckets not scanned yet, by the first offset of their queue (a lower bound of
     // their first candidate): a bucket is scanned only once the merge reaches that offset, so a
     // client owning many buckets pays for the few it takes from, not for all of them.
-    const pending = new PendingHeap();
+    const pending = new MinHeap<{ offset: number; bucket: number }>(byOffset);
     const empty: number[] = [];
     for (let bucket = 0; bucket < this.buckets; bucket++) {
       if (owners[bucket] !== client) continue;
       const queue = this.queues[bucket];
       if (queue !== undefined && queue.start < queue.offsets.length)
-        pending.add(queue.offsets[queue.start] as number, bucket);
+        pending.push({ offset: queue.offsets[queue.start] as number, bucket });
       else empty.push(bucket);
     }
-    pending.heapify();
-    const heap = new CursorHeap();
+    const heap = new MinHeap<Cursor>(byOffset);
     const waiting: Cursor[] = [];
     for (;;) {
       const cursor = heap.peek();
-      const first = pending.peekOffset();
-      if (first >= 0 && (cursor === undefined || first < cursor.offset)) {
-        const bucket = pending.pop();
+      const first = pending.peek();
+      if (first !== undefined && (cursor === undefined || first.offset < cursor.offset)) {
+        const { bucket } = pending.pop() as { offset: number; bucket: number };
         if (!this.free(bucket, client, now)) continue;
         const scanned = this.cursor(bucket, now, load);
         if (scanned.offset >= 0) heap.push(scanned);
@@ -471,7 +471,7 @@ export class KeySharedProgress extends TopicProgress {
         for (const bucket of empty) {
           const queue = this.queues[bucket];
           if (queue !== undefined && queue.start < queue.offsets.length)
-            pending.push(queue.offsets[queue.start] as number, bucket);
+            pending.push({ offset: queue.offsets[queue.start] as number, bucket });
           else empty[kept++] = bucket;
         }
         empty.length = kept;
@@ -623,125 +623,14 @@ export class KeySharedProgress extends TopicProgress {
   }
 }
 
+/** Heap order of a POP's merge: the smallest offset first. */
+const byOffset = (a: { offset: number }, b: { offset: number }) => a.offset < b.offset;
+
 /** Blocks key `hash` for the rest of `cursor`'s scan, because of hidden delivery `by`. */
 function block(cursor: Cursor, hash: number, by: Delivery): void {
   if (cursor.blocked === undefined) cursor.blocked = new Set();
   cursor.blocked.add(hash);
   cursor.blockers.push(by);
-}
-
-/** Buckets of one POP not scanned yet, smallest first offset first (a binary heap of numbers). */
-class PendingHeap {
-  private readonly offsets: number[] = [];
-  private readonly buckets: number[] = [];
-
-  /** Adds without ordering; `heapify` orders what was added. */
-  add(offset: number, bucket: number): void {
-    this.offsets.push(offset);
-    this.buckets.push(bucket);
-  }
-
-  heapify(): void {
-    for (let i = (this.offsets.length >> 1) - 1; i >= 0; i--) this.down(i);
-  }
-
-  /** The smallest offset, or -1 when empty. */
-  peekOffset(): number {
-    return this.offsets.length === 0 ? -1 : (this.offsets[0] as number);
-  }
-
-  push(offset: number, bucket: number): void {
-    const { offsets, buckets } = this;
-    let i = offsets.length;
-    offsets.push(offset);
-    buckets.push(bucket);
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      if ((offsets[parent] as number) <= offset) break;
-      offsets[i] = offsets[parent] as number;
-      buckets[i] = buckets[parent] as number;
-      i = parent;
-    }
-    offsets[i] = offset;
-    buckets[i] = bucket;
-  }
-
-  /** Removes the smallest and returns its bucket. */
-  pop(): number {
-    const { offsets, buckets } = this;
-    const bucket = buckets[0] as number;
-    const lastOffset = offsets.pop() as number;
-    const lastBucket = buckets.pop() as number;
-    if (offsets.length > 0) {
-      offsets[0] = lastOffset;
-      buckets[0] = lastBucket;
-      this.down(0);
-    }
-    return bucket;
-  }
-
-  private down(i: number): void {
-    const { offsets, buckets } = this;
-    const n = offsets.length;
-    const offset = offsets[i] as number;
-    const bucket = buckets[i] as number;
-    for (;;) {
-      let child = 2 * i + 1;
-      if (child >= n) break;
-      if (child + 1 < n && (offsets[child + 1] as number) < (offsets[child] as number)) child++;
-      if (offset <= (offsets[child] as number)) break;
-      offsets[i] = offsets[child] as number;
-      buckets[i] = buckets[child] as number;
-      i = child;
-    }
-    offsets[i] = offset;
-    buckets[i] = bucket;
-  }
-}
-
-/** The cursors of one POP, smallest candidate offset first (a binary heap). */
-class CursorHeap {
-  private readonly items: Cursor[] = [];
-
-  peek(): Cursor | undefined {
-    return this.items[0];
-  }
-
-  push(cursor: Cursor): void {
-    const items = this.items;
-    let i = items.push(cursor) - 1;
-    while (i > 0) {
-      const parent = (i - 1) >> 1;
-      const above = items[parent] as Cursor;
-      if (above.offset <= cursor.offset) break;
-      items[i] = above;
-      i = parent;
-    }
-    items[i] = cursor;
-  }
-
-  pop(): void {
-    const last = this.items.pop() as Cursor;
-    if (this.items.length > 0) this.replaceTop(last);
-  }
-
-  /** Puts `cursor` (the top one, moved on, or the last one) in place of the top and sifts it down. */
-  replaceTop(cursor: Cursor): void {
-    const items = this.items;
-    const n = items.length;
-    let i = 0;
-    for (;;) {
-      let child = 2 * i + 1;
-      if (child >= n) break;
-      const right = child + 1;
-      if (right < n && (items[right] as Cursor).offset < (items[child] as Cursor).offset) child = right;
-      const below = items[child] as Cursor;
-      if (cursor.offset <= below.offset) break;
-      items[i] = below;
-      i = child;
-    }
-    items[i] = cursor;
-  }
 }
 
 /** Fresh progress from `start` for a group: per key when the group is key-shared. */

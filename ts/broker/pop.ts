@@ -11,10 +11,12 @@ import { CommitLog, type ReadRequest, type StoredMessage } from '../log.js';
 import { holdCorrupt, isCorrupt } from './corrupt.js';
 import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
+import { messageId } from './message-id.js';
 import { CHANNELS } from './metrics.js';
 import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import { checkQuota } from './quota.js';
 import { decodeOwnReceipt, decodeReceipt, encodeReceipt, type Receipt, receiptPrefix } from './receipt.js';
+import { RecentAcks } from './recent-acks.js';
 import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf } from './state.js';
 import { lmqName } from './store.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from './types.js';
@@ -36,31 +38,6 @@ function requireTime(value: unknown, what: string, fallback: number): number {
     });
   }
   return value;
-}
-
-/** Character codes of the upper-case hex digits. */
-const HEX_CODES = new Uint8Array([48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 65, 66, 67, 68, 69, 70]);
-const TWO_32 = 0x1_0000_0000;
-/** The digits of the id being built (ids are built one at a time, synchronously). */
-const idCodes: number[] = new Array(16).fill(0);
-
-/**
- * A message's id: its log position (a safe integer) as 16 upper-case hex digits, the same string as
- * `position.toString(16).toUpperCase().padStart(16, '0')` built in one allocation, in about half the
- * time of those three string operations (one id is made per send and per delivery).
- */
-export function messageId(position: number): string {
-  let high = Math.floor(position / TWO_32);
-  let low = position - high * TWO_32;
-  for (let i = 15; i >= 8; i--) {
-    idCodes[i] = HEX_CODES[low & 15] as number;
-    low >>>= 4;
-  }
-  for (let i = 7; i >= 0; i--) {
-    idCodes[i] = HEX_CODES[high & 15] as number;
-    high >>>= 4;
-  }
-  return String.fromCharCode.apply(null, idCodes);
 }
 
 /** Deliveries of one lite topic a POP handed out, still to read. */
@@ -533,93 +510,5 @@ export class Popper {
       this.recentAcks.set(group, recent);
     }
     return recent;
-  }
-}
-
-/**
- * The deliveries a group acked lately, so a repeated ack of one stays harmless after the offset moved
- * on: exactly the last `capacity`, as (progress, offset, attempt) in a ring of arrays that grow with
- * the acks up to `capacity` (a group that acks little holds little). Recording one writes three slots
- * and hashes nothing; a Set of the handle strings had cost hashing and inserting a new string into a
- * table of up to 130,000 per ack, about a twentieth of the broker's CPU time.
- *
- * Looking one up (only for an ack below the committed offset: a repeat, or a handle from long ago)
- * goes through an index by progress and offset, built from the ring on the first lookup and kept up
- * to date while lookups go on; it is dropped once `capacity` acks pass without one. A burst of
- * repeats therefore costs one build, and a stray one at most a build per `capacity` acks.
- */
-export class RecentAcks {
-  /** The ring: grown as acks come, up to `capacity`, then overwritten from `next` on. */
-  private readonly progress: TopicProgress[] = [];
-  private readonly offsets: number[] = [];
-  private readonly attempts: number[] = [];
-  private next = 0;
-  private index: Map<TopicProgress, Map<number, number>> | undefined;
-  /** Acks recorded since the last lookup (the index goes once this reaches `capacity`). */
-  private sinceLookup = 0;
-
-  constructor(private readonly capacity: number) {}
-
-  add(progress: TopicProgress, offset: number, attempt: number): void {
-    if (this.index !== undefined && ++this.sinceLookup >= this.capacity) this.index = undefined;
-    if (this.progress.length < this.capacity) {
-      this.progress.push(progress);
-      this.offsets.push(offset);
-      this.attempts.push(attempt);
-    } else {
-      const at = this.next;
-      this.next = at + 1 === this.capacity ? 0 : at + 1;
-      if (this.index !== undefined) {
-        this.unindex(
-          this.index,
-          this.progress[at] as TopicProgress,
-          this.offsets[at] as number,
-          this.attempts[at] as number,
-        );
-      }
-      this.progress[at] = progress;
-      this.offsets[at] = offset;
-      this.attempts[at] = attempt;
-    }
-    if (this.index !== undefined) {
-      let offsets = this.index.get(progress);
-      if (offsets === undefined) {
-        offsets = new Map();
-        this.index.set(progress, offsets);
-      }
-      offsets.set(offset, attempt);
-    }
-  }
-
-  has(progress: TopicProgress, offset: number, attempt: number): boolean {
-    this.sinceLookup = 0;
-    if (this.index === undefined) this.index = this.build();
-    return this.index.get(progress)?.get(offset) === attempt;
-  }
-
-  private build(): Map<TopicProgress, Map<number, number>> {
-    const index = new Map<TopicProgress, Map<number, number>>();
-    for (let i = 0; i < this.progress.length; i++) {
-      const progress = this.progress[i] as TopicProgress;
-      let offsets = index.get(progress);
-      if (offsets === undefined) {
-        offsets = new Map();
-        index.set(progress, offsets);
-      }
-      offsets.set(this.offsets[i] as number, this.attempts[i] as number);
-    }
-    return index;
-  }
-
-  private unindex(
-    index: Map<TopicProgress, Map<number, number>>,
-    progress: TopicProgress,
-    offset: number,
-    attempt: number,
-  ) {
-    const offsets = index.get(progress);
-    if (offsets?.get(offset) !== attempt) return;
-    offsets.delete(offset);
-    if (offsets.size === 0) index.delete(progress);
   }
 }
