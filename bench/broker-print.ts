@@ -115,7 +115,7 @@ export function brokerTables(result: PartialResult): Table[] {
       figureTargetsTable(
         'Targets (issue #5)',
         result.targets,
-        `Groups: planner (shared, 4 legacy wildcard clients), tools (exclusive, 4 clients with a quarter of the names each), auditor (wildcard: ${AUDITOR_PATTERNS.map((p) => `\`${p}\``).join(', ')}).`,
+        `Groups: planner (shared, 4 catch-all wildcard clients), tools (exclusive, 4 clients with a quarter of the names each), auditor (wildcard: ${AUDITOR_PATTERNS.map((p) => `\`${p}\``).join(', ')}).`,
       ),
     );
   return tables;

@@ -5,7 +5,7 @@
  * `maxLagMessages` sent but not yet acked by the slowest full group) or paced at a fixed rate.
  *
  * The groups:
- * - `planner`: shared, 4 clients. A wildcard group whose clients have no patterns is "legacy": each
+ * - `planner`: shared, 4 clients. A wildcard group whose clients have no patterns is "catch-all": each
  *   client takes every lite topic of the parent and each message goes to one of them (the least
  *   loaded). It receives every message. (Explicit subscriptions by share would need 25,000 names per
  *   client and would give each lite topic one holder, which is not sharing.)

@@ -253,7 +253,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
       await sendMany(broker, 'pay__refund', 1);
       await sendMany(broker, 'pay__success', 1);
       await sendMany(broker, 'notify__refund', 1);
-      const legacy = broker.consumer({ group: 'all', clientId: 'legacy' });
+      const catchAll = broker.consumer({ group: 'all', clientId: 'catch-all' });
       const pattern = broker.consumer({ group: 'w', clientId: 'pattern' });
       await pattern.sync(['pay__*'], { offset: { policy: 'min' } });
       expect(pattern.liteTopics.sort()).toEqual(['pay__refund', 'pay__success']);
@@ -263,22 +263,22 @@ describe.each(ENGINES)('%s engine', (engine) => {
       await sendMany(broker, 'other', 1);
       expect(pattern.liteTopics.sort()).toEqual(['pay__new', 'pay__refund', 'pay__success']);
       expect(await drain(pattern)).toEqual(['pay__new#0', 'pay__new#1']);
-      // The legacy client joined after the first three: it gets every lite topic from then on.
-      expect((await drain(legacy)).sort()).toEqual(['other#0', 'pay__new#0', 'pay__new#1']);
+      // The catch-all client joined after the first three: it gets every lite topic from then on.
+      expect((await drain(catchAll)).sort()).toEqual(['other#0', 'pay__new#0', 'pay__new#1']);
     });
 
-    it('mixes legacy and pattern clients in one group, each getting what it asked for', async () => {
+    it('mixes catch-all and pattern clients in one group, each getting what it asked for', async () => {
       const { broker } = await openBroker(engine);
       broker.createGroup('w', { bindTopic: 'agents', wildcard: true });
-      const legacy = broker.consumer({ group: 'w', clientId: 'legacy' });
+      const catchAll = broker.consumer({ group: 'w', clientId: 'catch-all' });
       const pattern = broker.consumer({ group: 'w', clientId: 'pattern' });
       await pattern.sync(['a__*']);
       for (const name of ['a__1', 'b__1', 'a__2', 'b__2', 'a__3']) await sendMany(broker, name, 1);
       const patternGot = await drain(pattern);
-      const legacyGot = await drain(legacy);
+      const catchAllGot = await drain(catchAll);
       expect(patternGot.every((body) => body.startsWith('a__'))).toBe(true);
-      expect([...patternGot, ...legacyGot].sort()).toEqual(['a__1#0', 'a__2#0', 'a__3#0', 'b__1#0', 'b__2#0']);
-      expect(legacyGot).toEqual(expect.arrayContaining(['b__1#0', 'b__2#0']));
+      expect([...patternGot, ...catchAllGot].sort()).toEqual(['a__1#0', 'a__2#0', 'a__3#0', 'b__1#0', 'b__2#0']);
+      expect(catchAllGot).toEqual(expect.arrayContaining(['b__1#0', 'b__2#0']));
     });
 
     it('rejects an entirely invalid pattern set and changes nothing; ignores invalid ones in a valid set', async () => {
@@ -295,7 +295,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
       expect(c.patterns).toEqual(['pay__refund']);
     });
 
-    it('moves between patterns and legacy without stale state', async () => {
+    it('moves between patterns and catch-all without stale state', async () => {
       const { broker } = await openBroker(engine);
       broker.createGroup('w', { bindTopic: 'agents', wildcard: true });
       const c = broker.consumer({ group: 'w', clientId: 'c' });

@@ -201,7 +201,7 @@ export class Admin {
     for (const group of topic.groups) {
       for (const client of group.subscribers.get(liteTopic) ?? [])
         subscribers.push({ group: group.name, clientId: client.clientId });
-      for (const client of group.legacy) subscribers.push({ group: group.name, clientId: client.clientId });
+      for (const client of group.catchAll) subscribers.push({ group: group.name, clientId: client.clientId });
     }
     return {
       parent: topic.name,
@@ -235,7 +235,7 @@ export class Admin {
   }
 
   private bucketsOf(client: ClientState): { liteTopic: string; buckets: number[] }[] {
-    const topics = client.legacy ? [...client.group.progress.keys()] : [...client.topics];
+    const topics = client.catchAll ? [...client.group.progress.keys()] : [...client.topics];
     const out: { liteTopic: string; buckets: number[] }[] = [];
     for (const liteTopic of topics.sort()) {
       const buckets = client.group.progress.get(liteTopic)?.ownedBuckets(client.group, liteTopic, client);
@@ -310,7 +310,7 @@ export class Admin {
   async skipCorrupt(group: string, liteTopic: string, offset: number): Promise<void> {
     this.source.checkWritable();
     // A failed journal could not keep the skip: refused before anything changes.
-    this.source.context.state.check();
+    this.source.context.journal.check();
     const state = this.group(group);
     if (typeof liteTopic !== 'string') {
       throw new InvalidArgumentError('liteTopic must be a string', { value: liteTopic });
@@ -330,11 +330,11 @@ export class Admin {
     }
     const { context, dispatcher } = this.source;
     progress.skipCorrupt(offset);
-    context.state.record(['skip', state.name, liteTopic, offset]);
+    context.journal.record(['skip', state.name, liteTopic, offset]);
     const now = context.clock.now();
     dispatcher.armWake(state, liteTopic, progress, now);
     dispatcher.ready(state, liteTopic, now, 0, progress);
-    await context.state.settle();
+    await context.journal.settle();
   }
 
   /**
@@ -351,7 +351,7 @@ export class Admin {
     }
     const { dispatcher } = this.source;
     dispatcher.drainBacklog(state);
-    const topics = client !== undefined && !client.legacy ? client.topics : state.progress.keys();
+    const topics = client !== undefined && !client.catchAll ? client.topics : state.progress.keys();
     for (const liteTopic of [...topics]) dispatcher.ready(state, liteTopic);
     if (client !== undefined) return client.events.size;
     let queued = 0;

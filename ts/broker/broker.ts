@@ -42,11 +42,11 @@ import { checkLiteTopic } from './names.js';
 import type { TopicProgress } from './offsets.js';
 import type { BrokerParts } from './parts.js';
 import {
+  type JournalRecorder,
   journalRecorder,
   noRecorder,
   type RestoredState,
   replay,
-  type StateRecorder,
   snapshot,
   type TopicAttributes,
 } from './persist.js';
@@ -242,7 +242,7 @@ export class Broker extends EventEmitter {
       popper: this.popper,
       checkOpen: () => this.checkOpen(),
       liteTopics: (names) => names.map((name) => checkLiteTopic(name, context.limits)),
-      settle: () => context.state.settle(),
+      settle: () => context.journal.settle(),
       seen: (client) => {
         client.lastSeenAt = context.clock.now();
       },
@@ -347,7 +347,7 @@ export class Broker extends EventEmitter {
         throw error;
       }
     }
-    const state: StateRecorder = journal === undefined ? noRecorder : journalRecorder(journal);
+    const recorder: JournalRecorder = journal === undefined ? noRecorder : journalRecorder(journal);
     // Read-only, nothing runs on its own: no expiry, redelivery or session timeout can change state.
     const scheduler: Scheduler =
       timers === 'manual' || readOnly ? new ManualScheduler(clock) : new SystemScheduler(clock);
@@ -356,7 +356,17 @@ export class Broker extends EventEmitter {
     const epoch = restored?.epoch ?? randomBytes(6).toString('hex');
     const counters = new Counters();
     countRefusals(limits, (quota) => counters.refused(quota));
-    const context: BrokerContext = { store, clock, scheduler, limits, epoch, stallTimeoutMs, state, report, counters };
+    const context: BrokerContext = {
+      store,
+      clock,
+      scheduler,
+      limits,
+      epoch,
+      stallTimeoutMs,
+      journal: recorder,
+      report,
+      counters,
+    };
     const opened = new Broker(context, engine, { retention, maintenanceIntervalMs, sessionTimeoutMs });
     broker = opened;
     // Failures of the store's own background work (the commit log's flush, checkpoint, next segment).
@@ -365,7 +375,7 @@ export class Broker extends EventEmitter {
     try {
       if (restored !== undefined) opened.restore(restored);
       if (journal !== undefined) {
-        if (restored?.epoch === undefined) state.record(['epoch', epoch]);
+        if (restored?.epoch === undefined) recorder.record(['epoch', epoch]);
         journal.snapshot = () => opened.snapshotRecords();
       }
     } catch (error) {
@@ -410,7 +420,7 @@ export class Broker extends EventEmitter {
    */
   createTopic(name: string, options: TopicOptions = {}): void {
     this.checkWritable();
-    this.context.state.check();
+    this.context.journal.check();
     requireName(name, 'topic name');
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('topic options must be an object');
@@ -423,7 +433,7 @@ export class Broker extends EventEmitter {
     } else {
       this.addTopic(name, topicAttributes(expiration));
     }
-    this.context.state.record(['topic', name, topicAttributes(expiration)]);
+    this.context.journal.record(['topic', name, topicAttributes(expiration)]);
   }
 
   /** Adds a parent with the lite topics the store holds; returns each stored lite topic's max offset. */
@@ -457,7 +467,7 @@ export class Broker extends EventEmitter {
    */
   createGroup(name: string, options: GroupOptions): void {
     this.checkWritable();
-    this.context.state.check();
+    this.context.journal.check();
     requireName(name, 'group name');
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('group options are required');
     const parent = this.parent(options.bindTopic);
@@ -506,7 +516,7 @@ export class Broker extends EventEmitter {
     } else {
       this.addGroup(name, parent, config);
     }
-    this.context.state.record(['group', name, config]);
+    this.context.journal.record(['group', name, config]);
   }
 
   private addGroup(
@@ -561,7 +571,7 @@ export class Broker extends EventEmitter {
     }
     // A failed journal could not keep the groups' starting offsets of new lite topics: refused
     // before anything below changes.
-    this.context.state.check();
+    this.context.journal.check();
     // A kept info means an existing lite topic (`ParentTopic.lite`): no trie lookup for those.
     const kept = names.map((name) => parent.lite.get(name));
     const newNames = new Set<string>();
@@ -612,7 +622,7 @@ export class Broker extends EventEmitter {
       this.arrive(parent, info, liteTopic, offset, fresh.delete(liteTopic), arrived);
       return { messageId: messageId(result.position), liteTopic, offset };
     });
-    await this.context.state.settle(); // the groups' starting offsets of new lite topics
+    await this.context.journal.settle(); // the groups' starting offsets of new lite topics
     this.context.counters.sent(parent.name, sent.length);
     if (CHANNELS.send.hasSubscribers) CHANNELS.send.publish({ topic: parent.name, results: sent });
     return sent;
@@ -708,7 +718,7 @@ export class Broker extends EventEmitter {
     this.clients.set(clientId, client);
     group.clients.set(clientId, client);
     group.byId.set(client.id, client);
-    if (client.legacy) this.dispatcher.joinAll(group, client);
+    if (client.catchAll) this.dispatcher.joinAll(group, client);
     return new Consumer(this.parts, client);
   }
 
@@ -775,7 +785,7 @@ export class Broker extends EventEmitter {
           progress.holders = group.subscribers.get(liteTopic);
           this.dispatcher.startsAtStored(progress);
           group.progress.set(liteTopic, progress);
-          this.context.state.record(['start', group.name, liteTopic, offset]);
+          this.context.journal.record(['start', group.name, liteTopic, offset]);
         }
         info.progress[group.slot] = progress;
       }

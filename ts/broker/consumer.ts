@@ -98,7 +98,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
     await this.parts.settle();
   }
 
-  /** Partial remove. In a wildcard group removing the last pattern makes the client legacy (everything). */
+  /** Partial remove. In a wildcard group removing the last pattern makes the client catch-all (everything). */
   async unsubscribe(items: readonly string[]): Promise<void> {
     this.checkOpen();
     const list = this.list(items);
@@ -111,7 +111,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
     }
   }
 
-  /** Complete add: the subscription becomes exactly `items` (patterns in wildcard groups; [] = legacy). */
+  /** Complete add: the subscription becomes exactly `items` (patterns in wildcard groups; [] = catch-all). */
   async sync(items: readonly string[], options?: SubscribeOptions): Promise<void> {
     this.checkOpen();
     const start = requireStart(options?.offset);

@@ -91,11 +91,11 @@ export class DeadLetters {
     }
     if (group.progress.get(liteTopic) !== progress) return; // the lite topic expired meanwhile
     progress.settle(delivery.offset);
-    this.context.state.record(['ack', group.name, liteTopic, delivery.offset]);
+    this.context.journal.record(['ack', group.name, liteTopic, delivery.offset]);
     this.context.counters.deadLettered(group.name);
     this.dispatcher.armWake(group, liteTopic, progress);
     this.dispatcher.ready(group, liteTopic);
-    await this.context.state.settle();
+    await this.context.journal.settle();
   }
 
   /** Up to `maxNum` dead letters of `group` from `fromOffset`. */

@@ -126,7 +126,7 @@ export class Dispatcher {
 
   /**
    * Puts `liteTopic` in the group's backlog, and in the drain list of the one client that can take
-   * it (the exclusive holder, or the only subscriber of a group without legacy clients) or else in
+   * it (the exclusive holder, or the only subscriber of a group without catch-all clients) or else in
    * the group's open list. A POP then drains its own list and the open one, never walking the
    * lite topics that wait for other clients (with an exclusive group and full clients that walk was
    * every waiting lite topic on every POP).
@@ -142,7 +142,7 @@ export class Dispatcher {
       group.backlog.add(liteTopic);
     }
     let only: ClientState | undefined;
-    if (group.legacy.size === 0 && holders?.size === 1) only = holders.values().next().value;
+    if (group.catchAll.size === 0 && holders?.size === 1) only = holders.values().next().value;
     if (only === undefined) {
       let open = this.open.get(group);
       if (open === undefined) {
@@ -198,7 +198,7 @@ export class Dispatcher {
     const room = this.context.limits.maxEventsPerClient;
     let best: ClientState | undefined;
     if (holders !== undefined) for (const client of holders) best = lessLoaded(best, client, room);
-    for (const client of group.legacy) best = lessLoaded(best, client, room);
+    for (const client of group.catchAll) best = lessLoaded(best, client, room);
     return best;
   }
 
@@ -240,7 +240,7 @@ export class Dispatcher {
    * once (nothing else asks for them by name), redeliveries that came due meanwhile included.
    */
   joinAll(group: GroupState, client: ClientState): void {
-    group.legacy.add(client);
+    group.catchAll.add(client);
     if (group.restoredUnoffered) {
       group.restoredUnoffered = false;
       for (const liteTopic of [...group.progress.keys()]) this.ready(group, liteTopic);
@@ -250,20 +250,20 @@ export class Dispatcher {
 
   /**
    * Places backlog events while clients have room; with `client`, stops once that one is full. A
-   * client that is not legacy drains the lite topics only it can take, then the group's open ones;
-   * otherwise (no client, or a legacy one, which can take anything) the whole backlog is walked.
+   * client that is not catch-all drains the lite topics only it can take, then the group's open ones;
+   * otherwise (no client, or a catch-all one, which can take anything) the whole backlog is walked.
    */
   drainBacklog(group: GroupState, client?: ClientState, now = this.context.clock.now()): void {
     const open = this.open.get(group);
     const held = client === undefined ? undefined : this.held.get(client);
-    if (client === undefined || client.legacy) {
+    if (client === undefined || client.catchAll) {
       this.drain(group, group.backlog, client, now);
     } else {
       if (held !== undefined) this.drain(group, held, client, now);
       if (open !== undefined) this.drain(group, open, client, now);
     }
     // Entries that no longer wait (placed by a whole-backlog walk, expired) are dropped as met; a group
-    // whose clients never walk the open list (legacy ones only) prunes it here, so it stays within a
+    // whose clients never walk the open list (catch-all ones only) prunes it here, so it stays within a
     // constant factor of the backlog.
     for (const list of [open, held]) {
       if (list !== undefined && list.size > 2 * group.backlog.size + PRUNE_SLACK) prune(list, group.backlog);

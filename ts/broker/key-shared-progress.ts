@@ -657,7 +657,7 @@ export function keyLoader(
 /** Calls `visit` for each live client of `group` for `liteTopic`, in the group's own order. */
 function forEachLiveClient(group: GroupState, liteTopic: string, visit: (client: ClientState) => void): void {
   for (const client of group.subscribers.get(liteTopic) ?? []) if (!client.closed && !client.stalled) visit(client);
-  for (const client of group.legacy) if (!client.closed && !client.stalled) visit(client);
+  for (const client of group.catchAll) if (!client.closed && !client.stalled) visit(client);
 }
 
 /** Whether the live clients of `group` for `liteTopic` are exactly `found`, in that order. */
@@ -667,7 +667,7 @@ function sameLiveClients(group: GroupState, liteTopic: string, found: readonly C
     if (client.closed || client.stalled) continue;
     if (found[i++] !== client) return false;
   }
-  for (const client of group.legacy) {
+  for (const client of group.catchAll) {
     if (client.closed || client.stalled) continue;
     if (found[i++] !== client) return false;
   }

@@ -143,7 +143,7 @@ export function assignBuckets(clientIds: readonly string[], liteTopic: string, b
 }
 
 /**
- * The live clients of `group` for `liteTopic`: open, not stalled, subscribed to it (or legacy
+ * The live clients of `group` for `liteTopic`: open, not stalled, subscribed to it (or catch-all
  * wildcard clients). Sorted by client id, so equal memberships give equal lists.
  */
 export function keySharedMembers(group: GroupState, liteTopic: string): ClientState[] {
@@ -152,7 +152,7 @@ export function keySharedMembers(group: GroupState, liteTopic: string): ClientSt
     if (!client.closed && !client.stalled) members.push(client);
   };
   for (const client of group.subscribers.get(liteTopic) ?? []) consider(client);
-  for (const client of group.legacy) consider(client);
+  for (const client of group.catchAll) consider(client);
   members.sort((a, b) => (a.clientId < b.clientId ? -1 : a.clientId > b.clientId ? 1 : 0));
   return members;
 }

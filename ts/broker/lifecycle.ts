@@ -200,7 +200,7 @@ export class Lifecycle {
         group.backlog.delete(name);
         for (const client of [...(group.subscribers.get(name) ?? [])]) this.registry.expire(client, name);
       }
-      this.context.state.record(['drop', parent.name, name]);
+      this.context.journal.record(['drop', parent.name, name]);
       this.expiredCount++;
       this.context.counters.expired(parent.name, 1);
     }
@@ -208,7 +208,7 @@ export class Lifecycle {
     const done = (async () => {
       await Promise.resolve(); // `self.done` is set before the finally below can run
       try {
-        await this.context.state.durable();
+        await this.context.journal.durable();
         await this.context.store.deleteLmqs(names.map((name) => lmqName(parent.name, name)));
         await yieldTurn();
       } finally {
@@ -272,7 +272,7 @@ export function releaseInflight(
       released.push(delivery.offset, delivery.attempt, now);
     }
     if (released.length === 0) continue;
-    context.state.record(['deliver', group.name, liteTopic, released]);
+    context.journal.record(['deliver', group.name, liteTopic, released]);
     dispatcher.armWake(group, liteTopic, progress);
     dispatcher.ready(group, liteTopic);
   }

@@ -62,7 +62,7 @@ export type StateRecord =
   | ['progress', string, string, number, number, number[]];
 
 /** Where the broker's parts report changes: the journal, or nothing without a directory. */
-export interface StateRecorder {
+export interface JournalRecorder {
   record(record: StateRecord): void;
   /** Under `flush: 'sync'`, waits until every change so far is durable; otherwise at once. */
   settle(): Promise<void>;
@@ -72,14 +72,14 @@ export interface StateRecorder {
   check(): void;
 }
 
-export const noRecorder: StateRecorder = {
+export const noRecorder: JournalRecorder = {
   record: () => undefined,
   settle: () => Promise.resolve(),
   durable: () => Promise.resolve(),
   check: () => undefined,
 };
 
-export function journalRecorder(journal: StateJournal): StateRecorder {
+export function journalRecorder(journal: StateJournal): JournalRecorder {
   return {
     record: (record) => {
       const framed = framedHot(record);

@@ -121,7 +121,7 @@ export class Popper {
     const messages = await this.popOrWait(client, maxNum, invisibleTimeMs, waitMs);
     if (messages.length === 0) return messages;
     // Under `sync` the deliveries are durable before anyone sees them: a restart continues their attempts.
-    await this.context.state.settle();
+    await this.context.journal.settle();
     const { counters, clock } = this.context;
     const now = clock.now();
     const group = client.group.name;
@@ -251,7 +251,7 @@ export class Popper {
       for (const { liteTopic, taken } of handed) {
         const record: number[] = [];
         for (const d of taken) record.push(d.offset, d.attempt, d.invisibleUntil);
-        this.context.state.record(['deliver', group.name, liteTopic, record]);
+        this.context.journal.record(['deliver', group.name, liteTopic, record]);
       }
       throw error;
     }
@@ -269,7 +269,7 @@ export class Popper {
         progress.unhold(delivery.offset);
         out.push(this.popped(group, liteTopic, delivery, message));
       }
-      if (record.length > 0) this.context.state.record(['deliver', group.name, liteTopic, record]);
+      if (record.length > 0) this.context.journal.record(['deliver', group.name, liteTopic, record]);
       if (corrupt >= 0) {
         holdCorrupt(this.context, group, liteTopic, progress, corrupt, error, now);
         this.dispatcher.armWake(group, liteTopic, progress, now);
@@ -383,23 +383,23 @@ export class Popper {
     const progress = group.progress.get(receipt.liteTopic);
     const outcome = progress?.ack(receipt.offset, receipt.attempt) ?? 'unknown';
     const recent = this.recent(group);
-    if (outcome === 'already-acked') return this.context.state.settle();
+    if (outcome === 'already-acked') return this.context.journal.settle();
     if (outcome === 'below-committed' && recent.has(progress as TopicProgress, receipt.offset, receipt.attempt)) {
-      return this.context.state.settle();
+      return this.context.journal.settle();
     }
     if (outcome !== 'acked' || progress === undefined) {
       throw new InvalidReceiptError(`receipt handle is ${outcome === 'stale' ? 'stale' : 'unknown'}`, {
         value: handle,
       });
     }
-    this.context.state.record(['ack', group.name, receipt.liteTopic, receipt.offset]);
+    this.context.journal.record(['ack', group.name, receipt.liteTopic, receipt.offset]);
     this.context.counters.acked(group.name);
     recent.add(progress, receipt.offset, receipt.attempt);
     const now = this.context.clock.now();
     this.dispatcher.armWake(group, receipt.liteTopic, progress, now);
     this.dispatcher.ready(group, receipt.liteTopic, now, 0, progress);
     // Under `sync` the ack resolves once durable: an acked message is never delivered again.
-    const settled = this.context.state.settle();
+    const settled = this.context.journal.settle();
     if (!CHANNELS.ack.hasSubscribers) return settled;
     return settled.then(() => {
       CHANNELS.ack.publish({
@@ -428,7 +428,7 @@ export class Popper {
       });
     }
     delivery.invisibleUntil = now + time;
-    this.context.state.record([
+    this.context.journal.record([
       'deliver',
       group.name,
       receipt.liteTopic,
@@ -436,7 +436,7 @@ export class Popper {
     ]);
     this.dispatcher.armWake(group, receipt.liteTopic, progress);
     this.dispatcher.ready(group, receipt.liteTopic);
-    return this.context.state.settle();
+    return this.context.journal.settle();
   }
 
   /** Moves the current delivery `handle` names to the dead-letter queue (`Consumer.deadLetter`). */

@@ -53,7 +53,7 @@ export class Registry {
   }
 
   /**
-   * Wildcard groups: makes `client`'s patterns exactly `target` (empty = legacy, every lite topic).
+   * Wildcard groups: makes `client`'s patterns exactly `target` (empty = catch-all, every lite topic).
    * Its lite topics become the existing ones any of the patterns match.
    */
   setPatterns(client: ClientState, target: ReadonlyMap<string, Matcher>, start: StartPosition): void {
@@ -84,7 +84,7 @@ export class Registry {
     }
     for (const liteTopic of removed) this.detach(client, liteTopic, undefined);
     for (const liteTopic of added) this.attach(client, liteTopic, start);
-    this.updateLegacy(client);
+    this.updateCatchAll(client);
   }
 
   /**
@@ -108,7 +108,7 @@ export class Registry {
     for (const liteTopic of [...client.topics]) this.detach(client, liteTopic, undefined);
     for (const pattern of client.patterns.keys()) client.group.patternIndex?.remove(pattern, client.id);
     client.patterns.clear();
-    client.group.legacy.delete(client);
+    client.group.catchAll.delete(client);
     client.closed = true;
     client.group.clients.delete(client.clientId);
     client.group.byId.delete(client.id);
@@ -132,14 +132,14 @@ export class Registry {
     checkQuota(limits, 'maxSubscriptionsPerBroker', total, added);
   }
 
-  /** Legacy status follows the pattern set; events for lite topics no longer wanted move on. */
-  private updateLegacy(client: ClientState): void {
+  /** Catch-all status follows the pattern set; events for lite topics no longer wanted move on. */
+  private updateCatchAll(client: ClientState): void {
     const group = client.group;
-    if (client.legacy) {
-      if (!group.legacy.has(client)) this.dispatcher.joinAll(group, client);
+    if (client.catchAll) {
+      if (!group.catchAll.has(client)) this.dispatcher.joinAll(group, client);
       return;
     }
-    if (!group.legacy.delete(client)) return;
+    if (!group.catchAll.delete(client)) return;
     for (const liteTopic of [...client.events.keys()])
       if (!client.topics.has(liteTopic)) this.dispatcher.move(client, liteTopic);
   }
@@ -166,7 +166,7 @@ export class Registry {
       progress.holders = holders;
       group.progress.set(liteTopic, progress);
       // Committed now, so a restart before the first POP still starts where this subscription chose.
-      this.context.state.record(['start', group.name, liteTopic, offset]);
+      this.context.journal.record(['start', group.name, liteTopic, offset]);
     }
     this.dispatcher.ready(group, liteTopic, undefined, 0, progress);
   }
@@ -182,7 +182,7 @@ export class Registry {
     }
     client.topics.delete(liteTopic);
     this.subscriptionCount--;
-    if (!client.legacy) this.dispatcher.move(client, liteTopic);
+    if (!client.catchAll) this.dispatcher.move(client, liteTopic);
     if (reason !== undefined) client.notify('unsubscribed', { liteTopic, reason });
   }
 }

@@ -137,7 +137,7 @@ export class ClientState {
   readonly id: number;
   /** Lite topics it is subscribed to: explicit ones, or in wildcard groups those its patterns match. */
   readonly topics = new Set<string>();
-  /** Wildcard groups: its patterns, compiled. Empty = legacy (every lite topic of the parent). */
+  /** Wildcard groups: its patterns, compiled. Empty = catch-all (every lite topic of the parent). */
   readonly patterns = new Map<string, Matcher>();
   /**
    * Queued events: lite topics with messages for the group, in arrival order, each once, with the
@@ -174,8 +174,8 @@ export class ClientState {
     this.lastSeenAt = now;
   }
 
-  /** A wildcard client without patterns receives every lite topic of its parent. */
-  get legacy(): boolean {
+  /** A catch-all client: a wildcard client without patterns receives every lite topic of its parent. */
+  get catchAll(): boolean {
     return this.group.wildcard && this.patterns.size === 0;
   }
 
@@ -200,8 +200,8 @@ export class GroupState {
   readonly byId = new Map<number, ClientState>();
   /** Lite topic → clients holding it (at most one in an exclusive group). */
   readonly subscribers = new Map<string, Set<ClientState>>();
-  /** Wildcard clients without patterns. */
-  readonly legacy = new Set<ClientState>();
+  /** Catch-all clients: wildcard clients without patterns, which receive every lite topic. */
+  readonly catchAll = new Set<ClientState>();
   /** Wildcard groups: pattern → client ids, to find the clients of a new lite topic without a scan. */
   readonly patternIndex: PatternIndex | undefined;
   /** Lite topic → the group's progress on it (a restart hands over the replayed map as it is). */
@@ -249,12 +249,12 @@ export class GroupState {
 
   /** Whether any live client of the group wants `liteTopic`. */
   interested(liteTopic: string): boolean {
-    return this.legacy.size > 0 || this.wantedBy(this.subscribers.get(liteTopic));
+    return this.catchAll.size > 0 || this.wantedBy(this.subscribers.get(liteTopic));
   }
 
   /** `interested` for a lite topic whose holders (`subscribers.get`) the caller already has. */
   wantedBy(holders: ReadonlySet<ClientState> | undefined): boolean {
-    return this.legacy.size > 0 || (holders !== undefined && holders.size > 0);
+    return this.catchAll.size > 0 || (holders !== undefined && holders.size > 0);
   }
 }
 
@@ -269,7 +269,7 @@ export interface BrokerContext {
   /** A client that has events but does not POP for this long has them moved to others. */
   readonly stallTimeoutMs: number;
   /** Where changes to persisted state are recorded (the state journal, or nothing in memory). */
-  readonly state: import('./persist.js').StateRecorder;
+  readonly journal: import('./persist.js').JournalRecorder;
   /**
    * Reports a failure of background work (maintenance, journal, dead-letter moves, reads met by a
    * POP): the broker emits it as `'error'`, or hands it to its logger when nobody listens.
