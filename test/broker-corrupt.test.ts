@@ -411,7 +411,7 @@ describe('a key-shared window restored by a restart', () => {
       },
       maxOffset: () => 10,
     } as unknown as Parameters<typeof readAround>[0];
-    const progress = new KeySharedProgress(0, 16, 100);
+    const progress = new KeySharedProgress(0, 'hot', 16, 100);
     progress.restore(5, 1, 0, false); // deliveries replayed up to offset 5: keys not read yet
     const load = (from: number, maxNum: number) =>
       readAround(store, 'lmq', from, maxNum, (offset) => progress.hold(offset, 1_000, () => new Error('bad') as never));

@@ -37,10 +37,10 @@ const keyShared: GroupConfig = { ...fifo, keyShared: checkKeyShared({ buckets: 1
 
 /** A valid journal's records: every JSON kind, binary hot records and binary progress batches. */
 function validRecords(): (StateRecord | Uint8Array)[] {
-  const progress = newProgress(fifo, 4);
+  const progress = newProgress(fifo, 'l4', 4);
   progress.restore(4, 0, 1000, true);
   progress.restore(5, 2, 2000, false);
-  const shared = newProgress(keyShared, 10);
+  const shared = newProgress(keyShared, 'l4', 10);
   shared.restore(12, 1, 3000, false);
   const hot = (kind: 'start' | 'ack' | 'deliver', group: string, lite: string, value: number | number[]) =>
     encodeHot(kind, group, lite, value) as Uint8Array;

@@ -84,7 +84,7 @@ describe('RecentAcks', () => {
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 9 }), fc.array(step, { maxLength: 300 }), (capacity, steps) => {
         const recent = new RecentAcks(capacity);
-        const topics = [0, 1, 2, 3].map(() => new TopicProgress(0));
+        const topics = [0, 1, 2, 3].map((i) => new TopicProgress(0, `t${i}`));
         const recorded: Ack[] = [];
         const same = (a: Ack, b: Ack) => a.topic === b.topic && a.offset === b.offset;
         for (const s of steps) {

@@ -42,7 +42,7 @@ function setUp() {
     entry.progress.wake = undefined;
     woken.push(entry.liteTopic);
   });
-  const arm = (at: number, name: string, progress = new TopicProgress(0)) => {
+  const arm = (at: number, name: string, progress = new TopicProgress(0, name)) => {
     progress.wake = queue.add(at, 'g', name, progress);
     return progress;
   };
@@ -99,7 +99,7 @@ describe('WakeQueue', () => {
     fc.assert(
       fc.property(fc.array(op, { maxLength: 300 }), (ops) => {
         const { clock, woken, queue, advanceTo, timers } = setUp();
-        const progress = Array.from({ length: 41 }, () => new TopicProgress(0));
+        const progress = Array.from({ length: 41 }, (_, i) => new TopicProgress(0, `t${i}`));
         // The model: each slot's pending deadline and arming number, or none.
         const pending = new Map<number, { at: number; seq: number }>();
         let seq = 0;
@@ -132,7 +132,7 @@ describe('WakeQueue', () => {
 
   it('holds about twice the pending wake-ups under churn, with one scheduler timer', () => {
     const { queue, arm, timers } = setUp();
-    const progress = Array.from({ length: 100 }, () => new TopicProgress(0));
+    const progress = Array.from({ length: 100 }, (_, i) => new TopicProgress(0, `t${i}`));
     // Every arming replaces its progress's previous one: 100 pending, 200,000 armed.
     for (let i = 0; i < 200_000; i++) arm(1_000_000 + i, 'p', progress[i % 100]);
     expect(queue.size).toBeLessThanOrEqual(2048);

@@ -781,7 +781,7 @@ export class Broker extends EventEmitter {
         progress = group.progress.get(liteTopic);
         if (progress === undefined) {
           if (!group.interested(liteTopic)) continue;
-          progress = newProgress(group.config, offset);
+          progress = newProgress(group.config, liteTopic, offset);
           progress.holders = group.subscribers.get(liteTopic);
           this.dispatcher.startsAtStored(progress);
           group.progress.set(liteTopic, progress);

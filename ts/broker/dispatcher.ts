@@ -7,8 +7,8 @@ import { WakeQueue } from './wakes.js';
 const PRUNE_SLACK = 64;
 
 /** Drops the entries of `list` that are no longer in `backlog`. */
-function prune(list: Set<string>, backlog: ReadonlySet<string>): void {
-  for (const liteTopic of list) if (!backlog.has(liteTopic)) list.delete(liteTopic);
+function prune(list: Set<TopicProgress>, backlog: ReadonlySet<TopicProgress>): void {
+  for (const progress of list) if (!backlog.has(progress)) list.delete(progress);
 }
 
 /**
@@ -34,8 +34,8 @@ export class Dispatcher {
    * waits; these lists may keep entries it no longer has (placed or dropped elsewhere), which a
    * drain skips and forgets. Weakly held, so they go with their group or client.
    */
-  private readonly open = new WeakMap<GroupState, Set<string>>();
-  private readonly held = new WeakMap<ClientState, Set<string>>();
+  private readonly open = new WeakMap<GroupState, Set<TopicProgress>>();
+  private readonly held = new WeakMap<ClientState, Set<TopicProgress>>();
   /**
    * Counts retention passes. An LMQ's minimum offset moves only when retention deletes segments
    * (the broker runs it), so a lite topic asks the store for it once per pass instead of on every
@@ -69,10 +69,7 @@ export class Dispatcher {
     known?: TopicProgress,
   ): void {
     const progress = known ?? group.progress.get(liteTopic);
-    if (progress === undefined) {
-      group.backlog.delete(liteTopic); // not there either: only a lite topic with progress is placed
-      return;
-    }
+    if (progress === undefined) return; // only a lite topic with progress is placed
     if (progress.queuedAt !== undefined) return; // never set in key-shared groups
     const holders = progress.holders;
     // An expiring lite topic's LMQ still holds its old messages until deleted; ready again after.
@@ -139,7 +136,7 @@ export class Dispatcher {
   ): void {
     if (!progress.backlogged) {
       progress.backlogged = true;
-      group.backlog.add(liteTopic);
+      group.backlog.add(progress);
     }
     let only: ClientState | undefined;
     if (group.catchAll.size === 0 && holders?.size === 1) only = holders.values().next().value;
@@ -149,14 +146,14 @@ export class Dispatcher {
         open = new Set();
         this.open.set(group, open);
       }
-      open.add(liteTopic);
+      open.add(progress);
     } else {
       let held = this.held.get(only);
       if (held === undefined) {
         held = new Set();
         this.held.set(only, held);
       }
-      held.add(liteTopic);
+      held.add(progress);
     }
   }
 
@@ -164,7 +161,7 @@ export class Dispatcher {
   private unbacklog(group: GroupState, liteTopic: string, progress: TopicProgress): void {
     if (!progress.backlogged) return;
     progress.backlogged = false;
-    group.backlog.delete(liteTopic);
+    group.backlog.delete(progress);
   }
 
   /**
@@ -275,20 +272,16 @@ export class Dispatcher {
    * entry it cannot place back at the end of a list, where the count stops the walk before reaching
    * it again, and removes entries it places, which the live iteration then skips.
    */
-  private drain(group: GroupState, list: Set<string>, client: ClientState | undefined, now: number): void {
+  private drain(group: GroupState, list: Set<TopicProgress>, client: ClientState | undefined, now: number): void {
     const room = this.context.limits.maxEventsPerClient;
     let left = list.size;
-    for (const liteTopic of list) {
+    for (const progress of list) {
       if (left-- === 0 || (client !== undefined && client.events.size >= room)) return;
-      list.delete(liteTopic);
-      const progress = group.progress.get(liteTopic);
-      if (progress === undefined) {
-        group.backlog.delete(liteTopic);
-        continue;
-      }
-      if (!progress.backlogged) continue; // no longer waiting
-      this.unbacklog(group, liteTopic, progress);
-      this.ready(group, liteTopic, now, 0, progress);
+      list.delete(progress);
+      // No longer waiting, or forgotten by the group (its lite topic expired).
+      if (!progress.backlogged || progress.removed) continue;
+      this.unbacklog(group, progress.liteTopic, progress);
+      this.ready(group, progress.liteTopic, now, 0, progress);
     }
   }
 

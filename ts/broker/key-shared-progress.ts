@@ -120,10 +120,11 @@ export class KeySharedProgress extends TopicProgress {
 
   constructor(
     start: number,
+    liteTopic: string,
     readonly buckets: number,
     readonly windowMessages: number,
   ) {
-    super(start);
+    super(start, liteTopic);
     this.indexed = start;
     this.queues = new Array<BucketQueue | undefined>(buckets).fill(undefined);
   }
@@ -633,12 +634,12 @@ function block(cursor: Cursor, hash: number, by: Delivery): void {
   cursor.blockers.push(by);
 }
 
-/** Fresh progress from `start` for a group: per key when the group is key-shared. */
-export function newProgress(config: GroupConfig | undefined, start: number): TopicProgress {
+/** Fresh progress on `liteTopic` from `start` for a group: per key when the group is key-shared. */
+export function newProgress(config: GroupConfig | undefined, liteTopic: string, start: number): TopicProgress {
   const keyShared = config?.keyShared;
   return keyShared === undefined
-    ? new TopicProgress(start)
-    : new KeySharedProgress(start, keyShared.buckets, keyShared.windowMessages);
+    ? new TopicProgress(start, liteTopic)
+    : new KeySharedProgress(start, liteTopic, keyShared.buckets, keyShared.windowMessages);
 }
 
 /**

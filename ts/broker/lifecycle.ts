@@ -197,7 +197,7 @@ export class Lifecycle {
         group.progress.delete(name);
         const queuedAt = progress?.queuedAt;
         if (queuedAt !== undefined) this.dispatcher.dequeue(queuedAt, name, progress);
-        group.backlog.delete(name);
+        if (progress !== undefined) group.backlog.delete(progress);
         for (const client of [...(group.subscribers.get(name) ?? [])]) this.registry.expire(client, name);
       }
       this.context.journal.record(['drop', parent.name, name]);

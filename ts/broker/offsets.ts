@@ -150,8 +150,7 @@ export class TopicProgress {
   /**
    * Where the dispatcher has the group's one event of this lite topic (dispatcher.ts): the client it
    * is queued at (never set in key-shared groups, whose events are per bucket owner), and whether it
-   * waits in the group's backlog (`GroupState.backlog` holds exactly the names whose progress says
-   * so). Kept here, next to the progress every dispatch looks up anyway, so a dispatch does not look
+   * waits in the group's backlog (`GroupState.backlog` holds exactly the progress that says so). Kept here, next to the progress every dispatch looks up anyway, so a dispatch does not look
    * the lite topic up again in one more map per question.
    */
   queuedAt: ClientState | undefined;
@@ -173,7 +172,11 @@ export class TopicProgress {
    */
   private held: Map<number, CorruptHold> | undefined;
 
-  constructor(start: number) {
+  constructor(
+    start: number,
+    /** The lite topic this is the progress on. */
+    readonly liteTopic: string,
+  ) {
     this.committed = start;
     this.next = start;
   }

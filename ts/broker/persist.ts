@@ -144,7 +144,7 @@ function restoreProgress(
   deliveries: (each: ProgressDelivery) => void,
 ): void {
   if (committed > next) throw new BadRecord('its committed offset is past its next offset');
-  const progress = newProgress(state.groups.get(group), committed);
+  const progress = newProgress(state.groups.get(group), liteTopic, committed);
   const keyShared = progress instanceof KeySharedProgress;
   if (keyShared && next - committed > progress.windowMessages) {
     throw new BadRecord('it spans more offsets than its key-shared window');
@@ -244,7 +244,7 @@ function apply(state: RestoredState, sink: ProgressSink, item: unknown): void {
       const group = checkName(record[1], 'the group');
       const liteTopic = checkName(record[2], 'the lite topic');
       const offset = checkOffset(record[3], 'the start offset');
-      progressOf(state, group).set(liteTopic, newProgress(state.groups.get(group), offset));
+      progressOf(state, group).set(liteTopic, newProgress(state.groups.get(group), liteTopic, offset));
       break;
     }
     case 'deliver': {

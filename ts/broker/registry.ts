@@ -162,7 +162,7 @@ export class Registry {
       const lmq = lmqName(group.parent.name, liteTopic);
       // A lite topic being deleted by expiry starts again from nothing.
       const offset = group.parent.expiring.has(liteTopic) ? 0 : startOffset(this.context.store, lmq, start);
-      progress = newProgress(group.config, offset);
+      progress = newProgress(group.config, liteTopic, offset);
       progress.holders = holders;
       group.progress.set(liteTopic, progress);
       // Committed now, so a restart before the first POP still starts where this subscription chose.

@@ -210,7 +210,7 @@ export class GroupState {
    * Lite topics with messages ready but no client with room; placed as clients make room. Exactly
    * those whose progress is `backlogged` (the dispatcher changes both together).
    */
-  readonly backlog = new Set<string>();
+  readonly backlog = new Set<TopicProgress>();
   /**
    * Restored from the journal and not yet offered to a client that takes every lite topic (a
    * wildcard client without patterns): nothing queues events for the restored progress until some
