@@ -225,7 +225,7 @@ export class Admin {
       group: client.group.name,
       liteTopics: [...client.topics].sort(),
       patterns: [...client.patterns.keys()],
-      queuedEvents: [...client.events.keys()],
+      queuedEvents: [...client.events].map((progress) => progress.liteTopic),
       inflight: client.inflight,
       lastPopAt: client.lastPopAt,
       lastSeenAt: client.lastSeenAt,

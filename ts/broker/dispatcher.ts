@@ -74,7 +74,7 @@ export class Dispatcher {
     const holders = progress.holders;
     // An expiring lite topic's LMQ still holds its old messages until deleted; ready again after.
     if (!group.wantedBy(holders) || isExpiring(group.parent, liteTopic)) {
-      this.unbacklog(group, liteTopic, progress);
+      this.unbacklog(group, progress);
       return;
     }
     const { store } = this.context;
@@ -92,13 +92,13 @@ export class Dispatcher {
     if (
       !(progress.frontVisible(now) ?? (progress.next < storedBelow || progress.next < maxOffsetOf(store, info, lmq)))
     ) {
-      this.unbacklog(group, liteTopic, progress);
+      this.unbacklog(group, progress);
       this.armWake(group, liteTopic, progress, now);
       return;
     }
     const client = this.choose(group, holders);
-    if (client === undefined) this.toBacklog(group, liteTopic, progress, holders);
-    else this.enqueue(client, liteTopic, progress);
+    if (client === undefined) this.toBacklog(group, progress, holders);
+    else this.enqueue(client, progress);
   }
 
   /** Skips offsets retention deleted, asking the store once per retention pass (see `retained`). */
@@ -122,18 +122,13 @@ export class Dispatcher {
   }
 
   /**
-   * Puts `liteTopic` in the group's backlog, and in the drain list of the one client that can take
-   * it (the exclusive holder, or the only subscriber of a group without catch-all clients) or else in
-   * the group's open list. A POP then drains its own list and the open one, never walking the
-   * lite topics that wait for other clients (with an exclusive group and full clients that walk was
-   * every waiting lite topic on every POP).
+   * Puts the lite topic of `progress` in the group's backlog, and in the drain list of the one client
+   * that can take it (the exclusive holder, or the only subscriber of a group without catch-all
+   * clients) or else in the group's open list. A POP then drains its own list and the open one,
+   * never walking the lite topics that wait for other clients (with an exclusive group and full
+   * clients that walk would be every waiting lite topic on every POP).
    */
-  private toBacklog(
-    group: GroupState,
-    liteTopic: string,
-    progress: TopicProgress,
-    holders: ReadonlySet<ClientState> | undefined,
-  ): void {
+  private toBacklog(group: GroupState, progress: TopicProgress, holders: ReadonlySet<ClientState> | undefined): void {
     if (!progress.backlogged) {
       progress.backlogged = true;
       group.backlog.add(progress);
@@ -157,8 +152,8 @@ export class Dispatcher {
     }
   }
 
-  /** Takes `liteTopic` out of the group's backlog, if it is there. */
-  private unbacklog(group: GroupState, liteTopic: string, progress: TopicProgress): void {
+  /** Takes the lite topic of `progress` out of the group's backlog, if it is there. */
+  private unbacklog(group: GroupState, progress: TopicProgress): void {
     if (!progress.backlogged) return;
     progress.backlogged = false;
     group.backlog.delete(progress);
@@ -180,10 +175,10 @@ export class Dispatcher {
     let waiting = false;
     for (const client of clients) {
       if (client.events.size >= limits.maxEventsPerClient) waiting = true;
-      else this.enqueue(client, liteTopic, progress);
+      else this.enqueue(client, progress);
     }
-    if (waiting) this.toBacklog(group, liteTopic, progress, progress.holders);
-    else this.unbacklog(group, liteTopic, progress);
+    if (waiting) this.toBacklog(group, progress, progress.holders);
+    else this.unbacklog(group, progress);
     this.armWake(group, liteTopic, progress, now);
   }
 
@@ -199,36 +194,36 @@ export class Dispatcher {
     return best;
   }
 
-  private enqueue(client: ClientState, liteTopic: string, progress: TopicProgress): void {
+  private enqueue(client: ClientState, progress: TopicProgress): void {
     const group = client.group;
-    client.events.set(liteTopic, progress);
+    client.events.add(progress);
     if (group.keyShared === undefined) progress.queuedAt = client;
-    this.unbacklog(group, liteTopic, progress);
+    this.unbacklog(group, progress);
     client.lastChosen = ++group.chooseCounter;
     if (client.events.size === 1) this.armStallCheck(client);
     this.wake(client);
   }
 
-  /**
-   * Takes the event of `liteTopic` off `client`'s queue (POP does this before it reads). `known`: the
-   * group's progress on it, when the caller has it at hand.
-   */
-  dequeue(client: ClientState, liteTopic: string, known?: TopicProgress): void {
-    client.events.delete(liteTopic);
-    const progress = known ?? client.group.progress.get(liteTopic);
-    if (progress?.queuedAt === client) progress.queuedAt = undefined;
+  /** Takes the event of `progress`'s lite topic off `client`'s queue (POP does this before it reads). */
+  dequeue(client: ClientState, progress: TopicProgress): void {
+    client.events.delete(progress);
+    if (progress.queuedAt === client) progress.queuedAt = undefined;
   }
 
   /** Moves one event away from `client` (it no longer holds the lite topic, or it is leaving). */
   move(client: ClientState, liteTopic: string): void {
-    if (!client.events.has(liteTopic)) return;
-    this.dequeue(client, liteTopic);
-    this.ready(client.group, liteTopic);
+    const progress = client.group.progress.get(liteTopic);
+    if (progress === undefined || !client.events.has(progress)) return;
+    this.dequeue(client, progress);
+    this.ready(client.group, liteTopic, undefined, 0, progress);
   }
 
   /** Moves all of `client`'s events to others, at once (close, stall). */
   withdraw(client: ClientState): void {
-    for (const liteTopic of [...client.events.keys()]) this.move(client, liteTopic);
+    for (const progress of [...client.events]) {
+      this.dequeue(client, progress);
+      this.ready(client.group, progress.liteTopic, undefined, 0, progress);
+    }
   }
 
   /**
@@ -280,7 +275,7 @@ export class Dispatcher {
       list.delete(progress);
       // No longer waiting, or forgotten by the group (its lite topic expired).
       if (!progress.backlogged || progress.removed) continue;
-      this.unbacklog(group, progress.liteTopic, progress);
+      this.unbacklog(group, progress);
       this.ready(group, progress.liteTopic, now, 0, progress);
     }
   }

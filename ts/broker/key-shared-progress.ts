@@ -344,7 +344,7 @@ export class KeySharedProgress extends TopicProgress {
     const { owners, members } = this.owners(group, liteTopic);
     // Only clients without the event need one: with every member holding it, nothing to look at.
     const wanted = new Set<ClientState>();
-    for (const client of members) if (!client.events.has(liteTopic)) wanted.add(client);
+    for (const client of members) if (!client.events.has(this)) wanted.add(client);
     return this.clientsWithWork(now, maxOffsetOf(context.store, info, lmq), owners, wanted, this.keys(scope));
   }
 

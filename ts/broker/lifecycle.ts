@@ -195,8 +195,9 @@ export class Lifecycle {
         progress?.dropAll();
         if (progress !== undefined) progress.removed = true;
         group.progress.delete(name);
-        const queuedAt = progress?.queuedAt;
-        if (queuedAt !== undefined) this.dispatcher.dequeue(queuedAt, name, progress);
+        // Its events go (key-shared groups may have one at each client).
+        if (progress !== undefined)
+          for (const client of group.clients.values()) this.dispatcher.dequeue(client, progress);
         if (progress !== undefined) group.backlog.delete(progress);
         for (const client of [...(group.subscribers.get(name) ?? [])]) this.registry.expire(client, name);
       }

@@ -198,12 +198,10 @@ export class Popper {
           count = out.length;
           continue;
         }
-        // The queue is not empty. An event queued with progress the group has since forgot (its lite
-        // topic expired) stands for whatever progress the name has now.
-        const [liteTopic, queued] = client.events.entries().next().value as [string, TopicProgress];
-        const progress = queued.removed ? group.progress.get(liteTopic) : queued;
+        const progress = client.events.values().next().value as TopicProgress; // the queue is not empty
+        const liteTopic = progress.liteTopic;
         // Off the queue first: anything that queues it again from here on stays queued.
-        this.dispatcher.dequeue(client, liteTopic, progress);
+        this.dispatcher.dequeue(client, progress);
         touched.push(liteTopic);
         touchedProgress.push(progress);
         if (progress === undefined || isExpiring(group.parent, liteTopic)) continue;

@@ -140,8 +140,8 @@ export class Registry {
       return;
     }
     if (!group.catchAll.delete(client)) return;
-    for (const liteTopic of [...client.events.keys()])
-      if (!client.topics.has(liteTopic)) this.dispatcher.move(client, liteTopic);
+    for (const progress of [...client.events])
+      if (!client.topics.has(progress.liteTopic)) this.dispatcher.move(client, progress.liteTopic);
   }
 
   private attach(client: ClientState, liteTopic: string, start: StartPosition): void {

@@ -140,10 +140,10 @@ export class ClientState {
   /** Wildcard groups: its patterns, compiled. Empty = catch-all (every lite topic of the parent). */
   readonly patterns = new Map<string, Matcher>();
   /**
-   * Queued events: lite topics with messages for the group, in arrival order, each once, with the
+   * Queued events: lite topics with messages for the group, in arrival order, each once, as the
    * group's progress on each (so a POP takes an event without looking its lite topic up).
    */
-  readonly events = new Map<string, TopicProgress>();
+  readonly events = new Set<TopicProgress>();
   /** Unacked deliveries it holds. */
   inflight = 0;
   /** Clock time of its last POP. */
