@@ -20,16 +20,11 @@ import { BINARY_RECORD, checkBinary } from './snapshot.js';
 
 const MAGIC = Buffer.from('LTBSTATE', 'ascii');
 /**
- * Written: version 2 adds binary progress batches (snapshot.ts), which compaction writes; version 3
- * binary hot records (start, ack, deliver), which every arrival, ack and POP writes.
+ * The one version written and read: JSON records, binary progress batches (snapshot.ts), which
+ * compaction writes, and binary hot records (start, ack, deliver), which every arrival, ack and POP
+ * writes. A file of any other version is refused with `UnsupportedFormatError`.
  */
 export const JOURNAL_VERSION = 3;
-/**
- * Read as well. An older file is opened as it is and its header says version 3 before the first
- * record of this release goes in (`open`), so a release that cannot read those refuses the file
- * instead of cutting the state at the first one.
- */
-const JOURNAL_VERSIONS_READ = [1, 2, 3];
 /** Where the header holds the version. */
 const VERSION_AT = 8;
 export const JOURNAL_HEADER_BYTES = 16;
@@ -87,8 +82,7 @@ export function sealRecord(bytes: Buffer): Buffer {
 
 /**
  * The records of a journal file and where the valid part ends (a torn tail is cut there). A JSON
- * record comes back parsed; a binary one (version 2 and later) as its payload bytes, layout checked
- * against what the file's version may hold. A record that fails its CRC while a whole record starts
+ * record comes back parsed; a binary one as its payload bytes, its layout checked. A record that fails its CRC while a whole record starts
  * right after it is damage inside the file, not a torn tail (the writer never writes past a record
  * it did not finish): `LogCorruptError`, rather than silently forgetting what follows.
  */
@@ -105,7 +99,7 @@ export function decodeJournal(
     throw new LogCorruptError('the broker state journal has no valid header', { file, position: 0 });
   }
   const version = bytes.readUInt32LE(VERSION_AT);
-  if (!JOURNAL_VERSIONS_READ.includes(version)) {
+  if (version !== JOURNAL_VERSION) {
     throw new UnsupportedFormatError(`the broker state journal has unknown version ${version}`, { file, version });
   }
   const records: unknown[] = [];
@@ -128,7 +122,7 @@ export function decodeJournal(
     }
     let record: unknown;
     if (payload[0] === BINARY_RECORD) {
-      if (!checkBinary(payload, version)) break;
+      if (!checkBinary(payload)) break;
       record = payload;
     } else {
       try {
@@ -291,7 +285,7 @@ export class StateJournal {
     } catch (error) {
       throw ioError(path, error);
     }
-    const { records, validBytes, fileBytes, version } = contents ?? (await StateJournal.read(path, storage));
+    const { records, validBytes, fileBytes } = contents ?? (await StateJournal.read(path, storage));
     let file: JournalFile;
     try {
       file = await storage.open(path);
@@ -306,13 +300,6 @@ export class StateJournal {
         size = JOURNAL_HEADER_BYTES;
       } else if (validBytes < fileBytes) {
         await file.truncate(validBytes); // the torn tail: later records must not follow garbage
-      }
-      if (validBytes > 0 && version < JOURNAL_VERSION) {
-        // Its records stay as they are (this release reads them); the header now says which release
-        // may append, before the datasync below makes both durable and before any new record.
-        const field = Buffer.alloc(4);
-        field.writeUInt32LE(JOURNAL_VERSION, 0);
-        await writeFully(file, field, VERSION_AT);
       }
       await file.datasync();
       await storage.syncDirectory(dirname(path));

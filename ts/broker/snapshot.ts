@@ -21,8 +21,6 @@ export const BINARY_RECORD = 0;
 const PROGRESS_BATCH = 1;
 /** Version 3: the records of every arrival, delivery and ack (`HotKind`), in binary. */
 const HOT_KINDS = { start: 2, ack: 3, deliver: 4 } as const;
-/** The binary kinds a journal of `version` may hold. */
-const LAST_KIND_OF_VERSION: Record<number, number> = { 2: PROGRESS_BATCH, 3: HOT_KINDS.deliver };
 /** A batch is closed once it reaches this size (records stay far below MAX_JOURNAL_RECORD_BYTES). */
 const BATCH_BYTES = 1024 * 1024;
 const TOPIC_FIXED_BYTES = 2 + 8 + 8 + 4;
@@ -172,13 +170,10 @@ function checkHot(payload: Uint8Array, view: DataView): boolean {
   return at + 4 + 8 * view.getUint32(at, true) === payload.length;
 }
 
-/**
- * Whether `payload` is a well-formed binary record of a kind this release knows and a journal of
- * `version` may hold (progress batches from version 2, hot records from version 3).
- */
-export function checkBinary(payload: Uint8Array, version = 3): boolean {
+/** Whether `payload` is a well-formed binary record of a kind this release knows. */
+export function checkBinary(payload: Uint8Array): boolean {
   const kind = payload[1] as number;
-  if (payload.length < 2 || payload[0] !== BINARY_RECORD || kind > (LAST_KIND_OF_VERSION[version] ?? -1)) return false;
+  if (payload.length < 2 || payload[0] !== BINARY_RECORD || kind > HOT_KINDS.deliver) return false;
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
   if (kind !== PROGRESS_BATCH) return kind >= HOT_KINDS.start && checkHot(payload, view);
   if (payload.length < 8) return false;
