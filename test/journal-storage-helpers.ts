@@ -1,7 +1,8 @@
 /**
  * Storages for the broker's state journal that tests hand to `Broker.open({ stateStorage })`:
- * - `FaultyJournalStorage` counts every file operation and fails the Nth one: it throws, or (a
- *   write) stores half and says so, or the disk fills up from there on (a short write, then ENOSPC).
+ * - `FaultyJournalStorage` counts every file operation (or only those named `only`) and fails the
+ *   Nth one: it throws, or (a write) stores half and says so, or the disk fills up from there on (a
+ *   short write, then ENOSPC).
  * - `PowerLossStorage` writes through to the disk and keeps a model of what a power loss would leave:
  *   per file only the bytes its last sync covered, and the directory as of its last sync (a create
  *   or rename not followed by one is lost). `views[n]` is that state just before operation `n`.
@@ -24,18 +25,23 @@ export class FaultyJournalStorage implements JournalStorage {
   /** Whether the fault has happened. */
   hit = false;
   private diskFull = false;
+  /** Operations counted toward `failAt`. */
+  private counted = 0;
 
   constructor(
     private readonly failAt = 0,
     private readonly mode: FaultMode = 'throw',
     private readonly inner: JournalStorage = nodeJournalStorage,
+    /** Count only operations of this name toward `failAt` (e.g. the Nth `datasync`). */
+    private readonly only?: string,
   ) {}
 
   /** Counts an operation; true when this one is the fault. */
   private next(name: string): boolean {
     this.calls++;
     this.log.push(name);
-    if (this.calls !== this.failAt) return false;
+    if (this.only !== undefined && name !== this.only) return false;
+    if (++this.counted !== this.failAt) return false;
     this.hit = true;
     return true;
   }
