@@ -613,13 +613,14 @@ export class Broker extends EventEmitter {
       throw error;
     }
     const fresh = newNames;
+    const matched = this.patternMatches(parent, created);
     const arrived = this.context.clock.now();
     const sent = results.map((result, i) => {
       const liteTopic = names[i] as string;
       const offset = result.offsets[0] as number;
       const info = infos[i] as LiteTopicInfo;
       info.arrived(offset);
-      this.arrive(parent, info, liteTopic, offset, fresh.delete(liteTopic), arrived);
+      this.arrive(parent, info, liteTopic, offset, fresh.delete(liteTopic), matched, arrived);
       return { messageId: messageId(result.position), liteTopic, offset };
     });
     await this.context.journal.settle(); // the groups' starting offsets of new lite topics
@@ -755,18 +756,45 @@ export class Broker extends EventEmitter {
     }
   }
 
-  /** Offers a stored message to every group; `now` is when the append resolved (one reading per batch). */
+  /**
+   * Per group slot, the new lite topics of a send that some pattern of the group matches: one
+   * engine call per wildcard group and send (`matchCounts`), then the ids only for those matched.
+   */
+  private patternMatches(parent: ParentTopic, created: readonly string[]): (Set<string> | undefined)[] {
+    const matched: (Set<string> | undefined)[] = [];
+    if (created.length === 0) return matched;
+    let counts: Uint32Array | undefined;
+    for (const group of parent.groups) {
+      const index = group.patternIndex;
+      if (index === undefined || index.size === 0) continue;
+      counts ??= new Uint32Array(created.length);
+      if (index.matchCounts(created, counts) === 0) continue;
+      const names = new Set<string>();
+      created.forEach((name, i) => {
+        if ((counts as Uint32Array)[i] !== 0) names.add(name);
+      });
+      matched[group.slot] = names;
+    }
+    return matched;
+  }
+
+  /**
+   * Offers a stored message to every group; `now` is when the append resolved (one reading per
+   * batch). The first message of a lite topic the send `created` attaches the clients whose patterns
+   * match it (`matched`, from `patternMatches`).
+   */
   private arrive(
     parent: ParentTopic,
     info: LiteTopicInfo,
     liteTopic: string,
     offset: number,
     created: boolean,
+    matched: readonly (Set<string> | undefined)[],
     now: number,
   ): void {
     for (const group of parent.groups) {
-      if (created && group.patternIndex !== undefined && group.patternIndex.size > 0) {
-        for (const id of group.patternIndex.match(liteTopic)) {
+      if (created && matched[group.slot]?.has(liteTopic) === true) {
+        for (const id of (group.patternIndex as PatternIndex).match(liteTopic)) {
           const client = group.byId.get(id) as ClientState;
           try {
             this.registry.attachArrived(client, liteTopic, offset);
