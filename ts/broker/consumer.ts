@@ -125,17 +125,28 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
   }
 
   /** POP: up to `maxNum` messages across this client's lite topics; waits up to `waitMs` for some. */
-  async pop(options?: PopOptions): Promise<PoppedMessage[]> {
-    this.checkOpen();
-    const { maxNum, invisibleTimeMs, waitMs } = this.parts.popper.options(options);
-    return this.parts.popper.pop(this.client, maxNum, invisibleTimeMs, waitMs);
+  pop(options?: PopOptions): Promise<PoppedMessage[]> {
+    try {
+      this.checkOpen();
+      const { maxNum, invisibleTimeMs, waitMs } = this.parts.popper.options(options);
+      return this.parts.popper.pop(this.client, maxNum, invisibleTimeMs, waitMs);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
-  /** Acks a popped message (or its receipt handle). */
-  async ack(messageOrHandle: PoppedMessage | string): Promise<void> {
-    this.checkOpen();
-    const liteTopic = typeof messageOrHandle === 'object' ? messageOrHandle?.liteTopic : undefined;
-    await this.parts.popper.ack(this.client, handleOf(messageOrHandle), liteTopic);
+  /**
+   * Acks a popped message (or its receipt handle). Not an async function, like `pop`: the promise
+   * the POP layer returns goes to the caller as it is, without one more promise and turn per call.
+   */
+  ack(messageOrHandle: PoppedMessage | string): Promise<void> {
+    try {
+      this.checkOpen();
+      const liteTopic = typeof messageOrHandle === 'object' ? messageOrHandle?.liteTopic : undefined;
+      return this.parts.popper.ack(this.client, handleOf(messageOrHandle), liteTopic);
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   /** Hides a popped message for `invisibleTimeMs` from now; 0 makes it visible at once. */

@@ -200,6 +200,13 @@ function ioError(path: string, error: unknown): LitetopicError {
 
 function ignore(): void {}
 
+/**
+ * The answer of a wait with nothing to wait for: one settled promise shared by every such call (a
+ * promise's state cannot be changed by whoever holds it), so the acks and POPs of a journal that is
+ * keeping up allocate nothing for it.
+ */
+export const SETTLED: Promise<void> = Promise.resolve();
+
 export class StateJournal {
   private file: JournalFile;
   /** Bytes of whole records in the file: where the next write goes. */
@@ -336,7 +343,7 @@ export class StateJournal {
   durable(): Promise<void> {
     const refused = this.refusal();
     if (refused !== undefined) return Promise.reject(refused);
-    if (this.synced >= this.appended) return Promise.resolve();
+    if (this.synced >= this.appended) return SETTLED;
     return this.wait(true);
   }
 
@@ -351,7 +358,7 @@ export class StateJournal {
     const late =
       this.pending.length > 0 &&
       (this.pendingBytes > ASYNC_PENDING_MAX_BYTES || performance.now() - this.pendingSince > ASYNC_PENDING_MAX_MS);
-    return late ? this.wait(false) : Promise.resolve();
+    return late ? this.wait(false) : SETTLED;
   }
 
   /** Throws the journal's failure, if it failed. */

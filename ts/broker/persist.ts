@@ -7,7 +7,7 @@
  * not kept: clients subscribe again and resume from their group's progress.
  */
 import { LogCorruptError } from '../errors.js';
-import { RECORD_HEADER_BYTES, type StateJournal, sealRecord } from './journal.js';
+import { RECORD_HEADER_BYTES, SETTLED, type StateJournal, sealRecord } from './journal.js';
 import { KeySharedProgress, newProgress } from './key-shared-progress.js';
 import type { TopicProgress } from './offsets.js';
 import {
@@ -74,8 +74,8 @@ export interface JournalRecorder {
 
 export const noRecorder: JournalRecorder = {
   record: () => undefined,
-  settle: () => Promise.resolve(),
-  durable: () => Promise.resolve(),
+  settle: () => SETTLED,
+  durable: () => SETTLED,
   check: () => undefined,
 };
 
