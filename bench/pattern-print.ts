@@ -36,13 +36,21 @@ function singleTable(rows: PatternBenchResult['singleMatch']): Table {
 }
 
 function reverseTable(rows: PatternBenchResult['reverse']): Table {
-  const qlobberOf = (size: number) =>
-    rows.find((r) => r.subscriptions === size && r.implementation.startsWith('qlobber'));
+  const qlobberOf = (row: PatternBenchResult['reverse'][number]) =>
+    rows.find(
+      (r) =>
+        r.workload === row.workload && r.subscriptions === row.subscriptions && r.implementation.startsWith('qlobber'),
+    );
   // Without qlobber (a peer that was not installed) there is nothing to compare with.
   const compared = rows.some((r) => r.implementation.startsWith('qlobber'));
   return {
     title: 'Reverse lookup (topics/s, distinct matching ids counted)',
+    note:
+      'agent-bus: the subscriptions and topics of bench/workload.ts. distinct names: 200,000 distinct workload ' +
+      'names, subscriptions made from them (80% one name, 20% a wildcard over one session or tool), topics drawn ' +
+      'from 50,000 of the names: many distinct names, few ids per topic.',
     headers: [
+      'workload',
       'subscriptions',
       'implementation',
       'topics/s',
@@ -52,12 +60,13 @@ function reverseTable(rows: PatternBenchResult['reverse']): Table {
       'ids/topic',
     ],
     rows: rows.map((r) => [
+      r.workload ?? 'agent-bus',
       figure(r.subscriptions),
       r.implementation,
       figure(r.opsPerSecond),
       figure(r.medianNs),
       figure(r.spreadPercent),
-      ...(compared ? [`${figure(r.opsPerSecond / (qlobberOf(r.subscriptions)?.opsPerSecond ?? Number.NaN))}×`] : []),
+      ...(compared ? [`${figure(r.opsPerSecond / (qlobberOf(r)?.opsPerSecond ?? Number.NaN))}×`] : []),
       figure(r.matchesPerTopic),
     ]),
   };

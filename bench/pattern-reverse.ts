@@ -14,9 +14,22 @@ const { matches, PatternIndex } = lib;
 type PatternIndex = PatternIndexType;
 
 import { type Case, type Measurement, measure, type Timing } from './measure.js';
-import { makeSubscriptions, makeTopics, QLOBBER_OPTIONS, type Subscription, toQlobber, toRegExp } from './workload.js';
+import { distinctNames } from './trie-memory.js';
+import {
+  makeSubscriptions,
+  makeTopics,
+  mulberry32,
+  QLOBBER_OPTIONS,
+  type Subscription,
+  toQlobber,
+  toRegExp,
+} from './workload.js';
+
+/** The subscriptions and topics a reverse lookup row measured (see `reverseWorkload`). */
+export type ReverseWorkload = 'agent-bus' | 'distinct names';
 
 export interface ReverseRow extends Measurement {
+  workload: ReverseWorkload;
   subscriptions: number;
   implementation: string;
   /** Topics looked up per iteration, and the mean number of distinct ids each matched. */
@@ -147,14 +160,63 @@ function cases(
   return list.map(([name, run]) => ({ name, operations: n, run, expected }));
 }
 
+/** Names of the second workload, subscriptions made from them, and the names topics are drawn from. */
+export const DISTINCT_NAMES = 200_000;
+export const DISTINCT_NAME_SUBSCRIPTIONS = 100_000;
+export const DISTINCT_NAME_PUBLISHED = 50_000;
+
+/**
+ * The second workload: many distinct names and few ids per topic, as a broker of one subscriber per
+ * lite topic sees it. `DISTINCT_NAMES` workload names; subscriptions made from them, 80% one name
+ * exactly and 20% a narrow wildcard over one name's session (`t__a__s__*`, `t__a__s__**`) or tool
+ * (`t__a__*__tool`), one subscriber per two patterns; topics drawn from `DISTINCT_NAME_PUBLISHED` of
+ * the names.
+ */
+export function distinctNameWorkload(
+  subscriptionCount: number,
+  topicCount: number,
+  seed: number,
+): { subscriptions: Subscription[]; topics: string[] } {
+  const names = distinctNames(DISTINCT_NAMES, seed + 2);
+  const random = mulberry32(seed + 3);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)] as T;
+  const subscribers = Math.max(1, Math.ceil(subscriptionCount / 2));
+  const seen = new Set<string>();
+  const subscriptions: Subscription[] = [];
+  while (subscriptions.length < subscriptionCount) {
+    const name = pick(names);
+    const [tenant, agent, session, tool] = name.split('__');
+    const roll = random();
+    const pattern =
+      roll < 0.8 || tool === undefined
+        ? name
+        : roll < 0.87
+          ? `${tenant}__${agent}__${session}__*`
+          : roll < 0.94
+            ? `${tenant}__${agent}__${session}__**`
+            : `${tenant}__${agent}__*__${tool}`;
+    const id = Math.floor(random() * subscribers);
+    const key = `${pattern} ${id}`;
+    if (seen.has(key)) continue;
+    seen.add(key);
+    subscriptions.push({ pattern, id });
+  }
+  const published = names.slice(0, DISTINCT_NAME_PUBLISHED);
+  const topics = Array.from({ length: topicCount }, () => pick(published));
+  return { subscriptions, topics };
+}
+
 export async function benchReverse(
   size: number,
   topicCount: number,
   seed: number,
   timing: Timing,
+  workload: ReverseWorkload = 'agent-bus',
 ): Promise<ReverseRow[]> {
-  const subscriptions = makeSubscriptions(size, seed);
-  const topics = makeTopics(topicCount, seed + 1);
+  const { subscriptions, topics } =
+    workload === 'agent-bus'
+      ? { subscriptions: makeSubscriptions(size, seed), topics: makeTopics(topicCount, seed + 1) }
+      : distinctNameWorkload(size, topicCount, seed);
   const native = buildIndex('native', subscriptions);
   const js = buildIndex('js', subscriptions);
   const qlobber = buildQlobber(subscriptions);
@@ -165,6 +227,7 @@ export async function benchReverse(
   const figures = await measure(list, timing);
   return figures.map((m) => ({
     ...m,
+    workload,
     subscriptions: size,
     implementation: m.name,
     topics: topics.length,

@@ -11,7 +11,7 @@ import { median, pairedSpeedup, type Timing } from './measure.js';
 import { benchCrossing, type CrossingRow } from './pattern-crossing.js';
 import type { MemorySample } from './pattern-memory.js';
 import { printPatternResult } from './pattern-print.js';
-import { benchReverse, type ReverseRow } from './pattern-reverse.js';
+import { benchReverse, DISTINCT_NAME_SUBSCRIPTIONS, type ReverseRow } from './pattern-reverse.js';
 import { benchSingleMatch, type SingleMatchRow } from './pattern-single.js';
 
 export type { CrossingRow, MemorySample, ReverseRow, SingleMatchRow };
@@ -121,13 +121,15 @@ function singleMatchTargets(rows: readonly SingleMatchRow[]): TargetCheck[] {
 
 /** Reverse lookup: native batched at least 5× qlobber, the js engine at least 1.5× (none without qlobber). */
 function reverseTargets(rows: readonly ReverseRow[]): TargetCheck[] {
-  return [...new Set(rows.map((r) => r.subscriptions))].flatMap((size) => {
-    const ofSize = rows.filter((r) => r.subscriptions === size);
-    if (!ofSize.some((r) => r.implementation.startsWith('qlobber'))) return [];
-    const qlobber = byImplementation(ofSize, 'qlobber');
-    const native = byImplementation(ofSize, 'native matchCounts');
-    const js = byImplementation(ofSize, 'js matchCounts');
-    const label = `reverse ${size / 1000}k`;
+  const groups = [...new Set(rows.map((r) => `${r.workload}\0${r.subscriptions}`))];
+  return groups.flatMap((group) => {
+    const [workload, size] = group.split('\0') as [string, string];
+    const ofGroup = rows.filter((r) => r.workload === workload && r.subscriptions === Number(size));
+    if (!ofGroup.some((r) => r.implementation.startsWith('qlobber'))) return [];
+    const qlobber = byImplementation(ofGroup, 'qlobber');
+    const native = byImplementation(ofGroup, 'native matchCounts');
+    const js = byImplementation(ofGroup, 'js matchCounts');
+    const label = `reverse ${Number(size) / 1000}k${workload === 'agent-bus' ? '' : ` (${workload})`}`;
     return [
       check(`${label}: native batched / qlobber`, pairedSpeedup(native, qlobber), 5),
       check(`${label}: js batched / qlobber`, pairedSpeedup(js, qlobber), 1.5),
@@ -177,6 +179,8 @@ export async function runPatternBench(opts: { quick: boolean }): Promise<Pattern
   for (const size of config.reverseSizes) {
     reverse.push(...(await benchReverse(size, config.topicsPerIteration, seed, timing)));
   }
+  const distinct = config.quick ? DISTINCT_NAME_SUBSCRIPTIONS / 10 : DISTINCT_NAME_SUBSCRIPTIONS;
+  reverse.push(...(await benchReverse(distinct, config.topicsPerIteration, seed, timing, 'distinct names')));
   printPatternResult({ reverse });
   const memory: MemorySample[] = [];
   const kinds = peer('qlobber') === undefined ? (['native', 'js'] as const) : (['native', 'js', 'qlobber'] as const);

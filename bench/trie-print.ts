@@ -49,15 +49,13 @@ function expandTable(rows: TrieBenchResult['expand']): Table {
   return {
     title: 'expand vs a linear scan with a compiled matcher (µs per call)',
     note:
-      '`expand` returns the names (on native: the ids from the walk, then the names the adapter keeps; names it does not ' +
-      'have yet cross as NUL-joined strings), `expandIds` fills ' +
+      '`expand` returns the names (on native: a plan from the walk, carried out from the names and lists the adapter ' +
+      'keeps; names it does not have yet cross as one NUL-joined string), `expandIds` fills ' +
       'a reused Uint32Array. The scan runs a compiled js Matcher over every stored name. The × columns are scan time ' +
-      'over expand (names) time, paired by round. The tries do not change while they are measured: the first walk ' +
-      'lays them out depth first (both engines), after which the js engine reads each whole subtree straight ' +
-      'through its positions; a subtree changed since the last compaction is walked by its links instead ' +
-      '(docs/TRIE.md). The native adapter keeps each name it has handed out, so repeated calls return the same ' +
-      'strings instead of new ones; "first" is one call of the pattern before the timed ones (after the patterns ' +
-      'above it, whose names it may share), which builds those strings.',
+      'over expand (names) time, paired by round. The tries do not change while they are measured: the first expand of a ' +
+      'subtree of 32 names or more keeps its list of names (both engines; the native adapter holds the strings), ' +
+      'which later calls copy (docs/TRIE.md); "first" is one call of the pattern before the timed ones (after the ' +
+      'patterns above it, whose names and lists it may share), which builds those lists and strings.',
     headers: [
       'pattern',
       'matched',
@@ -85,6 +83,61 @@ function expandTable(rows: TrieBenchResult['expand']): Table {
       `${figure(r.jsSpeedup)}×`,
     ]),
   };
+}
+
+function churnTables(churn: TrieBenchResult['churn']): Table[] {
+  const ms = (us: number) => figure(us / 1000);
+  return [
+    {
+      title: `Churn: first expand after adding ${churn.names.toLocaleString('en-US')} names (ms)`,
+      note:
+        'One call each, right after the names were added (the tenant first, nothing walked before it): nothing is laid ' +
+        'out again; the walk lays down the lists later expands copy (docs/TRIE.md).',
+      headers: ['engine', 'pattern', 'matched', 'ms'],
+      rows: churn.first.map((f) => [f.engine, f.pattern, figure(f.matched), figure(f.ms)]),
+    },
+    {
+      title: `Churn: ${churn.rounds} rounds of +1,000 and −1,000 names, expand after each (ms per call)`,
+      note:
+        'Each round adds 1,000 new names and removes 1,000 live ones in both engines, then expands each pattern once ' +
+        '("changed") and five more times ("unchanged", median), the engines back to back. Every call is timed alone ' +
+        '(the time an expand holds the event loop), after a young-generation collection. changed÷unchanged and ' +
+        'native÷js are paired by round: median and worst round.',
+      headers: [
+        'pattern',
+        'matched',
+        'native changed',
+        'native worst',
+        'native unchanged',
+        'js changed',
+        'js worst',
+        'js unchanged',
+        'native changed÷unchanged (worst)',
+        'js changed÷unchanged (worst)',
+        'native÷js changed (worst)',
+        'native÷js unchanged (worst)',
+      ],
+      rows: churn.rows.map((r) => [
+        r.pattern,
+        figure(r.matched),
+        ms(r.nativeChangedUs),
+        ms(r.nativeWorstChangedUs),
+        ms(r.nativeUnchangedUs),
+        ms(r.jsChangedUs),
+        ms(r.jsWorstChangedUs),
+        ms(r.jsUnchangedUs),
+        `${figure(r.nativeChangedRatio)}× (${figure(r.nativeWorstChangedRatio)}×)`,
+        `${figure(r.jsChangedRatio)}× (${figure(r.jsWorstChangedRatio)}×)`,
+        `${figure(r.nativeOverJsChanged)}× (${figure(r.nativeOverJsWorstChanged)}×)`,
+        `${figure(r.nativeOverJsUnchanged)}× (${figure(r.nativeOverJsWorstUnchanged)}×)`,
+      ]),
+    },
+    {
+      title: 'Churn: the longest single add or remove of the rounds (ms)',
+      headers: ['engine', 'ms'],
+      rows: Object.entries(churn.worstChangeUs).map(([engine, us]) => [engine, ms(us)]),
+    },
+  ];
 }
 
 function timesTable(title: string, rows: readonly Measurement[], note?: string): Table {
@@ -119,7 +172,8 @@ export function trieTables(result: Partial<TrieBenchResult>): Table[] {
       ),
     );
   }
-  if (result.targets) tables.push(targetsTable(result.targets, 'Targets (issue #3)'));
+  if (result.churn) tables.push(...churnTables(result.churn));
+  if (result.targets) tables.push(targetsTable(result.targets, 'Targets (issues #3 and #23)'));
   return tables;
 }
 

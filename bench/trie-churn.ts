@@ -1,0 +1,217 @@
+/**
+ * The trie on a live broker (issue 23): names come and go while wildcard subscriptions expand.
+ * One trie per engine holds `names` distinct workload names; the first `expand` of a session, an
+ * agent and a tenant is timed right after they were added. Then each round adds 1,000 new names
+ * and removes 1,000 live ones (the same names in both engines), and expands the three patterns
+ * once just after the changes and again on the unchanged trie, both engines back to back. Every
+ * call is timed on its own: an `expand` is synchronous, so its time is the event-loop delay it
+ * causes. A young-generation collection runs before each timed `expand`, so that the garbage of
+ * the calls before it (the adds, the other engine) is not collected inside it; collections an
+ * `expand` causes itself still count. Ratios are paired by round (changed over unchanged of the same
+ * pattern and engine, native over js of the same call), and summarized by their median and worst
+ * round.
+ */
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import type { TopicTrie } from '../ts/index.js';
+import { lib } from './lib.js';
+import { median } from './measure.js';
+import { distinctNames } from './trie-memory.js';
+
+const ENGINES = ['native', 'js'] as const;
+type EngineName = (typeof ENGINES)[number];
+/** Names added and removed in each round. */
+export const CHURN_NAMES_PER_ROUND = 1000;
+/** Unchanged expands timed per round and pattern; the median is the round's unchanged figure. */
+const UNCHANGED_CALLS = 5;
+/** The tenant the patterns come from: the hottest, about 11% of the names. */
+const TENANT = 'tenant0';
+
+export interface ChurnFirstRow {
+  engine: EngineName;
+  pattern: string;
+  matched: number;
+  ms: number;
+}
+
+export interface ChurnRow {
+  kind: 'session' | 'agent' | 'tenant';
+  pattern: string;
+  /** Median over rounds of the names matched after the round's changes. */
+  matched: number;
+  /** Per engine: median and worst single call after changes, and median unchanged call, µs. */
+  nativeChangedUs: number;
+  nativeWorstChangedUs: number;
+  nativeUnchangedUs: number;
+  jsChangedUs: number;
+  jsWorstChangedUs: number;
+  jsUnchangedUs: number;
+  /** Changed over unchanged, paired by round: median and worst round. */
+  nativeChangedRatio: number;
+  nativeWorstChangedRatio: number;
+  jsChangedRatio: number;
+  jsWorstChangedRatio: number;
+  /** Native over js, paired by round: median and worst round, changed and unchanged calls. */
+  nativeOverJsChanged: number;
+  nativeOverJsWorstChanged: number;
+  nativeOverJsUnchanged: number;
+  nativeOverJsWorstUnchanged: number;
+}
+
+export interface ChurnResult {
+  names: number;
+  rounds: number;
+  first: ChurnFirstRow[];
+  rows: ChurnRow[];
+  /** The longest single `add` or `remove` of the rounds per engine, µs. */
+  worstChangeUs: Record<EngineName, number>;
+}
+
+/** `gc` of a process started without --expose-gc: the flag set at run time, read from a new context. */
+function collector(): (options: { type: 'minor' | 'major' }) => void {
+  setFlagsFromString('--expose-gc');
+  return runInNewContext('gc') as (options: { type: 'minor' | 'major' }) => void;
+}
+
+function timed<T>(run: () => T): [T, number] {
+  const started = process.hrtime.bigint();
+  const value = run();
+  return [value, Number(process.hrtime.bigint() - started)];
+}
+
+/** Session, agent and tenant patterns around the hottest agent of `TENANT`. */
+function churnPatterns(names: readonly string[]): { kind: ChurnRow['kind']; pattern: string }[] {
+  const sample = names.find((n) => n.startsWith(`${TENANT}__agent0__`) && n.split('__').length >= 4) as string;
+  const [tenant, agent, session] = sample.split('__');
+  return [
+    { kind: 'session', pattern: `${tenant}__${agent}__${session}__**` },
+    { kind: 'agent', pattern: `${tenant}__${agent}__**` },
+    { kind: 'tenant', pattern: `${tenant}__**` },
+  ];
+}
+
+/** A deterministic shuffle (mulberry32 as in workload.ts would do; a simple LCG suffices here). */
+function shuffled<T>(items: readonly T[], seed: number): T[] {
+  const out = [...items];
+  let state = seed >>> 0;
+  for (let i = out.length - 1; i > 0; i--) {
+    state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+    const j = state % (i + 1);
+    [out[i], out[j]] = [out[j] as T, out[i] as T];
+  }
+  return out;
+}
+
+/** Runs the churn section: `names` names, `rounds` rounds of changes. */
+export function benchChurn(names: number, rounds: number, seed: number): ChurnResult {
+  const gc = collector();
+  // Its own timing code: one shared with the adds would be optimized for them, and its
+  // deoptimization would land inside the first expand timed after them.
+  const expandTimed = (trie: TopicTrie, pattern: string): [number, number] => {
+    gc({ type: 'minor' });
+    const started = process.hrtime.bigint();
+    const found = trie.expand(pattern).length;
+    return [found, Number(process.hrtime.bigint() - started)];
+  };
+  const pool = shuffled(distinctNames(names + rounds * CHURN_NAMES_PER_ROUND, seed), seed);
+  const initial = pool.slice(0, names);
+  const incoming = pool.slice(names);
+  const patterns = churnPatterns(initial);
+  const tries = ENGINES.map((engine) => {
+    const trie = new lib.TopicTrie({ engine });
+    for (let i = 0; i < initial.length; i++) trie.add(initial[i] as string, i);
+    return trie;
+  }) as [TopicTrie, TopicTrie];
+  const first: ChurnFirstRow[] = [];
+  // The tenant first: the largest answer, and nothing walked before it.
+  gc({ type: 'major' });
+  for (const { pattern } of [...patterns].reverse()) {
+    for (const trie of tries) {
+      const [found, ns] = expandTimed(trie, pattern);
+      first.push({ engine: trie.engine as EngineName, pattern, matched: found, ms: ns / 1e6 });
+    }
+  }
+  const live = [...initial];
+  const worstChangeUs: Record<EngineName, number> = { native: 0, js: 0 };
+  // Per pattern and engine, per round: the changed call and the unchanged median, ns.
+  const changed = patterns.map(() => ENGINES.map(() => [] as number[]));
+  const unchanged = patterns.map(() => ENGINES.map(() => [] as number[]));
+  const matched = patterns.map(() => [] as number[]);
+  let removeSeed = seed;
+  for (let round = 0; round < rounds; round++) {
+    const added = incoming.slice(round * CHURN_NAMES_PER_ROUND, (round + 1) * CHURN_NAMES_PER_ROUND);
+    const removed: string[] = [];
+    for (let i = 0; i < CHURN_NAMES_PER_ROUND; i++) {
+      removeSeed = (Math.imul(removeSeed, 1_664_525) + 1_013_904_223) >>> 0;
+      const at = removeSeed % live.length;
+      removed.push(live[at] as string);
+      live[at] = live[live.length - 1] as string;
+      live.pop();
+    }
+    live.push(...added);
+    for (const [e, trie] of tries.entries()) {
+      const engine = ENGINES[e] as EngineName;
+      for (const name of added) {
+        const [, ns] = timed(() => trie.add(name, round));
+        worstChangeUs[engine] = Math.max(worstChangeUs[engine], ns / 1000);
+      }
+      for (const name of removed) {
+        const [, ns] = timed(() => trie.remove(name));
+        worstChangeUs[engine] = Math.max(worstChangeUs[engine], ns / 1000);
+      }
+    }
+    for (const [p, { pattern }] of patterns.entries()) {
+      // Alternate which engine goes first, so neither always meets the other's garbage.
+      const order = round % 2 === 0 ? [0, 1] : [1, 0];
+      let counts: number[] = [];
+      for (const e of order) {
+        const trie = tries[e] as TopicTrie;
+        const [found, ns] = expandTimed(trie, pattern);
+        counts.push(found);
+        ((changed[p] as number[][])[e] as number[]).push(ns);
+      }
+      for (const e of order) {
+        const trie = tries[e] as TopicTrie;
+        const calls: number[] = [];
+        for (let i = 0; i < UNCHANGED_CALLS; i++) {
+          const [found, ns] = expandTimed(trie, pattern);
+          counts.push(found);
+          calls.push(ns);
+        }
+        ((unchanged[p] as number[][])[e] as number[]).push(median(calls));
+      }
+      counts = [...new Set(counts)];
+      if (counts.length !== 1) throw new Error(`churn ${pattern}: the engines disagree (${counts.join(', ')} names)`);
+      (matched[p] as number[]).push(counts[0] as number);
+    }
+  }
+  const rows = patterns.map(({ kind, pattern }, p): ChurnRow => {
+    const [nativeChanged, jsChanged] = changed[p] as [number[], number[]];
+    const [nativeUnchanged, jsUnchanged] = unchanged[p] as [number[], number[]];
+    const ratios = (a: number[], b: number[]) => a.map((x, round) => x / (b[round] as number));
+    const nativeRatios = ratios(nativeChanged, nativeUnchanged);
+    const jsRatios = ratios(jsChanged, jsUnchanged);
+    const overChanged = ratios(nativeChanged, jsChanged);
+    const overUnchanged = ratios(nativeUnchanged, jsUnchanged);
+    return {
+      kind,
+      pattern,
+      matched: median(matched[p] as number[]),
+      nativeChangedUs: median(nativeChanged) / 1000,
+      nativeWorstChangedUs: Math.max(...nativeChanged) / 1000,
+      nativeUnchangedUs: median(nativeUnchanged) / 1000,
+      jsChangedUs: median(jsChanged) / 1000,
+      jsWorstChangedUs: Math.max(...jsChanged) / 1000,
+      jsUnchangedUs: median(jsUnchanged) / 1000,
+      nativeChangedRatio: median(nativeRatios),
+      nativeWorstChangedRatio: Math.max(...nativeRatios),
+      jsChangedRatio: median(jsRatios),
+      jsWorstChangedRatio: Math.max(...jsRatios),
+      nativeOverJsChanged: median(overChanged),
+      nativeOverJsWorstChanged: Math.max(...overChanged),
+      nativeOverJsUnchanged: median(overUnchanged),
+      nativeOverJsWorstUnchanged: Math.max(...overUnchanged),
+    };
+  });
+  return { names, rounds, first, rows, worstChangeUs };
+}
