@@ -434,3 +434,45 @@ describe.runIf(ENGINES.length > 1)('engines agree across compactions', () => {
     check();
   });
 });
+
+describe.each(ENGINES)('%s engine: addMany', (engine) => {
+  it('adds names in segment order and returns their ids in the order given', () => {
+    const trie = new TopicTrie({ engine });
+    trie.add('b__x');
+    const names = ['t1__a1__s2', 't10', 't1__a1', 't1', 'b__x', 't1__a0__s9', 't1__a1__s2', 't1_x__y'];
+    const ids = trie.addMany(names, [5, 6, 7, 8, 9, 10, 11, 12]);
+    expect([...ids].map((id) => trie.nameOf(id))).toEqual(names);
+    expect(ids[0]).toBe(ids[6]);
+    expect(trie.size).toBe(7);
+    // Given timestamps count as in `add` (a later one for a name given twice, a touch for one there).
+    expect(trie.idleSince(9)).toEqual(['t10', 't1__a1', 't1']);
+    // Segment order: `t1` and its subtree before `t10` and `t1_x`.
+    expect(trie.list().names).toEqual(['b__x', 't1', 't1__a0__s9', 't1__a1', 't1__a1__s2', 't10', 't1_x__y']);
+    // Children in order of creation, which followed segment order here.
+    expect(trie.expand('t1__**')).toEqual(['t1__a0__s9', 't1__a1', 't1__a1__s2']);
+  });
+
+  it('throws like add at the first invalid name, keeping those before it', () => {
+    const trie = new TopicTrie({ engine });
+    expect(() => trie.addMany(['a__b', 'c d', 'a'])).toThrow(InvalidLiteTopicError);
+    expect(trie.has('a')).toBe(true);
+    expect(() => trie.addMany(['x'], [1, 2])).toThrow(InvalidArgumentError);
+    const mqtt = new TopicTrie({ engine, dialect: 'mqtt' });
+    expect([...mqtt.addMany(['a/b', 'a'])].map((id) => mqtt.nameOf(id))).toEqual(['a/b', 'a']);
+    expect(() => mqtt.addMany(['a/+'])).toThrow(InvalidTopicError);
+  });
+});
+
+describe.runIf(ENGINES.length > 1)('engines agree on addMany', () => {
+  it('gives the same ids for the same history', () => {
+    const names = Array.from({ length: 300 }, (_, i) => `t${(i * 7) % 5}__a${(i * 3) % 11}__s${i % 17}`);
+    const tries = ENGINES.map((engine) => new TopicTrie({ engine }));
+    for (const trie of tries) {
+      trie.add('t3__a1');
+      trie.remove('t3__a1');
+    }
+    const ids = tries.map((trie) => [...trie.addMany(names)]);
+    expect(ids[1]).toEqual(ids[0]);
+    expect((tries[1] as TopicTrie).expand('**')).toEqual((tries[0] as TopicTrie).expand('**'));
+  });
+});
