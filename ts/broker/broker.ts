@@ -442,14 +442,18 @@ export class Broker extends EventEmitter {
     const { store, clock } = this.context;
     const prefix = lmqName(name, '');
     const maxOffsets = new Map<string, number>();
-    const found = (liteTopic: string, maxOffset: number, lastWrite: number | undefined) => {
-      maxOffsets.set(liteTopic, maxOffset);
-      if (liteTopic.startsWith(DEAD_LETTER_PREFIX)) return;
-      // Idle since its last message, so expiry counts from there and not from this open.
-      trie.add(liteTopic, lastWrite ?? clock.now());
-    };
+    const names: string[] = [];
+    const lastWrites: number[] = [];
     // One call for every lite topic, rather than three per lite topic (a reopen with many).
-    for (const lmq of store.lmqSummaries(prefix)) found(lmq.name, lmq.maxOffset, lmq.lastWriteTimestamp);
+    for (const lmq of store.lmqSummaries(prefix)) {
+      maxOffsets.set(lmq.name, lmq.maxOffset);
+      if (lmq.name.startsWith(DEAD_LETTER_PREFIX)) continue;
+      names.push(lmq.name);
+      // Idle since its last message, so expiry counts from there and not from this open.
+      lastWrites.push(lmq.lastWriteTimestamp ?? clock.now());
+    }
+    // At once, so each subtree's nodes lie together (`addMany`).
+    trie.addMany(names, lastWrites);
     this.parents.set(name, {
       name,
       liteTopicExpirationMs: attributes.liteTopicExpirationMs,
