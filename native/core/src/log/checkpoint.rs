@@ -113,7 +113,7 @@ impl Encoder {
                 let entries = queue.entries();
                 let count = entries.partition_point(|e| e.position < self.position);
                 self.blocks.reserve(ENTRY_BYTES * count);
-                for entry in entries.range(..count) {
+                for entry in entries.range(0, count) {
                     encode_entry(&mut self.blocks, entry);
                 }
                 let first = entries.front().filter(|_| count > 0).map_or(0, |e| e.position);
@@ -319,8 +319,7 @@ fn decode_v1(bytes: &[u8]) -> Result<Checkpoint, CheckpointProblem> {
         let queue = ConsumeQueue {
             min_offset,
             last_write_ms,
-            entries,
-            stored: None,
+            entries: entries.into(),
         };
         queues.restore(name, queue);
     }
