@@ -101,12 +101,12 @@ impl Encoder {
     }
 
     /// Adds one queue as of the checkpoint's position.
-    pub fn queue(&mut self, name: &Arc<[u8]>, queue: &ConsumeQueue) {
+    pub fn queue(&mut self, name: &[u8], queue: &ConsumeQueue) {
         let block_at = self.blocks.len();
         let (count, crc, first_position) = match queue.stored() {
             Some(stored) => {
                 self.blocks.extend_from_slice(stored.bytes());
-                self.copied.push((Arc::clone(name), stored.clone(), block_at));
+                self.copied.push((Arc::from(name), stored.clone(), block_at));
                 (stored.count, stored.crc, stored.first_position)
             }
             None => {
@@ -158,9 +158,11 @@ impl Encoder {
 /// Encodes every queue at once (tests and small logs; handle.rs encodes in batches).
 pub fn encode(position: u64, created_ms: u64, segments: &[(u64, u64)], queues: &Queues) -> Vec<u8> {
     let mut encoder = Encoder::new(position, created_ms, segments, ENTRY_BYTES * queues.entry_count());
-    for name in queues.names() {
-        if let Some(queue) = queues.get(&name) {
-            encoder.queue(&name, queue);
+    let names = queues.name_list();
+    for i in 0..names.len() {
+        let name = names.get(i);
+        if let Some(queue) = queues.get(name) {
+            encoder.queue(name, queue);
         }
     }
     let Encoded { mut head, blocks, .. } = encoder.finish();

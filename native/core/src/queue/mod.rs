@@ -171,6 +171,28 @@ pub enum ReplayError {
     BadBlock(BadBlock),
 }
 
+/// Names copied out of [`Queues`] at one moment, back to back.
+pub struct NameList {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl NameList {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The `i`-th name (`i` below [`NameList::len`]).
+    pub fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+}
+
 /// Every LMQ of a log, by name.
 #[derive(Default)]
 pub struct Queues {
@@ -211,12 +233,18 @@ impl Queues {
             .map(|id| (self.names.name(id), &self.queues[id as usize]))
     }
 
-    /// Every name, in no particular order (copied out of the name table).
-    pub fn names(&self) -> Vec<Arc<[u8]>> {
-        self.names
-            .ids()
-            .map(|id| Arc::from(self.names.name(id)))
-            .collect()
+    /// Every name, in no particular order, copied into one buffer: a checkpoint walks them while
+    /// the queues change, and a copy per name would leave a million small allocations behind.
+    pub fn name_list(&self) -> NameList {
+        let mut list = NameList {
+            bytes: Vec::new(),
+            ends: Vec::with_capacity(self.names.len()),
+        };
+        for id in self.names.ids() {
+            list.bytes.extend_from_slice(self.names.name(id));
+            list.ends.push(list.bytes.len());
+        }
+        list
     }
 
     /// Index entries held in all queues.
