@@ -7,7 +7,7 @@
 use super::record::{u16_at, u32_at, u64_at};
 use crate::hash::crc32c;
 use crate::queue::{
-    check_entries, decode_entry, encode_entry, CheckpointFile, ConsumeQueue, Queues, StoredEntries,
+    check_entries, decode_entry, encode_entry, CheckpointFile, ConsumeQueue, Entries, Queues, StoredEntries,
     STORED_ENTRY_BYTES,
 };
 use std::collections::VecDeque;
@@ -103,13 +103,32 @@ impl Encoder {
     /// Adds one queue as of the checkpoint's position.
     pub fn queue(&mut self, name: &[u8], queue: &ConsumeQueue) {
         let block_at = self.blocks.len();
-        let (count, crc, first_position) = match queue.stored() {
-            Some(stored) => {
-                self.blocks.extend_from_slice(stored.bytes());
-                self.copied.push((Arc::from(name), stored.clone(), block_at));
-                (stored.count, stored.crc, stored.first_position)
+        let (count, crc, first_position) = match queue.entries() {
+            Entries::Stored(stored) if stored.tail.is_empty() => {
+                let block = &stored.block;
+                self.blocks.extend_from_slice(block.bytes());
+                self.copied.push((Arc::from(name), block.clone(), block_at));
+                (block.count, block.crc, block.first_position)
             }
-            None => {
+            Entries::Stored(stored) => {
+                // The block (its checksum checked when replay appended after it), then the entries
+                // held after it before the checkpoint's position: a block of its own.
+                debug_assert!(stored.checked, "entries held after an unchecked block");
+                let block = &stored.block;
+                self.blocks.extend_from_slice(block.bytes());
+                let held = stored.tail.partition_point(|e| e.position < self.position);
+                for entry in stored.tail.range(..held) {
+                    encode_entry(&mut self.blocks, entry);
+                }
+                let count = block.count + held;
+                let first = if block.count > 0 {
+                    block.first_position
+                } else {
+                    stored.tail.front().filter(|_| held > 0).map_or(0, |e| e.position)
+                };
+                (count, crc32c(&self.blocks[block_at..]), first)
+            }
+            _ => {
                 let entries = queue.entries();
                 let count = entries.partition_point(|e| e.position < self.position);
                 self.blocks.reserve(ENTRY_BYTES * count);

@@ -13,7 +13,17 @@ pub enum Entries {
     One(IndexEntry),
     Many(VecDeque<IndexEntry>),
     /// Still in a checkpoint file: [`super::Queues::load`] reads them on first use.
-    Stored(Box<StoredEntries>),
+    Stored(Box<StoredQueue>),
+}
+
+/// The entries of a queue whose block is still in a checkpoint file: the block, and the entries
+/// that replay of the log after the checkpoint appended after it.
+#[derive(Clone)]
+pub struct StoredQueue {
+    pub block: StoredEntries,
+    pub tail: VecDeque<IndexEntry>,
+    /// The block's checksum was checked (replay checks it before appending after it).
+    pub checked: bool,
 }
 
 /// The entries of a range, front to back.
@@ -129,7 +139,11 @@ impl Entries {
     /// Every entry, reading stored ones (and checking their block).
     pub fn to_deque(&self) -> Result<VecDeque<IndexEntry>, BadBlock> {
         match self {
-            Entries::Stored(stored) => stored.load(),
+            Entries::Stored(stored) => {
+                let mut all = stored.block.load()?;
+                all.extend(stored.tail.iter().copied());
+                Ok(all)
+            }
             _ => Ok(self.iter().copied().collect()),
         }
     }

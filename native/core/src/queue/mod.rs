@@ -10,13 +10,14 @@ mod list;
 mod names;
 mod stored;
 
-pub use entries::{Entries, EntryIter};
+pub use entries::{Entries, EntryIter, StoredQueue};
 pub use list::NamePage;
 pub use stored::{
     check_entries, decode_entry, encode_entry, BadBlock, CheckpointFile, StoredEntries, STORED_ENTRY_BYTES,
 };
 
 use names::NameTable;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 /// Where one stored record is and what consumers filter it by (24 bytes when checkpointed).
@@ -73,7 +74,7 @@ impl ConsumeQueue {
     /// Entries held, loaded or still stored.
     pub fn len(&self) -> usize {
         match &self.entries {
-            Entries::Stored(stored) => stored.count,
+            Entries::Stored(stored) => stored.block.count + stored.tail.len(),
             entries => entries.loaded(),
         }
     }
@@ -85,7 +86,7 @@ impl ConsumeQueue {
     /// Where the entries are while they are still in a checkpoint file.
     pub fn stored(&self) -> Option<&StoredEntries> {
         match &self.entries {
-            Entries::Stored(stored) => Some(stored),
+            Entries::Stored(stored) => Some(&stored.block),
             _ => None,
         }
     }
@@ -95,14 +96,18 @@ impl ConsumeQueue {
         ConsumeQueue {
             min_offset,
             last_write_ms,
-            entries: Entries::Stored(Box::new(stored)),
+            entries: Entries::Stored(Box::new(StoredQueue {
+                block: stored,
+                tail: VecDeque::new(),
+                checked: false,
+            })),
         }
     }
 
     /// Reads the stored entries, if any; nothing changes when they fail their check.
     fn load(&mut self) -> Result<(), BadBlock> {
-        if let Entries::Stored(stored) = &self.entries {
-            self.entries = Entries::from(stored.load()?);
+        if let Entries::Stored(_) = &self.entries {
+            self.entries = Entries::from(self.entries.to_deque()?);
         }
         Ok(())
     }
@@ -283,7 +288,14 @@ impl Queues {
             return Ok(());
         };
         let queue = &mut self.queues[id as usize];
-        queue.load().map_err(ReplayError::BadBlock)?;
+        // A queue still in the checkpoint file stays there, the replayed entries held after its
+        // block; only the block's checksum is checked now (its entries when the queue is loaded).
+        if let Entries::Stored(stored) = &mut queue.entries {
+            if !stored.checked {
+                stored.block.check().map_err(ReplayError::BadBlock)?;
+                stored.checked = true;
+            }
+        }
         let expected = queue.next_offset();
         if offset < expected {
             return Err(ReplayError::WentBack(OffsetWentBack {
@@ -292,11 +304,14 @@ impl Queues {
             }));
         }
         if offset > expected {
-            self.entries -= queue.entries.loaded();
+            self.entries -= queue.len();
             queue.entries = Entries::Empty;
             queue.min_offset = offset;
         }
-        queue.entries.push_back(entry);
+        match &mut queue.entries {
+            Entries::Stored(stored) => stored.tail.push_back(entry),
+            entries => entries.push_back(entry),
+        }
         queue.last_write_ms = timestamp_ms;
         self.entries += 1;
         Ok(())
@@ -393,6 +408,8 @@ impl Queues {
         let Some(Entries::Stored(stored)) = self.get_mut(name).map(|q| &mut q.entries) else {
             return false;
         };
+        // A queue with entries held after its block was written as a block of its own.
+        let stored = &mut stored.block;
         if !Arc::ptr_eq(&stored.file, &old.file) || stored.at != old.at {
             return false;
         }
@@ -417,11 +434,20 @@ impl Queues {
     pub fn approximate_bytes(&self) -> usize {
         let entry = std::mem::size_of::<IndexEntry>();
         let heap_entries: usize = self.queues.iter().map(|q| q.entries.heap_entries()).sum();
-        let stored = self.queues.iter().filter(|q| q.stored().is_some()).count();
+        let stored: usize = self
+            .queues
+            .iter()
+            .map(|q| match &q.entries {
+                Entries::Stored(stored) => {
+                    std::mem::size_of::<StoredQueue>() + stored.tail.capacity() * entry
+                }
+                _ => 0,
+            })
+            .sum();
         self.names.approximate_bytes()
             + self.queues.capacity() * std::mem::size_of::<ConsumeQueue>()
             + heap_entries * entry
-            + stored * std::mem::size_of::<StoredEntries>()
+            + stored
             + self.sorted.capacity() * 4
     }
 }
