@@ -169,7 +169,7 @@ function lmqScaleTable(config: LogBenchResult['config'], rows: NonNullable<LogBe
     note:
       `Each engine appends one record (16 B body) to each of ${figure(lmqs)} LMQs, then ${figure(extra)} more spread ` +
       `evenly over the first ${figure(config.scaleExtraLmqs)} of them, in a fresh process whose descriptor limit a ` +
-      `shell lowered to ${figure(config.scaleOpenFilesLimit)} ` +
+      `shell lowered to ${figure(config.scaleOpenFilesLimit)}, without background checkpoints ` +
       '(the limit it saw is shown). Per message: the second phase’s growth over its records; per LMQ: the first ' +
       'phase’s growth less that many messages, over the LMQs (a name is a key of the index, about ' +
       `${first ? Math.round(first.meanNameBytes) : '—'} bytes here). Index bytes are the log’s own estimate ` +
