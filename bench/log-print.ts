@@ -2,8 +2,8 @@
  * The log suite's figures as tables: the same headers and cells feed the console (aligned text) and
  * bench/RESULTS.md (markdown), as pattern-print.ts and trie-print.ts do for their suites.
  */
-import type { AppendRow, FootprintSample, LmqScaleSample, LogBenchResult, ReadRow } from './log.js';
-import { figureTargetsTable } from './log-targets.js';
+import type { AppendRow, FootprintSample, LmqScaleSample, LogBenchResult, ReadFloorRow, ReadRow } from './log.js';
+import { figureTargetsTable, perLmqAndMessage } from './log-targets.js';
 import { figure, textTable } from './measure.js';
 import type { Table } from './pattern-print.js';
 
@@ -72,25 +72,37 @@ function appendTable(rows: readonly AppendRow[], durable: boolean, config: LogBe
   };
 }
 
-function readTable(rows: readonly ReadRow[]): Table {
+function readTable(rows: readonly ReadRow[], floors: readonly ReadFloorRow[]): Table {
+  const floorRows = floors.map((r) => [
+    'floor: copy + checksum',
+    String(r.bodyBytes),
+    cell(r.recordsPerSecond),
+    cell(r.measurement?.spreadPercent ?? Number.NaN),
+    cell(r.nativeShare, (x) => `${figure(x)}×`),
+    failure(r.error),
+  ]);
   return {
     title: 'Warm read back by LMQ',
     note:
       'Right after appending: every LMQ read in full, in offset order (litetopic `read(lmq, from, 1000)` until a short ' +
       'page; lmdb `getRange` over `[lmq, 0]..[lmq, max]`; sqlite `SELECT body … WHERE lmq = ? ORDER BY seq`), every ' +
       "body's length summed and checked. The plain file has no index to read by. The floor the machine sets under " +
-      'such a read, whatever the store (the same records, in the same order, copied out of a read-only mapping of the ' +
-      'segment files with nothing else done, and checksummed alone), is printed by ' +
-      '`cargo run --release -p litetopic-core --example log_append` (needs a Rust toolchain).',
+      'such a read, whatever the store: right after each round’s native read, the same records, each LMQ in offset ' +
+      'order, copied out of a read-only mapping of the segment files and the copy checksummed, nothing else done ' +
+      '(`log_append floor`, native/core/examples/log_append.rs, built with cargo; fastest of three passes). Its ' +
+      'native × is the native read’s speed as a share of the floor’s, paired by round.',
     headers: ['store', 'body B', 'records/s', 'spread %', 'native ×', 'note'],
-    rows: rows.map((r) => [
-      r.store,
-      String(r.bodyBytes),
-      cell(r.recordsPerSecond),
-      cell(r.measurement?.spreadPercent ?? Number.NaN),
-      cell(r.nativeSpeedup, (x) => `${figure(x)}×`),
-      failure(r.error),
-    ]),
+    rows: [
+      ...rows.map((r) => [
+        r.store,
+        String(r.bodyBytes),
+        cell(r.recordsPerSecond),
+        cell(r.measurement?.spreadPercent ?? Number.NaN),
+        cell(r.nativeSpeedup, (x) => `${figure(x)}×`),
+        failure(r.error),
+      ]),
+      ...floorRows,
+    ],
   };
 }
 
@@ -146,12 +158,6 @@ function footprintTable(result: Pick<LogBenchResult, 'config' | 'footprint'>): T
   };
 }
 
-/** Bytes per LMQ and per message from the probe's two phases (bench/log-lmqs.ts). */
-function perLmqAndMessage(lmqs: number, extra: number, afterLmqs: number, afterExtra: number) {
-  const perMessage = (afterExtra - afterLmqs) / extra;
-  return { perLmq: (afterLmqs - perMessage * lmqs) / lmqs, perMessage };
-}
-
 function lmqScaleTable(config: LogBenchResult['config'], rows: NonNullable<LogBenchResult['lmqScale']>): Table {
   const first = rows.find((r): r is LmqScaleSample => !('error' in r));
   const lmqs = first?.lmqs ?? Number.NaN;
@@ -163,7 +169,7 @@ function lmqScaleTable(config: LogBenchResult['config'], rows: NonNullable<LogBe
     note:
       `Each engine appends one record (16 B body) to each of ${figure(lmqs)} LMQs, then ${figure(extra)} more spread ` +
       `evenly over the first ${figure(config.scaleExtraLmqs)} of them, in a fresh process whose descriptor limit a ` +
-      `shell lowered to ${figure(config.scaleOpenFilesLimit)} ` +
+      `shell lowered to ${figure(config.scaleOpenFilesLimit)}, without background checkpoints ` +
       '(the limit it saw is shown). Per message: the second phase’s growth over its records; per LMQ: the first ' +
       'phase’s growth less that many messages, over the LMQs (a name is a key of the index, about ' +
       `${first ? Math.round(first.meanNameBytes) : '—'} bytes here). Index bytes are the log’s own estimate ` +
@@ -254,16 +260,17 @@ export function logTables(result: Partial<LogBenchResult> & Pick<LogBenchResult,
   if (result.disk) tables.push(diskTable({ config: result.config, disk: result.disk }));
   if (result.append)
     tables.push(appendTable(result.append, false, result.config), appendTable(result.append, true, result.config));
-  if (result.read) tables.push(readTable(result.read));
+  if (result.read) tables.push(readTable(result.read, result.readFloor ?? []));
   if (result.footprint) tables.push(footprintTable({ config: result.config, footprint: result.footprint }));
   if (result.lmqScale) tables.push(lmqScaleTable(result.config, result.lmqScale));
   if (result.recovery) tables.push(recoveryTable({ config: result.config, recovery: result.recovery }));
   if (result.targets)
     tables.push(
       figureTargetsTable(
-        'Targets (issue #4)',
+        'Targets (issue #23)',
         result.targets,
-        'Comparisons with lmdb are paired by round. An expectation without a number is reported, not counted as a target.',
+        'Every share of a floor is paired by round with the floor measured in the same run. An expectation without a ' +
+          'number is reported, not counted as a target.',
       ),
     );
   return tables;

@@ -3,7 +3,10 @@
  * better-sqlite3 and a plain append file, side by side in one run. 1,000,000 records (100 B and
  * 1 KiB bodies) over 10,000 LMQs, appended in batches of 1,000 without durability, then every LMQ
  * read back while warm; the first 200,000 appended with durability; bytes on disk; memory and native calls per record in fresh
- * processes; reopen time after a SIGKILL with and without checkpoints; and the disk's own speed.
+ * processes; reopen time after a SIGKILL with and without checkpoints; and the disk's own speed. The floors the
+ * machine sets are measured in the same rounds: the plain append file ('fs append', non-durable and with one
+ * fdatasync per batch) under appends, and the copy-plus-checksum read of the native log's own records
+ * (bench/log-floor.ts) under the warm read.
  *
  * Each store appends the whole workload once per round into a fresh directory under os.tmpdir(),
  * rounds interleaved with the store order reversed every other round (as bench/measure.ts does for
@@ -17,6 +20,7 @@ import { promisify } from 'node:util';
 import type { EngineName } from '../ts/index.js';
 import { benchSeed, PACKAGE_ROOT, scriptArgs } from './lib.js';
 import { type DiskProbe, diskUsage, freeBytes, probeDisk, removeDir, tempDir } from './log-disk.js';
+import { floorProgram, readFloor } from './log-floor.js';
 import type { FootprintSample } from './log-footprint.js';
 import type { LmqScaleSample } from './log-lmqs.js';
 import { printLogResult } from './log-print.js';
@@ -96,11 +100,23 @@ export interface ReadRow {
   error?: string;
 }
 
+/** The copy-plus-checksum floor under the native warm read (bench/log-floor.ts), one body size. */
+export interface ReadFloorRow {
+  bodyBytes: number;
+  measurement: Measurement | null;
+  recordsPerSecond: number;
+  /** The native read's speed as a share of the floor's, paired by round. */
+  nativeShare: number;
+  error?: string;
+}
+
 export interface LogBenchResult {
   config: LogBenchConfig;
   disk: DiskProbe & { freeBytes: number };
   append: AppendRow[];
   read: ReadRow[];
+  /** Absent from runs recorded before the floor was measured in the suite. */
+  readFloor?: ReadFloorRow[];
   footprint: (FootprintSample | { store: StoreName; error: string })[];
   /** Absent from runs recorded before the probe existed. */
   lmqScale?: (LmqScaleSample | { engine: EngineName; error: string })[];
@@ -179,6 +195,8 @@ interface SizeTimings {
 }
 
 const caseKey = (store: StoreName, durable: boolean) => `${store}|${durable ? 'sync' : 'async'}`;
+/** The read floor's key in `SizeTimings.read` and `.errors`. */
+const READ_FLOOR = 'read floor';
 
 function push(map: Map<string, number[]>, key: string, value: number): void {
   const list = map.get(key) ?? [];
@@ -211,6 +229,7 @@ async function runOnce(store: StoreName, work: LogWorkload, shape: AppendShape, 
     }
     await opened.close();
     if (!into.usage.has(key)) into.usage.set(key, diskUsage(dir));
+    if (store === 'litetopic native' && !shape.durable) floorOf(dir, records, into);
   } catch (error) {
     into.errors.set(key, error instanceof Error ? (error.stack ?? error.message) : String(error));
   } finally {
@@ -218,11 +237,23 @@ async function runOnce(store: StoreName, work: LogWorkload, shape: AppendShape, 
   }
 }
 
+/** The read floor over the native log just closed in `dir`, for the round's pair with its read. */
+function floorOf(dir: string, records: number, into: SizeTimings): void {
+  if (into.errors.has(READ_FLOOR)) return;
+  try {
+    const floor = readFloor(dir);
+    if (floor.records !== records) throw new Error(`the floor read ${floor.records} of ${records} records`);
+    push(into.read, READ_FLOOR, floor.copyChecksumNs);
+  } catch (error) {
+    into.errors.set(READ_FLOOR, error instanceof Error ? error.message : String(error));
+  }
+}
+
 async function timeSize(
   bodyBytes: number,
   config: LogBenchConfig,
   stores: readonly StoreName[],
-): Promise<{ append: AppendRow[]; read: ReadRow[] }> {
+): Promise<{ append: AppendRow[]; read: ReadRow[]; readFloor: ReadFloorRow }> {
   const work = makeLogWorkload(config.records, config.lmqs, bodyBytes, config.seed + bodyBytes);
   batchesOf(work, config.batchRecords);
   const durableWork = prefixOf(work, config.durableRecords);
@@ -243,7 +274,25 @@ async function timeSize(
       }
     }
   }
-  return { append: appendRows(work, durableWork, timings, stores), read: readRows(work, timings, stores) };
+  return {
+    append: appendRows(work, durableWork, timings, stores),
+    read: readRows(work, timings, stores),
+    readFloor: readFloorRow(work, timings),
+  };
+}
+
+function readFloorRow(work: LogWorkload, t: SizeTimings): ReadFloorRow {
+  const nativeKey = caseKey('litetopic native', false);
+  const nativeRead = measured(t, t.read, 'litetopic native', nativeKey, 'native read');
+  const floor = measured(t, t.read, READ_FLOOR, READ_FLOOR, READ_FLOOR);
+  const error = t.errors.get(READ_FLOOR);
+  return {
+    bodyBytes: work.bodyBytes,
+    measurement: floor,
+    recordsPerSecond: floor?.opsPerSecond ?? Number.NaN,
+    nativeShare: speedup(nativeRead, floor),
+    ...(error === undefined ? {} : { error }),
+  };
 }
 
 /** A case's figures, or null when it failed in any round (its rounds would not pair). */
@@ -399,12 +448,16 @@ export async function runLogBench(options: LogBenchOptions): Promise<LogBenchRes
   printLogResult({ config, disk });
   const append: AppendRow[] = [];
   const read: ReadRow[] = [];
+  const readFloor: ReadFloorRow[] = [];
+  const floorBuild = stores.includes('litetopic native') ? floorProgram() : undefined;
+  if (floorBuild !== undefined && 'why' in floorBuild) console.log(`read floor left out: ${floorBuild.why}`);
   for (const bodyBytes of config.bodySizes) {
     const rows = await timeSize(bodyBytes, config, stores);
     append.push(...rows.append);
     read.push(...rows.read);
+    readFloor.push(rows.readFloor);
   }
-  printLogResult({ config, append, read });
+  printLogResult({ config, append, read, readFloor });
   const footprint: LogBenchResult['footprint'] = [];
   for (const store of stores.filter((s) => s !== 'fs append')) footprint.push(await footprintOf(store, config));
   printLogResult({ config, footprint });
@@ -414,7 +467,7 @@ export async function runLogBench(options: LogBenchOptions): Promise<LogBenchRes
   printLogResult({ config, lmqScale });
   const recovery = await benchRecovery(config.recoverBytes, config.checkpointBytes, SEED);
   printLogResult({ config, recovery });
-  const partial = { config, disk, append, read, footprint, lmqScale, recovery };
+  const partial = { config, disk, append, read, readFloor, footprint, lmqScale, recovery };
   const targets = checkLogTargets(partial);
   printLogResult({ config, targets });
   return { ...partial, targets };

@@ -246,6 +246,44 @@ describe.each(ENGINES)('%s engine, damaged files', (engine) => {
     expect(next?.position).toBe(end);
   });
 
+  it('replays into LMQs still in the checkpoint and keeps every entry through reads, appends and checkpoints', async () => {
+    const { dir } = await written();
+    const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, checkpointBytes: 0 });
+    await log.append([
+      { lmqs: ['t2', 't0'], body: 'after the checkpoint' },
+      { lmqs: ['t2'], body: 'and another' },
+    ]);
+    const expected = snapshot(log);
+    // Two copies of what a crash leaves: the checkpoint, and records of t0 and t2 after it.
+    const copies = [tempDir(), tempDir()];
+    for (const copy of copies) {
+      cpSync(dir, copy, { recursive: true });
+      rmSync(join(copy, 'LOCK'));
+    }
+    await log.close();
+    const [readFirst, checkpointFirst] = copies as [string, string];
+    const options = { segmentBytes: MIN_SEGMENT_BYTES, checkpointBytes: 0 };
+
+    const reopened = await openLog(readFirst, engine, options);
+    expect(reopened.stats().recovery).toMatchObject({ checkpoint: 'loaded', replayedRecords: 2 });
+    expect(snapshot(reopened)).toEqual(expected);
+    const next = reopened.maxOffset('t2');
+    const [appended] = await reopened.append([{ lmqs: ['t2'], body: 'once more' }]);
+    expect(appended?.offsets).toEqual([next]);
+    expect(reopened.read('t2', next, 10).map((m) => m.body.toString())).toEqual(['once more']);
+    await reopened.close();
+
+    // A checkpoint taken before the replayed LMQs are used holds their entries from both places.
+    const untouched = await openLog(checkpointFirst, engine, options);
+    expect(untouched.stats().recovery).toMatchObject({ checkpoint: 'loaded', replayedRecords: 2 });
+    expect(untouched.maxOffset('t2')).toBe(next);
+    await untouched.close();
+    const again = await openLog(checkpointFirst, engine, options);
+    expect(again.stats().recovery).toMatchObject({ checkpoint: 'loaded', replayedRecords: 0 });
+    expect(snapshot(again)).toEqual(expected);
+    await again.close();
+  });
+
   it('drops a checkpoint whose block fails its check while the log after it is replayed', async () => {
     const { dir } = await written();
     const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES });

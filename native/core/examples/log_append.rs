@@ -7,10 +7,16 @@
 //!
 //! It also prints the machine's floor for those reads: the same records, in the same order, copied
 //! out of a second (read-only) mapping of the segment files with nothing else done (no index, no
-//! checks), and the same with only a CRC-32C of each record (what verifying a record reads). A read
-//! through the log cannot beat the copy floor, and `CommitLog.read` adds JavaScript on top.
+//! checks), the same with only a CRC-32C of each record (what verifying a record reads), and both
+//! in one pass (what a checked read does at the least). A read through the log cannot beat that
+//! floor, and `CommitLog.read` adds JavaScript on top. Appends are set against the same batches
+//! written to a plain file, one write per batch.
 //!
 //! `cargo run --release -p litetopic-core --example log_append -- [dir] [rounds] [records] [body bytes,...]`
+//!
+//! `log_append floor <dir>` measures only the read floor over the log a closed `CommitLog` left in
+//! `dir` (every LMQ's records in offset order, LMQs in name order) and prints it as one JSON line:
+//! `npm run bench -- log` runs it after each native read, so the floor is paired with that read.
 //!
 //! Time on a shared machine is noisy; instructions are not. `append_batch` stays out of line so
 //! `valgrind --tool=callgrind --toggle-collect='*append_batch*'` counts the append path alone.
@@ -47,23 +53,37 @@ fn encode(out: &mut Vec<u8>, lmq: &[u8], body: &[u8]) {
     out[start + 4..start + 8].copy_from_slice(&size.to_le_bytes());
 }
 
-fn minor_faults() -> i64 {
+fn thread_usage() -> libc::rusage {
     // SAFETY: getrusage only writes the struct it is given.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
-    usage.ru_minflt
+    usage
+}
+
+fn minor_faults() -> i64 {
+    thread_usage().ru_minflt
+}
+
+/// The calling thread's CPU time so far, user and system, in seconds.
+fn thread_cpu() -> (f64, f64) {
+    let usage = thread_usage();
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    (seconds(usage.ru_utime), seconds(usage.ru_stime))
 }
 
 struct Round {
     append_s: f64,
+    /// The appending thread's CPU seconds, user and system.
+    append_cpu: (f64, f64),
+    /// The append floor: the same batches written to a plain file, one write per batch.
+    plain_s: f64,
     faults: i64,
     stalls: usize,
     read_s: f64,
     read_records: usize,
     read_faults: Vec<i64>,
-    /// The read floor's seconds: plain copies, and checksums alone (see [`read_floor`]).
-    copy_s: f64,
-    checksum_s: f64,
+    /// The read floor (see [`read_floor`]).
+    floor: Floor,
     /// How long each segment preparation took, ms.
     prepare_ms: Vec<u64>,
 }
@@ -91,6 +111,7 @@ fn round(dir: &std::path::Path, body_bytes: usize, records: usize) -> Round {
             bytes
         })
         .collect();
+    let plain_s = plain_file_floor(dir, &batches);
     // The preparer: ts/log.ts starts a preparation after any append that leaves no spare.
     let stop = Arc::new(AtomicBool::new(false));
     let preparer = {
@@ -115,6 +136,7 @@ fn round(dir: &std::path::Path, body_bytes: usize, records: usize) -> Round {
     let mut positions = vec![0f64; BATCH];
     let mut offsets = vec![0f64; BATCH];
     let faults = minor_faults();
+    let cpu = thread_cpu();
     let started = Instant::now();
     let mut stalls = 0;
     for batch in &mut batches {
@@ -137,6 +159,7 @@ fn round(dir: &std::path::Path, body_bytes: usize, records: usize) -> Round {
         }
     }
     let append_s = started.elapsed().as_secs_f64();
+    let append_cpu = (thread_cpu().0 - cpu.0, thread_cpu().1 - cpu.1);
     let faults = minor_faults() - faults;
     stop.store(true, Ordering::Relaxed);
     let prepare_ms = preparer.join().expect("preparer");
@@ -155,47 +178,60 @@ fn round(dir: &std::path::Path, body_bytes: usize, records: usize) -> Round {
         read_s = read_s.min(started.elapsed().as_secs_f64());
         read_faults.push(minor_faults() - faults);
     }
-    // Each record's position and size, as the index gives them to a read.
-    let records_by_lmq: Vec<Vec<(u64, usize)>> = names
-        .iter()
-        .map(|name| {
-            let read = log.lock().read(name.as_bytes(), 0, 1000).expect("read");
-            let mut at = 0;
-            read.positions
-                .iter()
-                .map(|&position| {
-                    let size = batch_offset(&read.bytes[at..], 1);
-                    at += size;
-                    (position as u64, size)
-                })
-                .collect()
-        })
-        .collect();
-    let (copy_s, checksum_s) = read_floor(dir, &records_by_lmq);
+    let names: Vec<Vec<u8>> = names.iter().map(|name| name.as_bytes().to_vec()).collect();
+    let records_by_lmq = records_by_lmq(&log, &names);
+    let floor = read_floor(dir, &records_by_lmq);
     log.close().expect("close");
     let _ = std::fs::remove_dir_all(dir);
     Round {
         append_s,
+        append_cpu,
+        plain_s,
         faults,
         stalls,
         read_s,
         read_records,
         read_faults,
-        copy_s,
-        checksum_s,
+        floor,
         prepare_ms,
     }
+}
+
+/// Seconds to write `batches` to a fresh plain file beside `dir`, one write per batch: the floor
+/// under an append of the same bytes (no index, no segment files, no checksums).
+fn plain_file_floor(dir: &std::path::Path, batches: &[Vec<u8>]) -> f64 {
+    use std::io::Write;
+    let path = dir.with_extension("plain");
+    let _ = std::fs::remove_file(&path);
+    let mut file = std::fs::File::create(&path).expect("create plain file");
+    let started = Instant::now();
+    for batch in batches {
+        file.write_all(batch).expect("write plain file");
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    drop(file);
+    let _ = std::fs::remove_file(&path);
+    seconds
 }
 
 /// Records a floor pass prefetches ahead, and bytes of each, as the log's read does.
 const FLOOR_PREFETCH_AHEAD: usize = 16;
 const FLOOR_PREFETCH_BYTES: usize = 2048;
 
-/// The fastest each of two passes over the records at `records` (position and size, per LMQ, in
-/// offset order) ran out of three, in seconds: copying every record into a reused buffer, and a
-/// CRC-32C of every record alone. The segment files are mapped again, read-only, so nothing of the
-/// log runs.
-fn read_floor(dir: &std::path::Path, records: &[Vec<(u64, usize)>]) -> (f64, f64) {
+/// Seconds of the fastest of three passes of each kind over a log's records.
+#[derive(Clone, Copy)]
+struct Floor {
+    /// Every record copied into a reused buffer.
+    copy_s: f64,
+    /// A CRC-32C of every record, nothing copied.
+    checksum_s: f64,
+    /// Every record copied and the copy checksummed: the least a checked read does.
+    copy_checksum_s: f64,
+}
+
+/// The read floor over the records at `records` (position and size, per LMQ, in offset order). The
+/// segment files are mapped again, read-only, so nothing of the log runs.
+fn read_floor(dir: &std::path::Path, records: &[Vec<(u64, usize)>]) -> Floor {
     let mut segments: Vec<(u64, memmap2::Mmap)> = std::fs::read_dir(dir.join("segments"))
         .expect("list")
         .filter_map(|entry| {
@@ -236,10 +272,14 @@ fn read_floor(dir: &std::path::Path, records: &[Vec<(u64, usize)>]) -> (f64, f64
         started.elapsed().as_secs_f64()
     };
     let mut out = vec![0u8; 4 << 20];
-    let (mut copy_s, mut checksum_s) = (f64::MAX, f64::MAX);
+    let mut floor = Floor {
+        copy_s: f64::MAX,
+        checksum_s: f64::MAX,
+        copy_checksum_s: f64::MAX,
+    };
     for _ in 0..3 {
         let mut at = 0;
-        copy_s = copy_s.min(pass(&mut |record| {
+        floor.copy_s = floor.copy_s.min(pass(&mut |record| {
             if at + record.len() > out.len() {
                 at = 0;
             }
@@ -248,10 +288,73 @@ fn read_floor(dir: &std::path::Path, records: &[Vec<(u64, usize)>]) -> (f64, f64
         }));
         std::hint::black_box(&out);
         let mut sum = 0u32;
-        checksum_s = checksum_s.min(pass(&mut |record| sum ^= litetopic_core::hash::crc32c(record)));
+        floor.checksum_s = floor
+            .checksum_s
+            .min(pass(&mut |record| sum ^= litetopic_core::hash::crc32c(record)));
+        let mut at = 0;
+        floor.copy_checksum_s = floor.copy_checksum_s.min(pass(&mut |record| {
+            if at + record.len() > out.len() {
+                at = 0;
+            }
+            let copy = &mut out[at..at + record.len()];
+            copy.copy_from_slice(record);
+            sum ^= litetopic_core::hash::crc32c(copy);
+            at += record.len();
+        }));
         std::hint::black_box(sum);
     }
-    (copy_s, checksum_s)
+    floor
+}
+
+/// Each record's position and size, per LMQ in offset order, as the index gives them to a read.
+fn records_by_lmq(log: &LogHandle, names: &[Vec<u8>]) -> Vec<Vec<(u64, usize)>> {
+    names
+        .iter()
+        .map(|name| {
+            let mut list = Vec::new();
+            let mut from = 0;
+            loop {
+                let read = log.lock().read(name, from, 1000).expect("read");
+                let mut at = 0;
+                for &position in &read.positions {
+                    let size = batch_offset(&read.bytes[at..], 1);
+                    at += size;
+                    list.push((position as u64, size));
+                }
+                if read.positions.len() < 1000 {
+                    break list;
+                }
+                from = read.first_offset + read.positions.len() as u64;
+            }
+        })
+        .collect()
+}
+
+/// `log_append floor <dir>`: the read floor over a closed log, as one JSON line of nanoseconds per
+/// record.
+fn floor_only(dir: &std::path::Path) {
+    let mut options = LogOptions::new(DEFAULT_SEGMENT_BYTES as u64, 1_700_000_000_000);
+    options.read_only = true;
+    let log = LogHandle::open(dir, options, Arc::new(RealStorage)).expect("open read-only");
+    let names: Vec<Vec<u8>> = log
+        .lock()
+        .list_lmqs(b"", None, usize::MAX)
+        .expect("list")
+        .names
+        .iter()
+        .map(|name| name.to_vec())
+        .collect();
+    let records = records_by_lmq(&log, &names);
+    log.close().expect("close");
+    let count: usize = records.iter().map(Vec::len).sum();
+    let floor = read_floor(dir, &records);
+    let ns = |seconds: f64| seconds * 1e9 / count.max(1) as f64;
+    println!(
+        "{{\"records\":{count},\"copyNs\":{:.3},\"checksumNs\":{:.3},\"copyChecksumNs\":{:.3}}}",
+        ns(floor.copy_s),
+        ns(floor.checksum_s),
+        ns(floor.copy_checksum_s)
+    );
 }
 
 /// One append call, kept out of line so a profiler can count it alone.
@@ -283,7 +386,12 @@ fn median(mut values: Vec<f64>) -> f64 {
 }
 
 fn main() {
-    let mut args = std::env::args().skip(1);
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("floor") {
+        let dir = args.nth(1).expect("floor takes the log's directory");
+        floor_only(std::path::Path::new(&dir));
+        return;
+    }
     let dir = std::path::PathBuf::from(args.next().unwrap_or_else(|| "/tmp/litetopic-log-append".into()));
     let rounds: usize = args.next().map_or(3, |r| r.parse().expect("rounds"));
     let records: usize = args.next().map_or(1_000_000, |r| r.parse().expect("records"));
@@ -293,13 +401,26 @@ fn main() {
     for body_bytes in bodies {
         let results: Vec<Round> = (0..rounds).map(|_| round(&dir, body_bytes, records)).collect();
         let append = median(results.iter().map(|r| r.append_s).collect());
+        let plain = median(results.iter().map(|r| r.plain_s).collect());
+        let append_ratio = median(results.iter().map(|r| r.plain_s / r.append_s).collect());
+        let read_ratio = median(
+            results
+                .iter()
+                .map(|r| r.floor.copy_checksum_s / r.read_s)
+                .collect(),
+        );
         let read = median(results.iter().map(|r| r.read_s).collect());
-        let copy = median(results.iter().map(|r| r.copy_s).collect());
-        let checksum = median(results.iter().map(|r| r.checksum_s).collect());
+        let copy = median(results.iter().map(|r| r.floor.copy_s).collect());
+        let checksum = median(results.iter().map(|r| r.floor.checksum_s).collect());
+        let copy_checksum = median(results.iter().map(|r| r.floor.copy_checksum_s).collect());
         println!(
-            "{body_bytes:>5} B: append {:6.2} M rec/s {:5.2} GB/s (payload), faults {:?}, stalls {:?}, preparations {:?} ms; read {:6.2} M rec/s ({} records, faults {:?}); floor: copy {:6.2}, checksum {:6.2} M rec/s",
+            "{body_bytes:>5} B: append {:6.2} M rec/s {:5.2} GB/s (payload), plain file {:6.2} M rec/s, append / plain {:4.2}, append CPU user {:.2} s sys {:.2} s, faults {:?}, stalls {:?}, preparations {:?} ms; read {:6.2} M rec/s ({} records, faults {:?}); floor: copy {:6.2}, checksum {:6.2}, copy and checksum {:6.2} M rec/s, read / floor {:4.2}",
             records as f64 / append / 1e6,
             (records * body_bytes) as f64 / append / 1e9,
+            records as f64 / plain / 1e6,
+            append_ratio,
+            median(results.iter().map(|r| r.append_cpu.0).collect()),
+            median(results.iter().map(|r| r.append_cpu.1).collect()),
             results.iter().map(|r| r.faults).collect::<Vec<_>>(),
             results.iter().map(|r| r.stalls).collect::<Vec<_>>(),
             results.iter().map(|r| &r.prepare_ms).collect::<Vec<_>>(),
@@ -308,6 +429,8 @@ fn main() {
             results[0].read_faults,
             records as f64 / copy / 1e6,
             records as f64 / checksum / 1e6,
+            records as f64 / copy_checksum / 1e6,
+            read_ratio,
         );
     }
 }

@@ -169,10 +169,10 @@ export async function writeCheckpoint(
     for (let i = 0; i < names.length; i++) {
       const queue = list[i] as ConsumeQueue;
       const stored = queue.stored;
+      // Entries held in memory (all, or those replayed after a stored block) may be past `position`.
+      const storedCount = queue.storedCount;
       let count = queue.count;
-      if (stored === undefined) {
-        while (count > 0 && queue.position(queue.min + count - 1) >= position) count--;
-      }
+      while (count > storedCount && queue.position(queue.min + count - 1 - storedCount) >= position) count--;
       const need = STORED_ENTRY_BYTES * count;
       // The clock is read when a piece is full and every QUEUES_PER_CLOCK_CHECK queues (most LMQs
       // are short: a piece can hold tens of thousands of them).
@@ -189,11 +189,18 @@ export async function writeCheckpoint(
       }
       let crc: number;
       let first: number;
-      if (stored !== undefined) {
+      if (stored !== undefined && count === storedCount) {
         piece.set(stored.file.read(stored.at, need), used);
         crc = stored.crc;
         first = stored.firstPosition;
         copied.push({ queue, from: stored, at: fileAt });
+      } else if (stored !== undefined) {
+        // The stored block, then the entries held after it: a block of its own, not a copy.
+        const storedBytes = STORED_ENTRY_BYTES * storedCount;
+        piece.set(queue.storedBlock(stored), used);
+        encodeEntries(piece, used + storedBytes, queue, count - storedCount);
+        crc = crc32c(piece, used, used + need);
+        first = storedCount > 0 ? stored.firstPosition : queue.position(queue.min);
       } else {
         encodeEntries(piece, used, queue, count);
         crc = crc32c(piece, used, used + need);

@@ -563,6 +563,8 @@ export async function recoverLog(storage: Storage, dir: string, mode: RecoveryMo
     let replayed: { index: number; end: SegmentEnd };
     try {
       replayed = replay(storage, segments, queues, checkpoint?.position ?? 0, recovery);
+      // The stored blocks the replay appended after are checked now, all at once.
+      queues.checkReplayedBlocks();
     } catch (error) {
       // A queue's block in the checkpoint failed its check while the log after it was replayed
       // (nothing is changed before replay ends): the whole log is replayed without the checkpoint.

@@ -98,9 +98,9 @@ export function applyRecord(queues: QueueSet, segment: Segment, position: number
   for (let j = 0; j < info.lmqCount; j++) {
     const name = info.lmqs[j] as string;
     const offset = info.offsets[j] as number;
-    // A queue still in the checkpoint file is read first: a block that fails its check throws
-    // `BadBlockError`, and recovery then replays the log without the checkpoint.
-    let queue = queues.load(name);
+    // A queue still in the checkpoint file stays there, the replayed entries held after its block,
+    // whose checksum recovery checks once replay is done (`QueueSet.checkReplayedBlocks`).
+    let queue = queues.get(name);
     if (queue === undefined) {
       queue = queues.obtain(name, offset);
     } else if (offset > queue.next) {

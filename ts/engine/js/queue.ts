@@ -23,6 +23,8 @@ const TWO_32 = 0x1_0000_0000;
 /** Bytes of one entry in a checkpoint file: position, size, tag hash, key hash, zero. */
 export const STORED_ENTRY_BYTES = 24;
 const NO_ENTRIES = new Uint32Array(0);
+/** Bytes of a checkpoint file `QueueSet.checkReplayedBlocks` reads at a time (a larger block alone). */
+const CHECK_WINDOW_BYTES = 4 * 1024 * 1024;
 /** The smallest size an entry may give: a record's fixed header (log-record.ts). */
 const MIN_ENTRY_RECORD_BYTES = 32;
 /** The largest size an entry may give: all of the largest segment after its header. */
@@ -104,8 +106,12 @@ export class ConsumeQueue {
   /** Entry slots, ENTRY_WORDS words each; live ones are `head .. head + next - min`. */
   entries: Uint32Array;
   head = 0;
-  /** While set, the entries are in a checkpoint file and `entries` is empty: `load()` reads them. */
+  /**
+   * While set, the first `storedCount` entries are in a checkpoint file: `load()` reads them. Entries
+   * appended meanwhile (replay of the log after the checkpoint) follow in `entries` from `head`.
+   */
   stored: StoredEntries | undefined;
+  storedCount = 0;
 
   /** `entries`: storage to start with (a checkpoint's queues share one buffer); else `capacity` entries. */
   constructor(offset: number, capacity = INITIAL_ENTRIES, entries?: Uint32Array) {
@@ -124,6 +130,7 @@ export class ConsumeQueue {
     queue.next = min + count;
     queue.lastWrite = lastWrite;
     queue.stored = stored;
+    queue.storedCount = count;
     stored.file.users++;
     return queue;
   }
@@ -136,12 +143,12 @@ export class ConsumeQueue {
   load(): void {
     const stored = this.stored;
     if (stored === undefined) return;
-    const count = this.next - this.min;
-    const bytes = stored.file.read(stored.at, count * STORED_ENTRY_BYTES);
+    const count = this.storedCount;
+    const bytes = this.storedBlock(stored);
     const bad = (why: string) =>
       new BadBlockError(`${stored.file.path}: ${why}`, { file: stored.file.path, position: stored.at });
-    if (crc32c(bytes) !== stored.crc) throw bad('checkpoint entry block checksum mismatch');
-    const words = new Uint32Array(Math.max(count, INITIAL_ENTRIES) * ENTRY_WORDS);
+    const tail = this.next - this.min - count;
+    const words = new Uint32Array(Math.max(count + tail, INITIAL_ENTRIES) * ENTRY_WORDS);
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     let previous = -1;
     let previousSize = 0;
@@ -165,10 +172,30 @@ export class ConsumeQueue {
       words[slot + 3] = view.getUint32(at + 12, true);
       words[slot + 4] = view.getUint32(at + 16, true);
     }
+    if (tail > 0) {
+      const from = this.head * ENTRY_WORDS;
+      words.set(this.entries.subarray(from, from + tail * ENTRY_WORDS), count * ENTRY_WORDS);
+    }
     this.entries = words;
     this.head = 0;
-    this.stored = undefined;
-    release(stored.file);
+    this.forget();
+  }
+
+  /** The stored block's bytes, their checksum checked (`BadBlockError` when it fails). */
+  storedBlock(stored: StoredEntries): Uint8Array {
+    const bytes = stored.file.read(stored.at, this.storedCount * STORED_ENTRY_BYTES);
+    if (crc32c(bytes) !== stored.crc) {
+      throw new BadBlockError(`${stored.file.path}: checkpoint entry block checksum mismatch`, {
+        file: stored.file.path,
+        position: stored.at,
+      });
+    }
+    return bytes;
+  }
+
+  /** Entries held in `entries` from `head`: all of them, or those after the stored block. */
+  get heldCount(): number {
+    return this.next - this.min - this.storedCount;
   }
 
   /** Points a stored queue at a copy of its block in a newer checkpoint file. */
@@ -185,12 +212,13 @@ export class ConsumeQueue {
     const stored = this.stored;
     if (stored === undefined) return;
     this.stored = undefined;
+    this.storedCount = 0;
     release(stored.file);
   }
 
-  /** Appends the entry for offset `next` (a stored queue must be loaded first). */
+  /** Appends the entry for offset `next` (after the stored block, if the queue is still stored). */
   push(position: number, size: number, tagHash: number, keyHash: number): void {
-    let at = (this.head + this.next - this.min) * ENTRY_WORDS;
+    let at = (this.head + this.heldCount) * ENTRY_WORDS;
     if (at === this.entries.length) at = this.makeRoom();
     const entries = this.entries;
     const high = Math.floor(position / TWO_32);
@@ -204,11 +232,12 @@ export class ConsumeQueue {
 
   /** Moves the live entries to the front, growing the array when they fill more than half of it. */
   private makeRoom(): number {
-    const live = this.next - this.min;
+    const live = this.heldCount;
     const capacity = this.entries.length / ENTRY_WORDS;
     const from = this.head * ENTRY_WORDS;
-    if (live * 2 > capacity) {
-      const grown = new Uint32Array(capacity * 2 * ENTRY_WORDS);
+    // A stored queue starts with no room at all (a shared empty array).
+    if (live * 2 > capacity || capacity === 0) {
+      const grown = new Uint32Array(Math.max(capacity * 2, INITIAL_ENTRIES) * ENTRY_WORDS);
       grown.set(this.entries.subarray(from, from + live * ENTRY_WORDS));
       this.entries = grown;
     } else {
@@ -365,6 +394,49 @@ export class QueueSet {
     for (const queue of this.byName.values()) {
       const stored = queue.stored;
       if (stored !== undefined && queue.next > queue.min && stored.firstPosition < position) queue.load();
+    }
+  }
+
+  /**
+   * Checks the checksum of every stored block that replay appended entries after, without reading
+   * the entries (they are checked when the queue is loaded), so a damaged block still makes recovery
+   * replay the whole log while the queues stay in the file until first used. Each file is read in
+   * windows of `CHECK_WINDOW_BYTES`, its blocks in file order. Throws `BadBlockError` for the first
+   * block that fails.
+   */
+  checkReplayedBlocks(): void {
+    const byFile = new Map<CheckpointFile, ConsumeQueue[]>();
+    for (const queue of this.byName.values()) {
+      const stored = queue.stored;
+      if (stored === undefined || queue.storedCount === 0 || queue.heldCount === 0) continue;
+      const list = byFile.get(stored.file);
+      if (list === undefined) byFile.set(stored.file, [queue]);
+      else list.push(queue);
+    }
+    for (const [file, list] of byFile) {
+      const at = (queue: ConsumeQueue) => (queue.stored as StoredEntries).at;
+      const end = (queue: ConsumeQueue) => at(queue) + queue.storedCount * STORED_ENTRY_BYTES;
+      list.sort((a, b) => at(a) - at(b));
+      let windowAt = 0;
+      let window: Uint8Array = new Uint8Array(0);
+      for (let i = 0; i < list.length; i++) {
+        const queue = list[i] as ConsumeQueue;
+        const stored = queue.stored as StoredEntries;
+        if (at(queue) < windowAt || end(queue) > windowAt + window.length) {
+          // The window runs from this block to the end of the last block that fits in it.
+          let until = end(queue);
+          for (let j = i + 1; j < list.length && end(list[j] as ConsumeQueue) - at(queue) <= CHECK_WINDOW_BYTES; j++)
+            until = Math.max(until, end(list[j] as ConsumeQueue));
+          windowAt = at(queue);
+          window = file.read(windowAt, until - windowAt);
+        }
+        if (crc32c(window, at(queue) - windowAt, end(queue) - windowAt) !== stored.crc) {
+          throw new BadBlockError(`${file.path}: checkpoint entry block checksum mismatch`, {
+            file: file.path,
+            position: stored.at,
+          });
+        }
+      }
     }
   }
 

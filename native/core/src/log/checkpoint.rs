@@ -7,7 +7,7 @@
 use super::record::{u16_at, u32_at, u64_at};
 use crate::hash::crc32c;
 use crate::queue::{
-    check_entries, decode_entry, encode_entry, CheckpointFile, ConsumeQueue, Queues, StoredEntries,
+    check_entries, decode_entry, encode_entry, CheckpointFile, ConsumeQueue, Entries, Queues, StoredEntries,
     STORED_ENTRY_BYTES,
 };
 use std::collections::VecDeque;
@@ -101,19 +101,38 @@ impl Encoder {
     }
 
     /// Adds one queue as of the checkpoint's position.
-    pub fn queue(&mut self, name: &Arc<[u8]>, queue: &ConsumeQueue) {
+    pub fn queue(&mut self, name: &[u8], queue: &ConsumeQueue) {
         let block_at = self.blocks.len();
-        let (count, crc, first_position) = match queue.stored() {
-            Some(stored) => {
-                self.blocks.extend_from_slice(stored.bytes());
-                self.copied.push((Arc::clone(name), stored.clone(), block_at));
-                (stored.count, stored.crc, stored.first_position)
+        let (count, crc, first_position) = match queue.entries() {
+            Entries::Stored(stored) if stored.tail.is_empty() => {
+                let block = &stored.block;
+                self.blocks.extend_from_slice(block.bytes());
+                self.copied.push((Arc::from(name), block.clone(), block_at));
+                (block.count, block.crc, block.first_position)
             }
-            None => {
+            Entries::Stored(stored) => {
+                // The block (its checksum checked when replay appended after it), then the entries
+                // held after it before the checkpoint's position: a block of its own.
+                debug_assert!(stored.checked, "entries held after an unchecked block");
+                let block = &stored.block;
+                self.blocks.extend_from_slice(block.bytes());
+                let held = stored.tail.partition_point(|e| e.position < self.position);
+                for entry in stored.tail.range(..held) {
+                    encode_entry(&mut self.blocks, entry);
+                }
+                let count = block.count + held;
+                let first = if block.count > 0 {
+                    block.first_position
+                } else {
+                    stored.tail.front().filter(|_| held > 0).map_or(0, |e| e.position)
+                };
+                (count, crc32c(&self.blocks[block_at..]), first)
+            }
+            _ => {
                 let entries = queue.entries();
                 let count = entries.partition_point(|e| e.position < self.position);
                 self.blocks.reserve(ENTRY_BYTES * count);
-                for entry in entries.range(..count) {
+                for entry in entries.range(0, count) {
                     encode_entry(&mut self.blocks, entry);
                 }
                 let first = entries.front().filter(|_| count > 0).map_or(0, |e| e.position);
@@ -158,9 +177,11 @@ impl Encoder {
 /// Encodes every queue at once (tests and small logs; handle.rs encodes in batches).
 pub fn encode(position: u64, created_ms: u64, segments: &[(u64, u64)], queues: &Queues) -> Vec<u8> {
     let mut encoder = Encoder::new(position, created_ms, segments, ENTRY_BYTES * queues.entry_count());
-    for name in queues.names() {
-        if let Some(queue) = queues.get(&name) {
-            encoder.queue(&name, queue);
+    let names = queues.name_list();
+    for i in 0..names.len() {
+        let name = names.get(i);
+        if let Some(queue) = queues.get(name) {
+            encoder.queue(name, queue);
         }
     }
     let Encoded { mut head, blocks, .. } = encoder.finish();
@@ -319,8 +340,7 @@ fn decode_v1(bytes: &[u8]) -> Result<Checkpoint, CheckpointProblem> {
         let queue = ConsumeQueue {
             min_offset,
             last_write_ms,
-            entries,
-            stored: None,
+            entries: entries.into(),
         };
         queues.restore(name, queue);
     }

@@ -179,7 +179,7 @@ impl LogHandle {
             let log = self.lock();
             log.writable()?;
             let segments = log.segment_times();
-            let names = log.queues.names();
+            let names = log.queues.name_list();
             let dir = log
                 .segments_dir
                 .parent()
@@ -189,10 +189,11 @@ impl LogHandle {
             let encoder = checkpoint::Encoder::new(log.write_position, now_ms, &segments, capacity);
             (dir, encoder, names)
         };
-        for batch in names.chunks(CHECKPOINT_BATCH) {
+        for batch_start in (0..names.len()).step_by(CHECKPOINT_BATCH) {
             let log = self.lock();
             log.usable()?;
-            for name in batch {
+            for i in batch_start..names.len().min(batch_start + CHECKPOINT_BATCH) {
+                let name = names.get(i);
                 if let Some(queue) = log.queues.get(name) {
                     encoder.queue(name, queue);
                 }

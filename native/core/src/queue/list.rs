@@ -16,18 +16,25 @@ impl Queues {
     pub fn list(&mut self, prefix: &[u8], after: Option<&[u8]>, limit: usize) -> NamePage {
         if !self.sorted_valid {
             self.sorted.clear();
-            self.sorted.extend(self.map.keys().cloned());
-            self.sorted.sort_unstable();
+            self.sorted.extend(self.names.ids());
+            let names = &self.names;
+            self.sorted
+                .sort_unstable_by(|&a, &b| names.name(a).cmp(names.name(b)));
             self.sorted_valid = true;
         }
-        let mut start = self.sorted.partition_point(|name| &name[..] < prefix);
+        let name = |id: &u32| self.names.name(*id);
+        let mut start = self.sorted.partition_point(|id| name(id) < prefix);
         if let Some(after) = after {
-            start = start.max(self.sorted.partition_point(|name| &name[..] <= after));
+            start = start.max(self.sorted.partition_point(|id| name(id) <= after));
         }
         let mut matching = self.sorted[start..]
             .iter()
-            .take_while(|name| name.starts_with(prefix));
-        let names: Vec<Arc<[u8]>> = matching.by_ref().take(limit).cloned().collect();
+            .take_while(|id| name(id).starts_with(prefix));
+        let names: Vec<Arc<[u8]>> = matching
+            .by_ref()
+            .take(limit)
+            .map(|id| Arc::from(name(id)))
+            .collect();
         NamePage {
             names,
             more: matching.next().is_some(),

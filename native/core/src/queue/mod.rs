@@ -1,18 +1,22 @@
 //! Consume queues: one light queue (LMQ) per name, each a run of fixed-size index entries pointing
 //! into the commit log, its logical offsets implicit (the queue's minimum offset plus the place).
-//! All queues live in one hash map keyed by name bytes, so the append path looks a name up without
-//! building a `String`, and no queue owns a file (docs/FORMAT.md, "Consume queues"). A queue read
-//! from a checkpoint keeps its entries in the checkpoint file until first used (stored.rs).
+//! All queues live in one vector indexed by ids that a table of names gives (names.rs), so the append
+//! path looks a name up without building a `String`, an idle queue costs its name and a few words,
+//! and no queue owns a file (docs/FORMAT.md, "Consume queues"). A queue read from a checkpoint keeps
+//! its entries in the checkpoint file until first used (stored.rs).
 
+mod entries;
 mod list;
+mod names;
 mod stored;
 
+pub use entries::{Entries, EntryIter, StoredQueue};
 pub use list::NamePage;
 pub use stored::{
     check_entries, decode_entry, encode_entry, BadBlock, CheckpointFile, StoredEntries, STORED_ENTRY_BYTES,
 };
 
-use rustc_hash::FxHashMap;
+use names::NameTable;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -31,10 +35,7 @@ pub struct ConsumeQueue {
     pub(crate) min_offset: u64,
     /// Store timestamp of the newest record, 0 before the first.
     pub(crate) last_write_ms: u64,
-    pub(crate) entries: VecDeque<IndexEntry>,
-    /// While set, the entries are in a checkpoint file, not in `entries` (which is empty):
-    /// [`Queues::load`] reads them on first use.
-    pub(crate) stored: Option<StoredEntries>,
+    pub(crate) entries: Entries,
 }
 
 impl std::fmt::Debug for ConsumeQueue {
@@ -43,7 +44,7 @@ impl std::fmt::Debug for ConsumeQueue {
             .field("min_offset", &self.min_offset)
             .field("next_offset", &self.next_offset())
             .field("last_write_ms", &self.last_write_ms)
-            .field("stored", &self.stored.is_some())
+            .field("stored", &self.stored().is_some())
             .finish()
     }
 }
@@ -52,10 +53,7 @@ impl std::fmt::Debug for ConsumeQueue {
 /// to load compares unequal).
 impl PartialEq for ConsumeQueue {
     fn eq(&self, other: &Self) -> bool {
-        let entries = |q: &ConsumeQueue| match &q.stored {
-            Some(stored) => stored.load().ok(),
-            None => Some(q.entries.clone()),
-        };
+        let entries = |q: &ConsumeQueue| q.entries.to_deque().ok();
         self.min_offset == other.min_offset
             && self.last_write_ms == other.last_write_ms
             && self.next_offset() == other.next_offset()
@@ -75,9 +73,10 @@ impl ConsumeQueue {
 
     /// Entries held, loaded or still stored.
     pub fn len(&self) -> usize {
-        self.stored
-            .as_ref()
-            .map_or(self.entries.len(), |stored| stored.count)
+        match &self.entries {
+            Entries::Stored(stored) => stored.block.count + stored.tail.len(),
+            entries => entries.loaded(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -86,7 +85,10 @@ impl ConsumeQueue {
 
     /// Where the entries are while they are still in a checkpoint file.
     pub fn stored(&self) -> Option<&StoredEntries> {
-        self.stored.as_ref()
+        match &self.entries {
+            Entries::Stored(stored) => Some(&stored.block),
+            _ => None,
+        }
     }
 
     /// A queue whose entries stay in a checkpoint file until first used.
@@ -94,16 +96,18 @@ impl ConsumeQueue {
         ConsumeQueue {
             min_offset,
             last_write_ms,
-            entries: VecDeque::new(),
-            stored: Some(stored),
+            entries: Entries::Stored(Box::new(StoredQueue {
+                block: stored,
+                tail: VecDeque::new(),
+                checked: false,
+            })),
         }
     }
 
     /// Reads the stored entries, if any; nothing changes when they fail their check.
     fn load(&mut self) -> Result<(), BadBlock> {
-        if let Some(stored) = &self.stored {
-            self.entries = stored.load()?;
-            self.stored = None;
+        if let Entries::Stored(_) = &self.entries {
+            self.entries = Entries::from(self.entries.to_deque()?);
         }
         Ok(())
     }
@@ -113,7 +117,7 @@ impl ConsumeQueue {
     }
 
     /// The loaded entries (none while they are stored: see [`Queues::load`]).
-    pub fn entries(&self) -> &VecDeque<IndexEntry> {
+    pub fn entries(&self) -> &Entries {
         &self.entries
     }
 
@@ -122,7 +126,10 @@ impl ConsumeQueue {
     /// of stalling one record after another.
     #[inline]
     pub fn prefetch_tail(&self) {
-        if let Some(last) = self.entries.back() {
+        if let Entries::Many(entries) = &self.entries {
+            let Some(last) = entries.back() else {
+                return;
+            };
             crate::prefetch::prefetch(
                 std::ptr::from_ref(last)
                     .cast::<u8>()
@@ -133,22 +140,22 @@ impl ConsumeQueue {
 
     /// The entries from offset `from` (raised to the minimum), at most `max` of them, and the offset
     /// of the first.
-    pub fn range(&self, from: u64, max: usize) -> (u64, std::collections::vec_deque::Iter<'_, IndexEntry>) {
+    pub fn range(&self, from: u64, max: usize) -> (u64, EntryIter<'_>) {
         let first = from.max(self.min_offset);
-        let skip = (first - self.min_offset).min(self.entries.len() as u64) as usize;
-        let take = max.min(self.entries.len() - skip);
-        (first, self.entries.range(skip..skip + take))
+        let loaded = self.entries.loaded();
+        let skip = (first - self.min_offset).min(loaded as u64) as usize;
+        let take = max.min(loaded - skip);
+        (first, self.entries.range(skip, take))
     }
 
     /// Forgets the entries of records before `position`; returns how many. A stored queue must
     /// have been loaded first if it has any ([`Queues::load_below`]).
     fn drop_below(&mut self, position: u64) -> usize {
         debug_assert!(self
-            .stored
-            .as_ref()
+            .stored()
             .is_none_or(|s| s.count == 0 || s.first_position >= position));
         let keep_from = self.entries.partition_point(|e| e.position < position);
-        self.entries.drain(..keep_from);
+        self.entries.drop_front(keep_from);
         self.min_offset += keep_from as u64;
         keep_from
     }
@@ -169,14 +176,39 @@ pub enum ReplayError {
     BadBlock(BadBlock),
 }
 
+/// Names copied out of [`Queues`] at one moment, back to back.
+pub struct NameList {
+    bytes: Vec<u8>,
+    ends: Vec<usize>,
+}
+
+impl NameList {
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The `i`-th name (`i` below [`NameList::len`]).
+    pub fn get(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.bytes[start..self.ends[i]]
+    }
+}
+
 /// Every LMQ of a log, by name.
 #[derive(Default)]
 pub struct Queues {
-    map: FxHashMap<Arc<[u8]>, ConsumeQueue>,
+    names: NameTable,
+    /// By id; the queue of a freed id is empty until the id is reused.
+    queues: Vec<ConsumeQueue>,
     /// Index entries in all queues.
     entries: usize,
-    /// Names in UTF-8 byte order for listing, rebuilt lazily after the set of names changed.
-    sorted: Vec<Arc<[u8]>>,
+    /// Ids in their names' UTF-8 byte order for listing, rebuilt lazily after the set of names
+    /// changed.
+    sorted: Vec<u32>,
     sorted_valid: bool,
     /// Some queue was restored with its entries still in a checkpoint file (they may since have
     /// been loaded): while false, [`Queues::load`] has nothing to do for any name.
@@ -185,24 +217,39 @@ pub struct Queues {
 
 impl Queues {
     pub fn len(&self) -> usize {
-        self.map.len()
+        self.names.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.names.len() == 0
     }
 
     pub fn get(&self, name: &[u8]) -> Option<&ConsumeQueue> {
-        self.map.get(name)
+        self.names.get(name).map(|id| &self.queues[id as usize])
+    }
+
+    fn get_mut(&mut self, name: &[u8]) -> Option<&mut ConsumeQueue> {
+        self.names.get(name).map(|id| &mut self.queues[id as usize])
     }
 
     pub fn iter(&self) -> impl Iterator<Item = (&[u8], &ConsumeQueue)> {
-        self.map.iter().map(|(name, queue)| (&name[..], queue))
+        self.names
+            .ids()
+            .map(|id| (self.names.name(id), &self.queues[id as usize]))
     }
 
-    /// Every name, in no particular order (shared, not copied).
-    pub fn names(&self) -> Vec<Arc<[u8]>> {
-        self.map.keys().cloned().collect()
+    /// Every name, in no particular order, copied into one buffer: a checkpoint walks them while
+    /// the queues change, and a copy per name would leave a million small allocations behind.
+    pub fn name_list(&self) -> NameList {
+        let mut list = NameList {
+            bytes: Vec::new(),
+            ends: Vec::with_capacity(self.names.len()),
+        };
+        for id in self.names.ids() {
+            list.bytes.extend_from_slice(self.names.name(id));
+            list.ends.push(list.bytes.len());
+        }
+        list
     }
 
     /// Index entries held in all queues.
@@ -215,8 +262,8 @@ impl Queues {
     #[inline]
     pub fn append(&mut self, name: &[u8], entry: IndexEntry, timestamp_ms: u64) -> u64 {
         self.entries += 1;
-        if let Some(queue) = self.map.get_mut(name) {
-            debug_assert!(queue.stored.is_none(), "append to a queue that was not loaded");
+        if let Some(queue) = self.get_mut(name) {
+            debug_assert!(queue.stored().is_none(), "append to a queue that was not loaded");
             queue.entries.push_back(entry);
             queue.last_write_ms = timestamp_ms;
             return queue.next_offset() - 1;
@@ -235,12 +282,20 @@ impl Queues {
         entry: IndexEntry,
         timestamp_ms: u64,
     ) -> Result<(), ReplayError> {
-        let Some(queue) = self.map.get_mut(name) else {
+        let Some(id) = self.names.get(name) else {
             self.entries += 1;
             self.insert(name, offset, entry, timestamp_ms);
             return Ok(());
         };
-        queue.load().map_err(ReplayError::BadBlock)?;
+        let queue = &mut self.queues[id as usize];
+        // A queue still in the checkpoint file stays there, the replayed entries held after its
+        // block; only the block's checksum is checked now (its entries when the queue is loaded).
+        if let Entries::Stored(stored) = &mut queue.entries {
+            if !stored.checked {
+                stored.block.check().map_err(ReplayError::BadBlock)?;
+                stored.checked = true;
+            }
+        }
         let expected = queue.next_offset();
         if offset < expected {
             return Err(ReplayError::WentBack(OffsetWentBack {
@@ -249,42 +304,56 @@ impl Queues {
             }));
         }
         if offset > expected {
-            self.entries -= queue.entries.len();
-            queue.entries.clear();
+            self.entries -= queue.len();
+            queue.entries = Entries::Empty;
             queue.min_offset = offset;
         }
-        queue.entries.push_back(entry);
+        match &mut queue.entries {
+            Entries::Stored(stored) => stored.tail.push_back(entry),
+            entries => entries.push_back(entry),
+        }
         queue.last_write_ms = timestamp_ms;
         self.entries += 1;
         Ok(())
     }
 
     fn insert(&mut self, name: &[u8], min_offset: u64, entry: IndexEntry, timestamp_ms: u64) {
-        let mut entries = VecDeque::with_capacity(1);
-        entries.push_back(entry);
         let queue = ConsumeQueue {
             min_offset,
             last_write_ms: timestamp_ms,
-            entries,
-            stored: None,
+            entries: Entries::One(entry),
         };
-        self.map.insert(Arc::from(name), queue);
+        self.put(name, queue);
+    }
+
+    /// Gives a name that is not in the table an id and `queue`.
+    fn put(&mut self, name: &[u8], queue: ConsumeQueue) {
+        let id = self.names.insert(name) as usize;
+        if id == self.queues.len() {
+            self.queues.push(queue);
+        } else {
+            self.queues[id] = queue;
+        }
         self.sorted_valid = false;
     }
 
     /// Puts a whole queue back, as a checkpoint held it.
     pub fn restore(&mut self, name: &[u8], queue: ConsumeQueue) {
-        self.some_stored |= queue.stored.is_some();
+        self.some_stored |= queue.stored().is_some();
         self.entries += queue.len();
-        if let Some(old) = self.map.insert(Arc::from(name), queue) {
-            self.entries -= old.len();
+        match self.get_mut(name) {
+            Some(old) => {
+                let old = std::mem::replace(old, queue);
+                self.entries -= old.len();
+            }
+            None => self.put(name, queue),
         }
-        self.sorted_valid = false;
     }
 
     /// Drops a queue; returns it if it existed.
     pub fn remove(&mut self, name: &[u8]) -> Option<ConsumeQueue> {
-        let queue = self.map.remove(name)?;
+        let id = self.names.remove(name)?;
+        let queue = std::mem::take(&mut self.queues[id as usize]);
         self.entries -= queue.len();
         self.sorted_valid = false;
         Some(queue)
@@ -296,19 +365,19 @@ impl Queues {
         if !self.some_stored {
             return Ok(());
         }
-        match self.map.get_mut(name) {
+        match self.get_mut(name) {
             Some(queue) => queue.load(),
             None => Ok(()),
         }
     }
 
     /// Loads every stored queue with an entry of a record before `position`, so that
-    /// [`Queues::drop_below`] can then forget them; nothing is forgotten here.
+    /// [`Queues::drop_below`] can then forget them; nothing is forgotten here. (The queues of freed
+    /// ids are empty, so every loop over all of them may include those.)
     pub fn load_below(&mut self, position: u64) -> Result<(), BadBlock> {
-        for queue in self.map.values_mut() {
+        for queue in &mut self.queues {
             if queue
-                .stored
-                .as_ref()
+                .stored()
                 .is_some_and(|s| s.count > 0 && s.first_position < position)
             {
                 queue.load()?;
@@ -320,10 +389,9 @@ impl Queues {
     /// Empties every queue, keeping its offsets (its next offset becomes its minimum): a log with
     /// no segment left holds none of the records a checkpoint indexed. Stored queues are not read.
     pub fn empty_all(&mut self) {
-        for queue in self.map.values_mut() {
+        for queue in &mut self.queues {
             queue.min_offset = queue.next_offset();
-            queue.entries.clear();
-            queue.stored = None;
+            queue.entries = Entries::Empty;
         }
         self.entries = 0;
     }
@@ -337,9 +405,11 @@ impl Queues {
         new_file: &Arc<CheckpointFile>,
         new_at: usize,
     ) -> bool {
-        let Some(stored) = self.map.get_mut(name).and_then(|q| q.stored.as_mut()) else {
+        let Some(Entries::Stored(stored)) = self.get_mut(name).map(|q| &mut q.entries) else {
             return false;
         };
+        // A queue with entries held after its block was written as a block of its own.
+        let stored = &mut stored.block;
         if !Arc::ptr_eq(&stored.file, &old.file) || stored.at != old.at {
             return false;
         }
@@ -352,25 +422,33 @@ impl Queues {
     /// with their minimum offsets moved past what was forgotten. Stored queues with such entries
     /// must have been loaded first ([`Queues::load_below`]).
     pub fn drop_below(&mut self, position: u64) {
-        for queue in self.map.values_mut() {
-            if queue.stored.is_none() {
+        for queue in &mut self.queues {
+            if queue.stored().is_none() {
                 self.entries -= queue.drop_below(position);
             }
         }
     }
 
-    /// An estimate of the memory the queues hold, in bytes: the map's slots, each name and each
-    /// queue's entry buffer, and the sorted name list.
+    /// An estimate of the memory the queues hold, in bytes: the name table, the queues' slots and
+    /// their entry buffers, and the sorted id list.
     pub fn approximate_bytes(&self) -> usize {
-        let slot = std::mem::size_of::<(Arc<[u8]>, ConsumeQueue)>() + 1;
         let entry = std::mem::size_of::<IndexEntry>();
-        // A stored queue's block reference is inside its slot (`ConsumeQueue::stored`).
-        let per_queue: usize = self
-            .map
+        let heap_entries: usize = self.queues.iter().map(|q| q.entries.heap_entries()).sum();
+        let stored: usize = self
+            .queues
             .iter()
-            .map(|(name, queue)| name.len() + 16 + queue.entries.capacity() * entry)
+            .map(|q| match &q.entries {
+                Entries::Stored(stored) => {
+                    std::mem::size_of::<StoredQueue>() + stored.tail.capacity() * entry
+                }
+                _ => 0,
+            })
             .sum();
-        self.map.capacity() * slot + per_queue + self.sorted.capacity() * 16
+        self.names.approximate_bytes()
+            + self.queues.capacity() * std::mem::size_of::<ConsumeQueue>()
+            + heap_entries * entry
+            + stored
+            + self.sorted.capacity() * 4
     }
 }
 

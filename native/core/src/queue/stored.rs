@@ -54,9 +54,9 @@ impl StoredEntries {
         self.file.map.get(self.at..end).unwrap_or(&[])
     }
 
-    /// Reads the entries, checking the block's checksum and that positions never go back (a record
-    /// that names an LMQ twice gives it two entries at one position).
-    pub fn load(&self) -> Result<VecDeque<IndexEntry>, BadBlock> {
+    /// Checks that the block lies inside its file and matches its checksum, without reading its
+    /// entries.
+    pub fn check(&self) -> Result<(), BadBlock> {
         let bad = |why| BadBlock {
             file: self.file.path.display().to_string(),
             at: self.at as u64,
@@ -69,6 +69,19 @@ impl StoredEntries {
         if crc32c(bytes) != self.crc {
             return Err(bad("checkpoint entry block checksum mismatch"));
         }
+        Ok(())
+    }
+
+    /// Reads the entries, checking the block's checksum and that positions never go back (a record
+    /// that names an LMQ twice gives it two entries at one position).
+    pub fn load(&self) -> Result<VecDeque<IndexEntry>, BadBlock> {
+        let bad = |why| BadBlock {
+            file: self.file.path.display().to_string(),
+            at: self.at as u64,
+            why,
+        };
+        self.check()?;
+        let bytes = self.bytes();
         let entries: VecDeque<IndexEntry> =
             bytes.chunks_exact(STORED_ENTRY_BYTES).map(decode_entry).collect();
         if entries.front().is_some_and(|e| e.position != self.first_position) {

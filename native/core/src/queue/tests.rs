@@ -86,3 +86,84 @@ fn list_pages_in_byte_order() {
     queues.remove(b"b/1");
     assert_eq!(names(queues.list(b"b", None, 5)).0, vec!["b/10", "b/2"]);
 }
+
+#[test]
+fn names_survive_removals_reuse_and_compaction() {
+    let mut queues = Queues::default();
+    let name = |i: usize| format!("%LMQ%$t{}__a{i}", i % 7).into_bytes();
+    for i in 0..5_000 {
+        assert_eq!(queues.append(&name(i), entry(64 * i as u64), 1), 0);
+    }
+    // Removing most names frees their ids and leaves their bytes as garbage, compacted on the way.
+    for i in (0..5_000).filter(|i| i % 5 != 0) {
+        assert!(queues.remove(&name(i)).is_some(), "remove {i}");
+        assert!(queues.remove(&name(i)).is_none(), "remove {i} twice");
+    }
+    assert_eq!(queues.len(), 1_000);
+    for i in 0..5_000 {
+        assert_eq!(queues.get(&name(i)).is_some(), i % 5 == 0, "lookup {i}");
+    }
+    // Names come back with fresh queues (reused ids), the kept ones keep theirs.
+    for i in (0..5_000).filter(|i| i % 5 == 1) {
+        assert_eq!(queues.append(&name(i), entry(1), 2), 0);
+    }
+    assert_eq!(queues.append(&name(0), entry(9_999_999), 3), 1);
+    assert_eq!(queues.len(), 2_000);
+    let listed = queues.list(b"", None, usize::MAX).names;
+    let mut expected: Vec<Vec<u8>> = (0..5_000).filter(|i| i % 5 <= 1).map(name).collect();
+    expected.sort();
+    assert_eq!(listed.iter().map(|n| n.to_vec()).collect::<Vec<_>>(), expected);
+    assert_eq!(queues.iter().count(), 2_000);
+    assert_eq!(queues.entry_count(), 2_001);
+}
+
+#[test]
+fn entries_read_across_the_ring_and_shrink_back_to_one() {
+    let mut queues = Queues::default();
+    for i in 0..10u64 {
+        queues.append(b"q", entry(100 * i), 1);
+    }
+    // Dropping from the front and appending again wraps the ring buffer.
+    queues.drop_below(300);
+    for i in 10..13u64 {
+        queues.append(b"q", entry(100 * i), 1);
+    }
+    let q = queues.get(b"q").expect("queue");
+    assert_eq!((q.min_offset(), q.next_offset()), (3, 13));
+    for from in 0..14 {
+        for max in 0..12 {
+            let (first, got) = q.range(from, max);
+            let want: Vec<u64> = (first.max(3)..13).take(max).map(|o| 100 * o).collect();
+            assert_eq!(
+                got.map(|e| e.position).collect::<Vec<_>>(),
+                want,
+                "range({from}, {max})"
+            );
+        }
+    }
+    assert_eq!(q.entries().back().map(|e| e.position), Some(1200));
+    queues.drop_below(1200);
+    let q = queues.get(b"q").expect("queue");
+    assert!(matches!(q.entries(), Entries::One(_)));
+    assert_eq!(
+        (q.min_offset(), q.next_offset(), queues.entry_count()),
+        (12, 13, 1)
+    );
+    queues.drop_below(5000);
+    let q = queues.get(b"q").expect("queue");
+    assert!(matches!(q.entries(), Entries::Empty));
+    assert_eq!(
+        (q.min_offset(), q.next_offset(), queues.entry_count()),
+        (13, 13, 0)
+    );
+}
+
+#[test]
+fn an_idle_queue_is_a_few_words() {
+    // The slot of a queue: offsets, last write time and its entries (one held in place).
+    assert!(
+        std::mem::size_of::<ConsumeQueue>() <= 56,
+        "{}",
+        std::mem::size_of::<ConsumeQueue>()
+    );
+}

@@ -1,6 +1,6 @@
 //! Checkpoint version 2: LMQs stay in the checkpoint file until used, blocks are copied into the
-//! next checkpoint, a bad block fails its LMQ only (or, met during replay, the checkpoint), and
-//! version 1 files still open.
+//! next checkpoint, a bad block fails its LMQ only (or, met during replay, the checkpoint), replay
+//! appends after blocks it does not read, and version 1 files still open.
 
 use super::*;
 use crate::log::checkpoint::{self, CHECKPOINT_FILE};
@@ -208,6 +208,41 @@ fn a_bad_block_met_while_replaying_the_log_drops_the_checkpoint() {
     before[2].1 += 1;
     before[2].2 = expected_tail;
     assert_eq!(contents(&log), before);
+}
+
+#[test]
+fn replay_leaves_queues_in_the_checkpoint_and_a_checkpoint_keeps_what_was_replayed() {
+    let dir = TempDir::new();
+    checkpointed(&dir);
+    // Records after the checkpoint's position for lmq-2 and lmq-3, never checkpointed.
+    let log = open(&dir.0);
+    append_all(
+        &log,
+        &[message(&["lmq-2", "lmq-3"], b"y"), message(&["lmq-2"], b"z")],
+        40,
+    );
+    let expected = contents(&log);
+    log.close().expect("close");
+    let log = open(&dir.0);
+    let recovery = log.lock().stats().expect("stats").recovery;
+    assert_eq!(
+        (recovery.checkpoint, recovery.replayed_records),
+        (CheckpointState::Loaded, 2)
+    );
+    // Replay appended after their blocks without reading them; the offsets are already right.
+    assert!(stored(&log, "lmq-2") && stored(&log, "lmq-3"));
+    assert_eq!(log.lock().max_offset(b"lmq-2").expect("max"), expected[2].1);
+    // A checkpoint now writes each block with the entries replayed after it.
+    log.checkpoint(50).expect("checkpoint");
+    assert_eq!(contents(&log), expected);
+    log.close().expect("close");
+    let log = open(&dir.0);
+    let recovery = log.lock().stats().expect("stats").recovery;
+    assert_eq!(
+        (recovery.checkpoint, recovery.replayed_records),
+        (CheckpointState::Loaded, 0)
+    );
+    assert_eq!(contents(&log), expected);
 }
 
 #[test]

@@ -237,12 +237,8 @@ fn damaged_checkpoints_never_panic_and_loaded_entries_stay_inside_the_log() {
             continue;
         };
         for (name, queue) in decoded.queues.iter() {
-            let entries = match queue.stored() {
-                Some(stored) => match stored.load() {
-                    Ok(entries) => entries,
-                    Err(_) => continue,
-                },
-                None => queue.entries().clone(),
+            let Ok(entries) = queue.entries().to_deque() else {
+                continue;
             };
             for entry in &entries {
                 assert!(

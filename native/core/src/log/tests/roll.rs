@@ -148,7 +148,7 @@ fn a_read_refuses_an_index_entry_that_names_another_intact_record() {
     let b_size = {
         let guard = log.lock();
         let queue = guard.queues.get(b"b").expect("queue b");
-        queue.entries()[0].size
+        queue.entries().front().expect("an entry").size
     };
     // Point offset 1 of "a" at the record of "b": intact bytes, but not what the index claims.
     let fake = crate::queue::IndexEntry {
