@@ -589,7 +589,18 @@ export class CommitLog {
 
   private backgroundFlush(): void {
     if (this.syncs.length > 0 || this.closed) return;
-    if (this.core.writePosition <= this.durablePosition) return;
+    let written: number;
+    try {
+      written = this.core.writePosition;
+    } catch (error) {
+      // A log the native engine failed (after a panic) throws from every call. On the timer that
+      // would be an uncaught exception ending the process, so it is reported as any background
+      // failure is, and the timer stops: a failed log has nothing more to flush until reopened.
+      if (this.timer !== undefined) clearInterval(this.timer);
+      this.failedInBackground(error, 'background flush');
+      return;
+    }
+    if (written <= this.durablePosition) return;
     this.startSync().catch((error: unknown) => this.failedInBackground(error, 'background flush'));
   }
 
