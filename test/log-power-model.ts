@@ -9,7 +9,7 @@
  */
 import { fstatSync, mkdirSync, readdirSync, readFileSync, readSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
-import { nodeStorage, type Storage, systemError } from '../ts/engine/js/storage.js';
+import { nodeStorage, type Storage, systemError } from '../ts/engine/js/log/storage.js';
 import { sweepDir } from './log-sweep.js';
 
 /** A change to a file's bytes not yet known to be durable. */

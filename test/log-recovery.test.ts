@@ -9,7 +9,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { encodeSegmentHeader } from '../ts/engine/js/log-segment.js';
+import { encodeSegmentHeader } from '../ts/engine/js/log/segment.js';
 import { type CommitLog, type EngineName, LogCorruptError, MIN_SEGMENT_BYTES, ReadOnlyError } from '../ts/index.js';
 import { ENGINES, WRITER_READER_PAIRS } from './engines.js';
 import { checkpointDirectory } from './log-checkpoint-file.js';

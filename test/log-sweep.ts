@@ -29,13 +29,13 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LogCore } from '../ts/engine/contract.js';
-import { MIN_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../ts/engine/js/limits.js';
-import { openJsLog } from '../ts/engine/js/log.js';
-import { type AppendRecord, encodeBatch, encodeDeletions } from '../ts/engine/js/log-encode.js';
-import { SEGMENTS_DIR, segmentFileName } from '../ts/engine/js/log-segment.js';
-import { nodeStorage, type Storage } from '../ts/engine/js/storage.js';
+import { openJsLog } from '../ts/engine/js/log/log.js';
+import { SEGMENTS_DIR, segmentFileName } from '../ts/engine/js/log/segment.js';
+import { nodeStorage, type Storage } from '../ts/engine/js/log/storage.js';
 import { CommitLog, type EngineName } from '../ts/index.js';
 import { decodeMessages, type StoredMessage } from '../ts/log-message.js';
+import { MIN_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../ts/shared/limits.js';
+import { type AppendRecord, encodeBatch, encodeDeletions } from '../ts/shared/log-encode.js';
 
 export const SEGMENT = MIN_SEGMENT_BYTES;
 const NOW = 1_700_000_000_000;

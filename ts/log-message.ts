@@ -12,7 +12,7 @@ import {
   readU16,
   readU32,
   readU64,
-} from './engine/js/log-record.js';
+} from './shared/log-record.js';
 
 /** A message as `CommitLog.read` returns it. */
 export interface StoredMessage {

@@ -6,6 +6,10 @@
  * The engine does the storage work; file creation, syncs and deletions run off the event loop.
  */
 import type { EncodedBatch, EngineName, LogCore, LogCoreStats, ReadRequest } from './engine/contract.js';
+import { getEngine } from './engine/load.js';
+import { ClosedError, InvalidArgumentError, ReadOnlyError } from './errors.js';
+import { decodeMessages, type StoredMessage } from './log-message.js';
+import { requireString } from './pattern.js';
 import {
   DEFAULT_SEGMENT_BYTES,
   MAX_APPEND_RECORDS,
@@ -13,16 +17,12 @@ import {
   MAX_SEGMENT_BYTES,
   MIN_SEGMENT_BYTES,
   SEGMENT_HEADER_BYTES,
-} from './engine/js/limits.js';
-import { type AppendRecord, encodeBatch, encodeDeletions } from './engine/js/log-encode.js';
-import { getEngine } from './engine/load.js';
-import { ClosedError, InvalidArgumentError, ReadOnlyError } from './errors.js';
-import { decodeMessages, type StoredMessage } from './log-message.js';
-import { requireString } from './pattern.js';
+} from './shared/limits.js';
+import { type AppendRecord, encodeBatch, encodeDeletions } from './shared/log-encode.js';
 
 export type { ReadRequest } from './engine/contract.js';
-export type { AppendRecord } from './engine/js/log-encode.js';
 export type { StoredMessage } from './log-message.js';
+export type { AppendRecord } from './shared/log-encode.js';
 
 /** A source of time in ms; tests pass a manual one. */
 export interface Clock {

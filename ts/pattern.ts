@@ -4,10 +4,10 @@
  * (see `engineInfo()`), so callers can run both engines side by side.
  */
 import type { DialectName, Engine, EngineName, PatternIndexCore, PatternIndexStats } from './engine/contract.js';
-import { DIALECTS } from './engine/js/dialect.js';
-import { MAX_LITE_TOPIC_BYTES, MAX_LITE_TOPIC_BYTES_CEILING } from './engine/js/limits.js';
 import { getEngine } from './engine/load.js';
 import { InvalidArgumentError, InvalidPatternError, type ValidationReason } from './errors.js';
+import { DIALECTS } from './shared/dialect.js';
+import { MAX_LITE_TOPIC_BYTES, MAX_LITE_TOPIC_BYTES_CEILING } from './shared/limits.js';
 
 export type { DialectName, EngineName, PatternIndexStats };
 

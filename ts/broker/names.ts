@@ -2,9 +2,10 @@
  * Lite topic name checks for the broker: the length is a quota (`maxLiteTopicBytes`, a
  * `QuotaExceededError`), the characters are validation (`InvalidLiteTopicError` with position).
  */
-import { jsEngine } from '../engine/js/engine.js';
-import { MAX_LITE_TOPIC_BYTES_CEILING } from '../engine/js/limits.js';
+
 import { InvalidArgumentError, InvalidLiteTopicError } from '../errors.js';
+import { validateLiteTopic } from '../shared/dialect.js';
+import { MAX_LITE_TOPIC_BYTES_CEILING } from '../shared/limits.js';
 import { type BrokerLimits, checkQuota } from './quota.js';
 
 /**
@@ -16,7 +17,7 @@ export function checkLiteTopic(name: unknown, limits: BrokerLimits): string {
   if (typeof name !== 'string') throw new InvalidArgumentError('a lite topic must be a string', { value: name });
   const bytes = name.length <= 21 ? utf8Length(name) : Buffer.byteLength(name, 'utf8');
   checkQuota(limits, 'maxLiteTopicBytes', bytes, name);
-  const violation = jsEngine.validateLiteTopic(name, MAX_LITE_TOPIC_BYTES_CEILING);
+  const violation = validateLiteTopic(name, MAX_LITE_TOPIC_BYTES_CEILING);
   if (violation !== null) {
     const { message, reason, position, limit, actual } = violation;
     throw new InvalidLiteTopicError(message, { value: name, reason, position, limit, actual });

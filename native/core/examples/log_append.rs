@@ -34,7 +34,7 @@ fn lmq_name(i: usize) -> String {
     format!("%LMQ%$agents$t{}__a{}", i / 100, i % 100)
 }
 
-/// One message record as ts/engine/js/log-encode.ts writes it (offsets, store time and CRC zero).
+/// One message record as ts/shared/log-encode.ts writes it (offsets, store time and CRC zero).
 fn encode(out: &mut Vec<u8>, lmq: &[u8], body: &[u8]) {
     let start = out.len();
     out.extend_from_slice(b"LTR1");

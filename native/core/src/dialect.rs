@@ -20,7 +20,7 @@ pub enum Dialect {
 impl Dialect {
     pub const ALL: [Dialect; 3] = [Dialect::Lite, Dialect::Mqtt, Dialect::Nats];
 
-    /// The numeric id used across the Node-API boundary (mirrored in `ts/engine/js/dialect.ts`).
+    /// The numeric id used across the Node-API boundary (mirrored in `ts/shared/dialect.ts`).
     pub fn id(self) -> u32 {
         match self {
             Dialect::Lite => 0,

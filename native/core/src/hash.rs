@@ -1,6 +1,6 @@
 //! The two hashes of the on-disk format (docs/FORMAT.md): CRC-32C for record, header and checkpoint
 //! checksums, MurmurHash3 x86 32-bit (seed 0) for the key and tag hashes of index entries. Both are
-//! mirrored by `ts/engine/js/crc32c.ts` and `ts/engine/js/murmur3.ts`; the test vectors below are the
+//! mirrored by `ts/shared/crc32c.ts` and `ts/shared/murmur3.ts`; the test vectors below are the
 //! ones FORMAT.md states.
 
 /// CRC-32C (Castagnoli) of `bytes`, hardware accelerated where the CPU has it.

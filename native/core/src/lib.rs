@@ -1,7 +1,7 @@
 //! litetopic's engine core, pure Rust with no knowledge of Node.
 //!
 //! Module map (each has a twin of the same name in `ts/engine/js/`):
-//! - [`limits`]: every bound, in one place, mirrored by `ts/engine/js/limits.ts`.
+//! - [`limits`]: every bound, in one place, mirrored by `ts/shared/limits.ts`.
 //! - [`error`]: stable error codes and the validation reasons shared with the js engine.
 //! - [`dialect`]: the three pattern dialects (lite, mqtt, nats), their splitting and topic rules.
 //! - [`pattern`]: validation, compilation and single-pattern matching.

@@ -1,4 +1,4 @@
-//! Every bound the core enforces, with its unit last. Mirrored by `ts/engine/js/limits.ts`; a test
+//! Every bound the core enforces, with its unit last. Mirrored by `ts/shared/limits.ts`; a test
 //! compares the two through the binding.
 
 /// Default longest lite topic name, in UTF-8 bytes (docs/PATTERNS.md).

@@ -1,10 +1,11 @@
 /** The pure-TypeScript engine: the same contract as the native one, with no native code at all. */
+
+import { DIALECTS, isValidTopic, validateLiteTopic, validatePattern } from '../../shared/dialect.js';
 import type { CompiledMatcher, DialectName, Engine } from '../contract.js';
-import { DIALECTS, isValidTopic, validateLiteTopic, validatePattern } from './dialect.js';
-import { JsPatternIndex } from './index.js';
-import { openJsLog } from './log.js';
-import { compile } from './pattern.js';
-import { JsTopicTrie } from './trie.js';
+import { openJsLog } from './log/log.js';
+import { compile } from './pattern/pattern.js';
+import { JsPatternIndex } from './pattern/pattern-index.js';
+import { JsTopicTrie } from './trie/trie.js';
 
 function expand(patterns: readonly string[], candidates: readonly string[], dialectName: DialectName): number[] {
   const dialect = DIALECTS[dialectName];

@@ -6,8 +6,8 @@
  * entries in the checkpoint file until first used (`StoredEntries`). Mirrors native/core/src/queue/.
  */
 import { LogCorruptError } from '../../errors.js';
-import { crc32c } from './crc32c.js';
-import { MAX_LMQS_PER_RECORD, MAX_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from './limits.js';
+import { crc32c } from '../../shared/crc32c.js';
+import { MAX_LMQS_PER_RECORD, MAX_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../../shared/limits.js';
 
 /** u32 words per entry in memory: position low, position high, size, tag hash, key hash. */
 export const ENTRY_WORDS = 5;

@@ -2,8 +2,9 @@
  * The native engine: the Engine contract over the Rust core, through the generated binding. A panic
  * in the binding arrives as `INTERNAL_ERROR` and every entry point rethrows it typed (`toTypedError`).
  */
+
+import { DIALECTS } from '../../shared/dialect.js';
 import type { Engine } from '../contract.js';
-import { DIALECTS } from '../js/dialect.js';
 import type { NativeBinding } from './binding.js';
 import { NativePatternIndexAdapter } from './index.js';
 import { openNativeLog, toTypedError } from './log.js';

@@ -4,8 +4,9 @@
  * in the binding arrives as `INTERNAL_ERROR` and leaves the handle failed; every method rethrows it
  * typed (`toTypedError`).
  */
+
+import { DIALECTS } from '../../shared/dialect.js';
 import type { DialectName, PatternIndexCore, PatternIndexStats } from '../contract.js';
-import { DIALECTS } from '../js/dialect.js';
 import type { NativeBinding } from './binding.js';
 import { toTypedError } from './log.js';
 

@@ -4,8 +4,9 @@
  * expected, the binding says so, and these adapters take the per-item path instead. A panic in the
  * binding arrives as `INTERNAL_ERROR` and is rethrown typed (`toTypedError`).
  */
+
+import { DIALECTS } from '../../shared/dialect.js';
 import type { CompiledMatcher, DialectName, Violation } from '../contract.js';
-import { DIALECTS } from '../js/dialect.js';
 import type { NativeBinding } from './binding.js';
 import { toTypedError } from './log.js';
 

@@ -6,8 +6,9 @@
  * over the handle (see native/napi/src/index.rs for why). A panic in the binding arrives as
  * `INTERNAL_ERROR` and leaves the handle failed; every method rethrows it typed (`toTypedError`).
  */
+
+import { DIALECTS } from '../../shared/dialect.js';
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
-import { DIALECTS } from '../js/dialect.js';
 import type { NativeBinding } from './binding.js';
 import { toTypedError } from './log.js';
 

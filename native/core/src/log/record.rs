@@ -1,7 +1,7 @@
 //! The record layout of docs/FORMAT.md: the validity rules, run by the writer before a record is
 //! stored (on what the caller encoded) and by recovery and every read (on what came back from disk),
 //! and the two things the engine fills in: LMQ offsets, then store timestamp and checksum.
-//! Mirrors `ts/engine/js/log-record.ts`.
+//! Mirrors `ts/shared/log-record.ts`.
 
 use crate::hash::{crc32c, murmur3_32};
 use crate::limits::{MAX_LMQS_PER_RECORD, MAX_LMQ_NAME_BYTES};
@@ -214,7 +214,7 @@ pub fn seal(record: &mut [u8], store_timestamp_ms: u64) {
     record[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Builds one record, as `ts/engine/js/log-encode.ts` does; for tests.
+/// Builds one record, as `ts/shared/log-encode.ts` does; for tests.
 #[cfg(test)]
 #[derive(Clone, Debug, Default)]
 pub struct RecordBuilder<'a> {

@@ -5,7 +5,7 @@
  */
 
 import type { JsTopicTrie } from './trie.js';
-import { NONE } from './trie-walk.js';
+import { NONE } from './walk.js';
 
 /** Appends `child` to `parent`'s child list. */
 export function linkLast(trie: JsTopicTrie, parent: number, child: number): void {

@@ -3,9 +3,9 @@
  * valid topic and a valid pattern are. Validation reports the first problem in a fixed order (empty,
  * length, characters left to right, then segments left to right) so both engines agree.
  */
-import type { DialectName, Violation } from '../contract.js';
-import { empty, emptySegment, invalidChar, misplacedWildcard, partialWildcard, tooLong } from './error.js';
+import type { DialectName, Violation } from '../engine/contract.js';
 import { MAX_MQTT_TOPIC_BYTES } from './limits.js';
+import { empty, emptySegment, invalidChar, misplacedWildcard, partialWildcard, tooLong } from './violation.js';
 
 export interface DialectRules {
   readonly name: DialectName;

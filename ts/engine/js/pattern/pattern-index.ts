@@ -5,9 +5,10 @@
  * there (`exact`) or continues with the trailing wildcard (`rest`). A lookup walks only the branches
  * the topic's segments can take; nodes and segments are freed on removal.
  */
-import type { PatternIndexCore, PatternIndexStats } from '../contract.js';
-import { type DialectRules, isValidTopic, validatePattern } from './dialect.js';
-import { Interner } from './interner.js';
+
+import { type DialectRules, isValidTopic, validatePattern } from '../../../shared/dialect.js';
+import type { PatternIndexCore, PatternIndexStats } from '../../contract.js';
+import { Interner } from '../interner.js';
 import { tokenize } from './pattern.js';
 
 const NONE = -1;

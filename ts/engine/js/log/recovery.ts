@@ -8,11 +8,9 @@
  * nothing at all and reports what a writable one would do. Mirrors native/core/src/log/recovery.rs.
  */
 import { join } from 'node:path';
-import { LogCorruptError, UnsupportedFormatError } from '../../errors.js';
-import type { LogCorruption, LogRecoveryStats } from '../contract.js';
-import { crc32c } from './crc32c.js';
-import { SEGMENT_HEADER_BYTES } from './limits.js';
-import { CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, openCheckpoint, readCheckpoint } from './log-checkpoint.js';
+import { LogCorruptError, UnsupportedFormatError } from '../../../errors.js';
+import { crc32c } from '../../../shared/crc32c.js';
+import { SEGMENT_HEADER_BYTES } from '../../../shared/limits.js';
 import {
   checkRecord,
   RECORD_HEADER_BYTES,
@@ -21,8 +19,11 @@ import {
   readU32,
   readU64,
   writeU32,
-} from './log-record.js';
-import { applyRecord, replaySegment, type SegmentEnd } from './log-replay.js';
+} from '../../../shared/log-record.js';
+import type { LogCorruption, LogRecoveryStats } from '../../contract.js';
+import { BadBlockError, QueueSet } from '../queue.js';
+import { CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, openCheckpoint, readCheckpoint } from './checkpoint.js';
+import { applyRecord, replaySegment, type SegmentEnd } from './replay.js';
 import {
   checkSegmentHeader,
   createSegment,
@@ -31,8 +32,7 @@ import {
   parseSegmentFileName,
   SEGMENTS_DIR,
   type Segment,
-} from './log-segment.js';
-import { BadBlockError, QueueSet } from './queue.js';
+} from './segment.js';
 import type { Storage } from './storage.js';
 
 /**

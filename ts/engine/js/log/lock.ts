@@ -16,8 +16,8 @@ import fs from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
-import { LogLockedError } from '../../errors.js';
-import { ioError } from './log-segment.js';
+import { LogLockedError } from '../../../errors.js';
+import { ioError } from './segment.js';
 import { nodeStorage, type Storage } from './storage.js';
 
 export const LOCK_FILE = 'LOCK';

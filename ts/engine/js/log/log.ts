@@ -5,20 +5,8 @@
  * native/core/src/log/mod.rs. Reading is in log-read.ts, opening and recovery in log-recovery.ts.
  */
 import { join } from 'node:path';
-import { ClosedError, InvalidArgumentError, type LogIoError, ReadOnlyError } from '../../errors.js';
-import type {
-  EncodedBatch,
-  LogCore,
-  LogCoreStats,
-  LogOpenOptions,
-  LogReadResult,
-  LogRecoveryStats,
-  ReadRequest,
-} from '../contract.js';
-import { SEGMENT_HEADER_BYTES } from './limits.js';
-import { CHECKPOINT_FILE, type CopiedBlock, checkpointFile, writeCheckpoint } from './log-checkpoint.js';
-import { acquireLock, type DirLock, releaseLock } from './log-lock.js';
-import { readQueue } from './log-read.js';
+import { ClosedError, InvalidArgumentError, type LogIoError, ReadOnlyError } from '../../../errors.js';
+import { SEGMENT_HEADER_BYTES } from '../../../shared/limits.js';
 import {
   END_MAGIC,
   RECORD_TYPE_DELETE,
@@ -27,8 +15,21 @@ import {
   sealRecord,
   setRecordOffset,
   writeU32,
-} from './log-record.js';
-import { type RecoveredLog, recoverLog } from './log-recovery.js';
+} from '../../../shared/log-record.js';
+import type {
+  EncodedBatch,
+  LogCore,
+  LogCoreStats,
+  LogOpenOptions,
+  LogReadResult,
+  LogRecoveryStats,
+  ReadRequest,
+} from '../../contract.js';
+import type { ConsumeQueue, QueueSet } from '../queue.js';
+import { CHECKPOINT_FILE, type CopiedBlock, checkpointFile, writeCheckpoint } from './checkpoint.js';
+import { acquireLock, type DirLock, releaseLock } from './lock.js';
+import { readQueue } from './read.js';
+import { type RecoveredLog, recoverLog } from './recovery.js';
 import {
   createSegment,
   ioError,
@@ -36,8 +37,7 @@ import {
   SEGMENTS_DIR,
   type Segment,
   segmentFileName,
-} from './log-segment.js';
-import type { ConsumeQueue, QueueSet } from './queue.js';
+} from './segment.js';
 import { nodeStorage, type Storage } from './storage.js';
 
 const END_MARKER = new Uint8Array(4);

@@ -5,7 +5,7 @@
  * are sorted when the page reaches them.
  */
 import type { JsTopicTrie } from './trie.js';
-import { childBySegment, NONE, ROOT } from './trie-walk.js';
+import { childBySegment, NONE, ROOT } from './walk.js';
 
 function compareSegments(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;

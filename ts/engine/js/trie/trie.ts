@@ -10,14 +10,15 @@
  * strings. As in Rust, walks first lay the nodes out again in depth-first order when many were placed
  * since the last time (trie-compact.ts). Walks live in trie-walk.ts and trie-list.ts.
  */
-import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
-import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from './dialect.js';
-import { Interner } from './interner.js';
-import { compactIfScattered } from './trie-compact.js';
-import { IdleSet } from './trie-idle.js';
-import { listNames } from './trie-list.js';
-import { linkLast, unlink } from './trie-nodes.js';
-import { childBySegment, countMatches, expandIdsInto, expandNames, NONE, ROOT, SCANNED_CHILDREN } from './trie-walk.js';
+
+import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from '../../../shared/dialect.js';
+import type { DialectName, TopicTrieCore, TopicTrieStats } from '../../contract.js';
+import { Interner } from '../interner.js';
+import { compactIfScattered } from './compact.js';
+import { IdleSet } from './idle.js';
+import { listNames } from './list.js';
+import { linkLast, unlink } from './nodes.js';
+import { childBySegment, countMatches, expandIdsInto, expandNames, NONE, ROOT, SCANNED_CHILDREN } from './walk.js';
 
 /** Nodes a new trie has room for before its arrays grow. */
 const INITIAL_NODES = 64;

@@ -19,7 +19,7 @@
  * Subtrees changed since are walked by their links, as before.
  */
 import type { JsTopicTrie } from './trie.js';
-import { NONE, nextAfterSubtree, ROOT } from './trie-walk.js';
+import { NONE, nextAfterSubtree, ROOT } from './walk.js';
 
 /** Walks compact the trie first when more than one in this many live nodes were placed since. */
 const SCATTERED_SHARE_DIVISOR = 4;

@@ -5,8 +5,8 @@
  * is stored.
  */
 
-import { InvalidArgumentError } from '../../errors.js';
-import type { EncodedBatch } from '../contract.js';
+import type { EncodedBatch } from '../engine/contract.js';
+import { InvalidArgumentError } from '../errors.js';
 import {
   MAX_APPEND_RECORDS,
   MAX_FIELD_BYTES,

@@ -170,7 +170,7 @@ function decodeStrict(bytes: Uint8Array, start: number, end: number): string | u
   }
 }
 
-// Added by the js log engine (ts/engine/js/log.ts) for its append path.
+// Added by the js log engine (ts/engine/js/log/log.ts) for its append path.
 
 /**
  * The tag hash (`out[0]`) and key hash (`out[1]`) of the record at `start`, as `checkRecord` computes

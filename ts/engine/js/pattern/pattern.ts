@@ -9,8 +9,9 @@
  * valid because the pattern is, and so are the separators, so only the spans a wildcard takes are
  * checked, and a topic that fails on its literals is rejected at the first mismatch.
  */
-import type { CompiledMatcher } from '../contract.js';
-import { type DialectRules, fitsMqttLength, isValidSpan } from './dialect.js';
+
+import { type DialectRules, fitsMqttLength, isValidSpan } from '../../../shared/dialect.js';
+import type { CompiledMatcher } from '../../contract.js';
 
 /** A token of a compiled pattern: a literal segment, or one of the two wildcards. */
 export type Token = { kind: 'literal'; text: string } | { kind: 'one' } | { kind: 'rest' };

@@ -2,7 +2,7 @@
  * Replay (docs/FORMAT.md, "Recovery", step 3): reading one segment's records in order through a
  * chunked buffer, checking each one fully, and applying it to the consume queues.
  */
-import { LogCorruptError } from '../../errors.js';
+import { LogCorruptError } from '../../../errors.js';
 import {
   checkRecord,
   END_MAGIC,
@@ -12,9 +12,9 @@ import {
   type RecordInfo,
   readRecordSize,
   readU32,
-} from './log-record.js';
-import type { Segment } from './log-segment.js';
-import type { QueueSet } from './queue.js';
+} from '../../../shared/log-record.js';
+import type { QueueSet } from '../queue.js';
+import type { Segment } from './segment.js';
 import type { Storage } from './storage.js';
 
 /** Bytes read from a segment at a time during replay (a larger record gets a buffer of its own). */

@@ -3,11 +3,11 @@
  * segment, then a full check of every record before it is returned (docs/FORMAT.md, "Validity"): a
  * record that fails, or that does not carry the LMQ and offset the index expects, is corruption.
  */
-import { LogCorruptError } from '../../errors.js';
-import type { LogReadResult } from '../contract.js';
-import { checkRecord, RECORD_TYPE_MESSAGE } from './log-record.js';
-import { ioError, type Segment } from './log-segment.js';
-import { type ConsumeQueue, ENTRY_WORDS } from './queue.js';
+import { LogCorruptError } from '../../../errors.js';
+import { checkRecord, RECORD_TYPE_MESSAGE } from '../../../shared/log-record.js';
+import type { LogReadResult } from '../../contract.js';
+import { type ConsumeQueue, ENTRY_WORDS } from '../queue.js';
+import { ioError, type Segment } from './segment.js';
 import type { Storage } from './storage.js';
 
 const EMPTY = new Uint8Array(0);

@@ -2,8 +2,9 @@
  * Validation failures as the js engine builds them, word for word as `native/core/src/error.rs`
  * and `dialect.rs` do, so both engines report the same reason, position and message.
  */
-import type { ValidationReason } from '../../errors.js';
-import type { Violation } from '../contract.js';
+
+import type { Violation } from '../engine/contract.js';
+import type { ValidationReason } from '../errors.js';
 
 type Code = Violation['code'];
 

@@ -9,16 +9,9 @@
  * Mirrors native/core/src/log/checkpoint.rs.
  */
 import { join } from 'node:path';
-import { UnsupportedFormatError } from '../../errors.js';
-import { crc32c } from './crc32c.js';
-import {
-  CHECKPOINT_V1_MAGIC,
-  CHECKPOINT_V1_VERSION,
-  type Checkpoint,
-  decodeCheckpointV1,
-} from './log-checkpoint-v1.js';
-import { readU16, readU32, readU64, writeU16, writeU32, writeU64 } from './log-record.js';
-import { ioError, openForReading, type Segment } from './log-segment.js';
+import { UnsupportedFormatError } from '../../../errors.js';
+import { crc32c } from '../../../shared/crc32c.js';
+import { readU16, readU32, readU64, writeU16, writeU32, writeU64 } from '../../../shared/log-record.js';
 import {
   type CheckpointFile,
   ConsumeQueue,
@@ -26,10 +19,12 @@ import {
   QueueSet,
   STORED_ENTRY_BYTES,
   type StoredEntries,
-} from './queue.js';
+} from '../queue.js';
+import { CHECKPOINT_V1_MAGIC, CHECKPOINT_V1_VERSION, type Checkpoint, decodeCheckpointV1 } from './checkpoint-v1.js';
+import { ioError, openForReading, type Segment } from './segment.js';
 import type { Storage } from './storage.js';
 
-export type { Checkpoint } from './log-checkpoint-v1.js';
+export type { Checkpoint } from './checkpoint-v1.js';
 
 export const CHECKPOINT_FILE = 'checkpoint';
 export const CHECKPOINT_TMP_FILE = 'checkpoint.tmp';
