@@ -10,8 +10,8 @@ import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeJournal, encodeRecord, JOURNAL_VERSION } from '../ts/broker/journal.js';
 import { checkBinary, decodeBinary, decodeHot, encodeHot, type HotKind } from '../ts/broker/snapshot.js';
+import { crc32c } from '../ts/common/crc32c.js';
 import { Broker, type BrokerOptions, type Consumer, type EngineName } from '../ts/index.js';
-import { crc32c } from '../ts/shared/crc32c.js';
 import { bodies, drain, ManualClock, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
 

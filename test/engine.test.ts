@@ -7,6 +7,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
+import * as jsLimits from '../ts/common/limits.js';
 import { nativeRegistry } from '../ts/engine/load.js';
 import {
   ERROR_CODES,
@@ -18,7 +19,6 @@ import {
   VALIDATION_REASONS,
   validateLiteTopic,
 } from '../ts/index.js';
-import * as jsLimits from '../ts/shared/limits.js';
 import { ENGINES } from './engines.js';
 
 const root = join(__dirname, '..');

@@ -18,8 +18,8 @@ import { KeySharedProgress, newProgress } from '../ts/broker/key-shared-progress
 import { type RestoredState, replay, type StateRecord } from '../ts/broker/persist.js';
 import { encodeHot, encodeProgress } from '../ts/broker/snapshot.js';
 import type { GroupConfig } from '../ts/broker/state.js';
+import { crc32c } from '../ts/common/crc32c.js';
 import { Broker, LitetopicError, LogCorruptError } from '../ts/index.js';
-import { crc32c } from '../ts/shared/crc32c.js';
 import { ManualClock, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
 

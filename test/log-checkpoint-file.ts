@@ -3,7 +3,7 @@
  * the LMQ directory of a version 2 file (to damage one LMQ's block), and the same checkpoint
  * re-encoded as version 1, as releases before version 2 wrote it (to check such files still open).
  */
-import { crc32c } from '../ts/shared/crc32c.js';
+import { crc32c } from '../ts/common/crc32c.js';
 
 export interface DirectoryEntry {
   name: string;

@@ -14,9 +14,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, describe, expect, it } from 'vitest';
+import { crc32c } from '../ts/common/crc32c.js';
+import { checkRecord } from '../ts/common/log-record.js';
 import { CommitLog, type EngineName, LitetopicError, LogCorruptError } from '../ts/index.js';
-import { crc32c } from '../ts/shared/crc32c.js';
-import { checkRecord } from '../ts/shared/log-record.js';
 import { ENGINES } from './engines.js';
 import { checkpointDirectory } from './log-checkpoint-file.js';
 

@@ -5,8 +5,8 @@
  * allocates.
  */
 import { describe, expect, it } from 'vitest';
+import { MAX_LMQS_PER_RECORD } from '../ts/common/limits.js';
 import { checkEntry } from '../ts/engine/js/queue.js';
-import { MAX_LMQS_PER_RECORD } from '../ts/shared/limits.js';
 
 /** Runs the check over `entries` as a block load does; returns the first refusal. */
 function firstRefusal(entries: readonly [number, number][], endPosition: number): string | undefined {

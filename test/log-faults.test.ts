@@ -9,13 +9,13 @@
  */
 import { mkdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { SEGMENT_HEADER_BYTES } from '../ts/common/limits.js';
+import { encodeBatch } from '../ts/common/log-encode.js';
 import type { EncodedBatch } from '../ts/engine/contract.js';
 import { openJsLog } from '../ts/engine/js/log/log.js';
 import { CountingStorage, type Fault } from '../ts/engine/js/log/storage.js';
 import { LogIoError } from '../ts/errors.js';
 import { CommitLog } from '../ts/index.js';
-import { SEGMENT_HEADER_BYTES } from '../ts/shared/limits.js';
-import { encodeBatch } from '../ts/shared/log-encode.js';
 import { ENGINES } from './engines.js';
 import {
   crashedHalf,

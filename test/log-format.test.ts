@@ -6,8 +6,8 @@
 import { cpSync, existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { crc32c } from '../ts/common/crc32c.js';
 import { type CommitLog, LogCorruptError, MIN_SEGMENT_BYTES, UnsupportedFormatError } from '../ts/index.js';
-import { crc32c } from '../ts/shared/crc32c.js';
 import { ENGINES, WRITER_READER_PAIRS } from './engines.js';
 import { checkpointDirectory, checkpointReversed, checkpointToV1 } from './log-checkpoint-file.js';
 import { bodyFor, flipByte, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';

@@ -9,13 +9,13 @@ import { closeSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, write
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { MIN_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../ts/common/limits.js';
+import { encodeBatch } from '../ts/common/log-encode.js';
 import type { LogCore } from '../ts/engine/contract.js';
 import { openJsLog } from '../ts/engine/js/log/log.js';
 import { FaultyStorage, type Storage } from '../ts/engine/js/log/storage.js';
 import { QueueSet } from '../ts/engine/js/queue.js';
 import { LogCorruptError, LogIoError, LogLockedError } from '../ts/errors.js';
-import { MIN_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../ts/shared/limits.js';
-import { encodeBatch } from '../ts/shared/log-encode.js';
 
 const SEGMENT = MIN_SEGMENT_BYTES;
 const NOW = 1_700_000_000_000;

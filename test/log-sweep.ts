@@ -28,14 +28,14 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { MIN_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../ts/common/limits.js';
+import { type AppendRecord, encodeBatch, encodeDeletions } from '../ts/common/log-encode.js';
 import type { LogCore } from '../ts/engine/contract.js';
 import { openJsLog } from '../ts/engine/js/log/log.js';
 import { SEGMENTS_DIR, segmentFileName } from '../ts/engine/js/log/segment.js';
 import { nodeStorage, type Storage } from '../ts/engine/js/log/storage.js';
 import { CommitLog, type EngineName } from '../ts/index.js';
 import { decodeMessages, type StoredMessage } from '../ts/log-message.js';
-import { MIN_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../ts/shared/limits.js';
-import { type AppendRecord, encodeBatch, encodeDeletions } from '../ts/shared/log-encode.js';
 
 export const SEGMENT = MIN_SEGMENT_BYTES;
 const NOW = 1_700_000_000_000;

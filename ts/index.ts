@@ -63,6 +63,19 @@ export {
   type SendMessage,
   type SendResult,
 } from './broker/types.js';
+export {
+  DEFAULT_SEGMENT_BYTES,
+  MAX_APPEND_RECORDS,
+  MAX_FIELD_BYTES,
+  MAX_LITE_TOPIC_BYTES,
+  MAX_LITE_TOPIC_BYTES_CEILING,
+  MAX_LMQ_NAME_BYTES,
+  MAX_LMQS_PER_RECORD,
+  MAX_MQTT_TOPIC_BYTES,
+  MAX_READ_RECORDS,
+  MAX_SEGMENT_BYTES,
+  MIN_SEGMENT_BYTES,
+} from './common/limits.js';
 export type { DialectName, EngineName, LogCorruption, LogRecoveryStats } from './engine/contract.js';
 export { type EngineInfo, type EngineRequest, engineInfo, nativeAvailable } from './engine/load.js';
 export {
@@ -118,17 +131,4 @@ export {
   validateLiteTopic,
   validatePattern,
 } from './pattern.js';
-export {
-  DEFAULT_SEGMENT_BYTES,
-  MAX_APPEND_RECORDS,
-  MAX_FIELD_BYTES,
-  MAX_LITE_TOPIC_BYTES,
-  MAX_LITE_TOPIC_BYTES_CEILING,
-  MAX_LMQ_NAME_BYTES,
-  MAX_LMQS_PER_RECORD,
-  MAX_MQTT_TOPIC_BYTES,
-  MAX_READ_RECORDS,
-  MAX_SEGMENT_BYTES,
-  MIN_SEGMENT_BYTES,
-} from './shared/limits.js';
 export { type TopicListPage, TopicTrie, type TopicTrieOptions, type TopicTrieStats } from './trie.js';

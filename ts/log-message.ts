@@ -3,7 +3,6 @@
  * objects. Bodies are views into the one buffer the read returned, not copies.
  */
 import { bufferView } from './buffer-view.js';
-import type { LogReadResult } from './engine/contract.js';
 import {
   FLAG_HAS_KEY,
   FLAG_HAS_TAG,
@@ -12,7 +11,8 @@ import {
   readU16,
   readU32,
   readU64,
-} from './shared/log-record.js';
+} from './common/log-record.js';
+import type { LogReadResult } from './engine/contract.js';
 
 /** A message as `CommitLog.read` returns it. */
 export interface StoredMessage {

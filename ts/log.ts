@@ -5,11 +5,7 @@
  * waiting when it starts), keeps a spare segment ready and checkpoints the index as the log grows.
  * The engine does the storage work; file creation, syncs and deletions run off the event loop.
  */
-import type { EncodedBatch, EngineName, LogCore, LogCoreStats, ReadRequest } from './engine/contract.js';
-import { getEngine } from './engine/load.js';
-import { ClosedError, InvalidArgumentError, ReadOnlyError } from './errors.js';
-import { decodeMessages, type StoredMessage } from './log-message.js';
-import { requireString } from './pattern.js';
+
 import {
   DEFAULT_SEGMENT_BYTES,
   MAX_APPEND_RECORDS,
@@ -17,12 +13,17 @@ import {
   MAX_SEGMENT_BYTES,
   MIN_SEGMENT_BYTES,
   SEGMENT_HEADER_BYTES,
-} from './shared/limits.js';
-import { type AppendRecord, encodeBatch, encodeDeletions } from './shared/log-encode.js';
+} from './common/limits.js';
+import { type AppendRecord, encodeBatch, encodeDeletions } from './common/log-encode.js';
+import type { EncodedBatch, EngineName, LogCore, LogCoreStats, ReadRequest } from './engine/contract.js';
+import { getEngine } from './engine/load.js';
+import { ClosedError, InvalidArgumentError, ReadOnlyError } from './errors.js';
+import { decodeMessages, type StoredMessage } from './log-message.js';
+import { requireString } from './pattern.js';
 
+export type { AppendRecord } from './common/log-encode.js';
 export type { ReadRequest } from './engine/contract.js';
 export type { StoredMessage } from './log-message.js';
-export type { AppendRecord } from './shared/log-encode.js';
 
 /** A source of time in ms; tests pass a manual one. */
 export interface Clock {

@@ -3,11 +3,12 @@
  * pattern index. Every function takes `{ dialect?, engine? }`; the engine defaults to the active one
  * (see `engineInfo()`), so callers can run both engines side by side.
  */
+
+import { DIALECTS } from './common/dialect.js';
+import { MAX_LITE_TOPIC_BYTES, MAX_LITE_TOPIC_BYTES_CEILING } from './common/limits.js';
 import type { DialectName, Engine, EngineName, PatternIndexCore, PatternIndexStats } from './engine/contract.js';
 import { getEngine } from './engine/load.js';
 import { InvalidArgumentError, InvalidPatternError, type ValidationReason } from './errors.js';
-import { DIALECTS } from './shared/dialect.js';
-import { MAX_LITE_TOPIC_BYTES, MAX_LITE_TOPIC_BYTES_CEILING } from './shared/limits.js';
 
 export type { DialectName, EngineName, PatternIndexStats };
 

@@ -1,3 +1,12 @@
+/**
+ * Events (docs/BROKER.md, "Dispatch"): "lite topic X has messages for group G", queued to exactly one client of G
+ * at a time. A lite topic has at most one event per group: queued at a client, in the group's
+ * backlog (no client had room), or none because nothing of it is deliverable (all handed out and
+ * hidden, or nothing new). Every change that can make a lite topic deliverable — an arrival, an ack,
+ * an invisible time passing, a subscription, a client leaving — calls `ready`, which queues the event
+ * if it is missing, so events are never lost and never doubled. A progress that names its own
+ * clients (key-shared) has one event at each of them instead.
+ */
 import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
 import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf, maxOffsetOf } from './state.js';
 import { lmqName } from './store.js';

@@ -13,8 +13,8 @@
  * through `report`); a failed compaction before its rename leaves the old file current and in use.
  */
 import { dirname } from 'node:path';
+import { crc32c } from '../common/crc32c.js';
 import { ClosedError, LitetopicError, LogCorruptError, LogIoError, UnsupportedFormatError } from '../errors.js';
-import { crc32c } from '../shared/crc32c.js';
 import { type JournalFile, type JournalStorage, nodeJournalStorage, writeFully } from './journal-storage.js';
 import { BINARY_RECORD, checkBinary } from './snapshot.js';
 

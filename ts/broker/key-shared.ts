@@ -7,8 +7,8 @@
  * configuration, the hashing and the assignment; `key-shared-progress.ts` holds the per-topic rules.
  */
 
+import { murmur3 } from '../common/murmur3.js';
 import { InvalidArgumentError } from '../errors.js';
-import { murmur3 } from '../shared/murmur3.js';
 import type { ClientState, GroupState } from './state.js';
 
 export const MIN_KEY_SHARED_BUCKETS = 16;

@@ -3,9 +3,9 @@
  * `QuotaExceededError`), the characters are validation (`InvalidLiteTopicError` with position).
  */
 
+import { validateLiteTopic } from '../common/dialect.js';
+import { MAX_LITE_TOPIC_BYTES_CEILING } from '../common/limits.js';
 import { InvalidArgumentError, InvalidLiteTopicError } from '../errors.js';
-import { validateLiteTopic } from '../shared/dialect.js';
-import { MAX_LITE_TOPIC_BYTES_CEILING } from '../shared/limits.js';
 import { type BrokerLimits, checkQuota } from './quota.js';
 
 /**

@@ -9,8 +9,8 @@
  * name the broker accepts, whatever its characters, since a release may relax its name rules.
  */
 
+import { MAX_LITE_TOPIC_BYTES_CEILING } from '../common/limits.js';
 import { InvalidArgumentError } from '../errors.js';
-import { MAX_LITE_TOPIC_BYTES_CEILING } from '../shared/limits.js';
 import { checkKeyShared } from './key-shared.js';
 import type { GroupConfig } from './state.js';
 

@@ -105,7 +105,7 @@ export interface LogOpenOptions {
 }
 
 /**
- * A batch of records encoded by `ts/shared/log-record.ts` (docs/FORMAT.md): complete records
+ * A batch of records encoded by `ts/common/log-record.ts` (docs/FORMAT.md): complete records
  * back to back, with their LMQ offsets, store timestamp and CRC still to be filled in by the engine.
  */
 export interface EncodedBatch {

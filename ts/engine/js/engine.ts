@@ -1,6 +1,6 @@
 /** The pure-TypeScript engine: the same contract as the native one, with no native code at all. */
 
-import { DIALECTS, isValidTopic, validateLiteTopic, validatePattern } from '../../shared/dialect.js';
+import { DIALECTS, isValidTopic, validateLiteTopic, validatePattern } from '../../common/dialect.js';
 import type { CompiledMatcher, DialectName, Engine } from '../contract.js';
 import { openJsLog } from './log/log.js';
 import { compile } from './pattern/pattern.js';

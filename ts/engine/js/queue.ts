@@ -5,9 +5,10 @@
  * idle LMQ costs a few hundred bytes and no file or handle. A queue read from a checkpoint keeps its
  * entries in the checkpoint file until first used (`StoredEntries`). Mirrors native/core/src/queue/.
  */
+
+import { crc32c } from '../../common/crc32c.js';
+import { MAX_LMQS_PER_RECORD, MAX_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../../common/limits.js';
 import { LogCorruptError } from '../../errors.js';
-import { crc32c } from '../../shared/crc32c.js';
-import { MAX_LMQS_PER_RECORD, MAX_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../../shared/limits.js';
 
 /** u32 words per entry in memory: position low, position high, size, tag hash, key hash. */
 export const ENTRY_WORDS = 5;

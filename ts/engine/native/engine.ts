@@ -3,7 +3,7 @@
  * in the binding arrives as `INTERNAL_ERROR` and every entry point rethrows it typed (`toTypedError`).
  */
 
-import { DIALECTS } from '../../shared/dialect.js';
+import { DIALECTS } from '../../common/dialect.js';
 import type { Engine } from '../contract.js';
 import type { NativeBinding } from './binding.js';
 import { NativePatternIndexAdapter } from './index.js';

@@ -5,7 +5,7 @@
  * typed (`toTypedError`).
  */
 
-import { DIALECTS } from '../../shared/dialect.js';
+import { DIALECTS } from '../../common/dialect.js';
 import type { DialectName, PatternIndexCore, PatternIndexStats } from '../contract.js';
 import type { NativeBinding } from './binding.js';
 import { toTypedError } from './log.js';

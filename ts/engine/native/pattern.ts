@@ -5,7 +5,7 @@
  * binding arrives as `INTERNAL_ERROR` and is rethrown typed (`toTypedError`).
  */
 
-import { DIALECTS } from '../../shared/dialect.js';
+import { DIALECTS } from '../../common/dialect.js';
 import type { CompiledMatcher, DialectName, Violation } from '../contract.js';
 import type { NativeBinding } from './binding.js';
 import { toTypedError } from './log.js';

@@ -7,7 +7,7 @@
  * `INTERNAL_ERROR` and leaves the handle failed; every method rethrows it typed (`toTypedError`).
  */
 
-import { DIALECTS } from '../../shared/dialect.js';
+import { DIALECTS } from '../../common/dialect.js';
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
 import type { NativeBinding } from './binding.js';
 import { toTypedError } from './log.js';

@@ -4,8 +4,8 @@
  * interleaved under one checksum, so it is read and loaded whole. Mirrors `decode_v1` in
  * native/core/src/log/checkpoint.rs.
  */
-import { crc32c } from '../../../shared/crc32c.js';
-import { readU16, readU32, readU64 } from '../../../shared/log-record.js';
+import { crc32c } from '../../../common/crc32c.js';
+import { readU16, readU32, readU64 } from '../../../common/log-record.js';
 import { ConsumeQueue, checkEntry, ENTRY_WORDS, QueueSet, STORED_ENTRY_BYTES } from '../queue.js';
 
 export const CHECKPOINT_V1_MAGIC = 'LTCKPT01';

@@ -9,9 +9,9 @@
  * Mirrors native/core/src/log/checkpoint.rs.
  */
 import { join } from 'node:path';
+import { crc32c } from '../../../common/crc32c.js';
+import { readU16, readU32, readU64, writeU16, writeU32, writeU64 } from '../../../common/log-record.js';
 import { UnsupportedFormatError } from '../../../errors.js';
-import { crc32c } from '../../../shared/crc32c.js';
-import { readU16, readU32, readU64, writeU16, writeU32, writeU64 } from '../../../shared/log-record.js';
 import {
   type CheckpointFile,
   ConsumeQueue,

@@ -5,8 +5,7 @@
  * native/core/src/log/mod.rs. Reading is in log-read.ts, opening and recovery in log-recovery.ts.
  */
 import { join } from 'node:path';
-import { ClosedError, InvalidArgumentError, type LogIoError, ReadOnlyError } from '../../../errors.js';
-import { SEGMENT_HEADER_BYTES } from '../../../shared/limits.js';
+import { SEGMENT_HEADER_BYTES } from '../../../common/limits.js';
 import {
   END_MAGIC,
   RECORD_TYPE_DELETE,
@@ -15,7 +14,8 @@ import {
   sealRecord,
   setRecordOffset,
   writeU32,
-} from '../../../shared/log-record.js';
+} from '../../../common/log-record.js';
+import { ClosedError, InvalidArgumentError, type LogIoError, ReadOnlyError } from '../../../errors.js';
 import type {
   EncodedBatch,
   LogCore,

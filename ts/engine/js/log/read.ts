@@ -3,8 +3,9 @@
  * segment, then a full check of every record before it is returned (docs/FORMAT.md, "Validity"): a
  * record that fails, or that does not carry the LMQ and offset the index expects, is corruption.
  */
+
+import { checkRecord, RECORD_TYPE_MESSAGE } from '../../../common/log-record.js';
 import { LogCorruptError } from '../../../errors.js';
-import { checkRecord, RECORD_TYPE_MESSAGE } from '../../../shared/log-record.js';
 import type { LogReadResult } from '../../contract.js';
 import { type ConsumeQueue, ENTRY_WORDS } from '../queue.js';
 import { ioError, type Segment } from './segment.js';

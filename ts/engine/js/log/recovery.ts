@@ -8,9 +8,8 @@
  * nothing at all and reports what a writable one would do. Mirrors native/core/src/log/recovery.rs.
  */
 import { join } from 'node:path';
-import { LogCorruptError, UnsupportedFormatError } from '../../../errors.js';
-import { crc32c } from '../../../shared/crc32c.js';
-import { SEGMENT_HEADER_BYTES } from '../../../shared/limits.js';
+import { crc32c } from '../../../common/crc32c.js';
+import { SEGMENT_HEADER_BYTES } from '../../../common/limits.js';
 import {
   checkRecord,
   RECORD_HEADER_BYTES,
@@ -19,7 +18,8 @@ import {
   readU32,
   readU64,
   writeU32,
-} from '../../../shared/log-record.js';
+} from '../../../common/log-record.js';
+import { LogCorruptError, UnsupportedFormatError } from '../../../errors.js';
 import type { LogCorruption, LogRecoveryStats } from '../../contract.js';
 import { BadBlockError, QueueSet } from '../queue.js';
 import { CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, openCheckpoint, readCheckpoint } from './checkpoint.js';

@@ -2,7 +2,7 @@
  * Replay (docs/FORMAT.md, "Recovery", step 3): reading one segment's records in order through a
  * chunked buffer, checking each one fully, and applying it to the consume queues.
  */
-import { LogCorruptError } from '../../../errors.js';
+
 import {
   checkRecord,
   END_MAGIC,
@@ -12,7 +12,8 @@ import {
   type RecordInfo,
   readRecordSize,
   readU32,
-} from '../../../shared/log-record.js';
+} from '../../../common/log-record.js';
+import { LogCorruptError } from '../../../errors.js';
 import type { QueueSet } from '../queue.js';
 import type { Segment } from './segment.js';
 import type { Storage } from './storage.js';

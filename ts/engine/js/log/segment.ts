@@ -4,10 +4,10 @@
  * native/core/src/log/segment.rs.
  */
 import { join } from 'node:path';
+import { crc32c } from '../../../common/crc32c.js';
+import { MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../../../common/limits.js';
+import { readU32, readU64, writeU32, writeU64 } from '../../../common/log-record.js';
 import { LogIoError } from '../../../errors.js';
-import { crc32c } from '../../../shared/crc32c.js';
-import { MAX_SEGMENT_BYTES, MIN_SEGMENT_BYTES, SEGMENT_HEADER_BYTES } from '../../../shared/limits.js';
-import { readU32, readU64, writeU32, writeU64 } from '../../../shared/log-record.js';
 import type { Storage } from './storage.js';
 
 export const SEGMENTS_DIR = 'segments';

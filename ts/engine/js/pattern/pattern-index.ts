@@ -6,7 +6,7 @@
  * the topic's segments can take; nodes and segments are freed on removal.
  */
 
-import { type DialectRules, isValidTopic, validatePattern } from '../../../shared/dialect.js';
+import { type DialectRules, isValidTopic, validatePattern } from '../../../common/dialect.js';
 import type { PatternIndexCore, PatternIndexStats } from '../../contract.js';
 import { Interner } from '../interner.js';
 import { tokenize } from './pattern.js';

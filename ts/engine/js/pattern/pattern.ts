@@ -10,7 +10,7 @@
  * checked, and a topic that fails on its literals is rejected at the first mismatch.
  */
 
-import { type DialectRules, fitsMqttLength, isValidSpan } from '../../../shared/dialect.js';
+import { type DialectRules, fitsMqttLength, isValidSpan } from '../../../common/dialect.js';
 import type { CompiledMatcher } from '../../contract.js';
 
 /** A token of a compiled pattern: a literal segment, or one of the two wildcards. */

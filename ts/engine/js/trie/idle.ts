@@ -9,7 +9,7 @@
  * range (one in a hundred, say), so looking each text up by id costs a cache and TLB miss per name,
  * a cost that grows with the active names around them; reading the texts next to the keys does not.
  */
-import { TRIE_IDLE_BLOCK_ENTRIES } from '../../../shared/limits.js';
+import { TRIE_IDLE_BLOCK_ENTRIES } from '../../../common/limits.js';
 
 /** One block: keys as parallel arrays, sorted by (timestamp, id), and each key's name. */
 interface Block {

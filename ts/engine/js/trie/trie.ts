@@ -11,7 +11,7 @@
  * since the last time (trie-compact.ts). Walks live in trie-walk.ts and trie-list.ts.
  */
 
-import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from '../../../shared/dialect.js';
+import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from '../../../common/dialect.js';
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../../contract.js';
 import { Interner } from '../interner.js';
 import { compactIfScattered } from './compact.js';

@@ -6,7 +6,7 @@
  * order. As in Rust, a walk first lays the nodes out again in walk order when many were placed since
  * the last time (trie-compact.ts), which changes its speed, not its answers.
  */
-import { validatePattern } from '../../../shared/dialect.js';
+import { validatePattern } from '../../../common/dialect.js';
 import type { JsTopicTrie } from './trie.js';
 
 /** No node: a missing child or the root's parent. */
