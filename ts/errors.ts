@@ -23,6 +23,9 @@ export const ERROR_CODES = [
   'INVALID_RECEIPT',
   'READ_ONLY',
   'INTERNAL_ERROR',
+  'DEPENDENCY_MISSING',
+  'UNSUPPORTED',
+  'REMOTE_ERROR',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -231,5 +234,38 @@ export class ReadOnlyError extends LitetopicError {
 export class InternalError extends LitetopicError {
   constructor(message: string, details: { cause?: unknown } = {}) {
     super('INTERNAL_ERROR', message, details);
+  }
+}
+
+/**
+ * An optional package a feature needs is not installed (`Broker.connect` needs
+ * `rocketmq-client-nodejs`, `@grpc/grpc-js` and `@grpc/proto-loader`); `value` names the package.
+ */
+export class DependencyMissingError extends LitetopicError {
+  constructor(message: string, details: { value: string; cause?: unknown }) {
+    super('DEPENDENCY_MISSING', message, details);
+  }
+}
+
+/**
+ * The broker behind this object cannot do what was asked (a RocketMQ cluster has no key-shared
+ * groups, patterns or local admin queries; docs/ROCKETMQ.md lists them); nothing was done.
+ */
+export class UnsupportedError extends LitetopicError {
+  constructor(message: string, details: { value?: unknown } = {}) {
+    super('UNSUPPORTED', message, details);
+  }
+}
+
+/**
+ * A remote broker (RocketMQ) refused a call for a reason litetopic has no code of its own for, or
+ * could not be reached. `status` is RocketMQ's status code (or the gRPC status name) when known.
+ */
+export class RemoteError extends LitetopicError {
+  readonly status?: string;
+
+  constructor(message: string, details: { status?: string; cause?: unknown } = {}) {
+    super('REMOTE_ERROR', message, { cause: details.cause });
+    if (details.status !== undefined) this.status = details.status;
   }
 }

@@ -80,6 +80,7 @@ export type { DialectName, EngineName, LogCorruption, LogRecoveryStats } from '.
 export { type EngineInfo, type EngineRequest, engineInfo, nativeAvailable } from './engine/load.js';
 export {
   ClosedError,
+  DependencyMissingError,
   EngineUnavailableError,
   ERROR_CODES,
   type ErrorCode,
@@ -97,7 +98,9 @@ export {
   LogLockedError,
   QuotaExceededError,
   ReadOnlyError,
+  RemoteError,
   TopicNotFoundError,
+  UnsupportedError,
   UnsupportedFormatError,
   VALIDATION_REASONS,
   type ValidationReason,
@@ -131,4 +134,6 @@ export {
   validateLiteTopic,
   validatePattern,
 } from './pattern.js';
+export { type ConnectOptions, RemoteBroker } from './remote/broker.js';
+export { RemoteConsumer } from './remote/consumer.js';
 export { type TopicListPage, TopicTrie, type TopicTrieOptions, type TopicTrieStats } from './trie.js';

@@ -20,6 +20,7 @@ import {
 } from '../errors.js';
 import { booleanOption, type Clock, systemClock } from '../log.js';
 import { PatternIndex } from '../pattern.js';
+import type { ConnectOptions, RemoteBroker } from '../remote/broker.js';
 import { TopicTrie } from '../trie.js';
 import { Admin } from './admin.js';
 import { Consumer } from './consumer.js';
@@ -269,6 +270,18 @@ export class Broker extends EventEmitter {
       checkOpen: () => this.checkOpen(),
       checkWritable: () => this.checkWritable(),
     });
+  }
+
+  /**
+   * The same API on an Apache RocketMQ 5.5 cluster (docs/ROCKETMQ.md): a broker whose methods,
+   * options, messages, events and error codes are this one's where RocketMQ has the feature. Needs
+   * the optional packages `rocketmq-client-nodejs`, `@grpc/grpc-js` and `@grpc/proto-loader`
+   * (else `DEPENDENCY_MISSING`).
+   */
+  static async connect(options: ConnectOptions): Promise<RemoteBroker> {
+    // Loaded here, not at the top: the embedded broker never needs the remote client's modules.
+    const { RemoteBroker } = await import('../remote/broker.js');
+    return RemoteBroker.connect(options);
   }
 
   static async open(options: BrokerOptions = {}): Promise<Broker> {

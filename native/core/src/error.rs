@@ -36,11 +36,17 @@ pub enum ErrorCode {
     /// A bug in litetopic: an internal check failed (a panic, caught at the Node-API boundary). The
     /// object it happened in is failed until reopened; nothing it was doing is half-applied.
     Internal,
+    /// An optional package a feature needs is not installed (TypeScript side only).
+    DependencyMissing,
+    /// The broker behind the object cannot do what was asked (TypeScript side only).
+    Unsupported,
+    /// A remote broker refused a call or could not be reached (TypeScript side only).
+    Remote,
 }
 
 impl ErrorCode {
     /// Every code, in registry order.
-    pub const ALL: [ErrorCode; 16] = [
+    pub const ALL: [ErrorCode; 19] = [
         ErrorCode::InvalidPattern,
         ErrorCode::InvalidLiteTopic,
         ErrorCode::InvalidArgument,
@@ -57,6 +63,9 @@ impl ErrorCode {
         ErrorCode::InvalidReceipt,
         ErrorCode::ReadOnly,
         ErrorCode::Internal,
+        ErrorCode::DependencyMissing,
+        ErrorCode::Unsupported,
+        ErrorCode::Remote,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -77,6 +86,9 @@ impl ErrorCode {
             ErrorCode::InvalidReceipt => "INVALID_RECEIPT",
             ErrorCode::ReadOnly => "READ_ONLY",
             ErrorCode::Internal => "INTERNAL_ERROR",
+            ErrorCode::DependencyMissing => "DEPENDENCY_MISSING",
+            ErrorCode::Unsupported => "UNSUPPORTED",
+            ErrorCode::Remote => "REMOTE_ERROR",
         }
     }
 }

@@ -1,0 +1,456 @@
+/**
+ * A consumer on RocketMQ: one gRPC client of type LITE_PUSH_CONSUMER. Its settings go up the
+ * telemetry stream (which also brings the unsubscribe notices down), subscriptions are
+ * SyncLiteSubscription calls, and POP / ack / changeInvisibleTime are ReceiveMessage /
+ * AckMessage / ChangeInvisibleDuration, which the 5.5 proxy serves for lite consumers by the
+ * broker's lite POP. A POP asks every broker of the parent topic, since lite topics are spread
+ * over them.
+ */
+import { EventEmitter } from 'node:events';
+import type { ClientDuplexStream } from '@grpc/grpc-js';
+import type { ConsumerEvents, StreamedMessage, StreamOptions, SubscribeOptions } from '../broker/consumer.js';
+import { checkLiteTopic } from '../broker/names.js';
+import { type MessageHandler, type Running, type RunOptions, startRun } from '../broker/run.js';
+import { requireStart, type StartPosition } from '../broker/start.js';
+import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from '../broker/types.js';
+import { ClosedError, InvalidArgumentError, InvalidReceiptError } from '../errors.js';
+import { clientId as newClientId, type RemoteBrokerParts, type RemoteGroup } from './broker.js';
+import { GrpcClient } from './grpc.js';
+import { duration, fromProto, type ProtoMessage, resource } from './message.js';
+import { type ProtoStatus, statusError } from './status.js';
+
+const HEARTBEAT_INTERVAL_MS = 10_000;
+/** How often the broker list of the parent topic is looked up again (brokers may join). */
+const ROUTE_REFRESH_MS = 30_000;
+const DEFAULT_POP_NUM = 32;
+
+interface Handle {
+  /** RocketMQ's current receipt handle (changeInvisibleTime gets a new one). */
+  current: string;
+  messageId: string;
+  liteTopic: string;
+}
+
+export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
+  private readonly client: GrpcClient;
+  private telemetryStream: ClientDuplexStream<unknown, unknown> | undefined;
+  private readonly ready: Promise<void>;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  private readonly topics = new Set<string>();
+  /** The handle handed out → what acking it needs now. */
+  private readonly handles = new Map<string, Handle>();
+  private route: { brokers: string[]; at: number } | undefined;
+  private nextBroker = 0;
+  private isClosed = false;
+
+  /** @internal Use `broker.consumer()`. */
+  constructor(
+    private readonly parts: RemoteBrokerParts,
+    private readonly groupInfo: RemoteGroup,
+    readonly clientId: string,
+  ) {
+    super();
+    this.client = new GrpcClient(parts.endpoint, newClientId(`${groupInfo.name}@${clientId}`), parts.requestTimeoutMs);
+    this.ready = this.start();
+    this.ready.catch(() => undefined); // the first call that waits for it sees the failure
+  }
+
+  get group(): string {
+    return this.groupInfo.name;
+  }
+
+  get liteTopics(): string[] {
+    return [...this.topics];
+  }
+
+  /** RocketMQ has no patterns: always empty. */
+  get patterns(): string[] {
+    return [];
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  async subscribe(items: readonly string[], options?: SubscribeOptions): Promise<void> {
+    this.checkOpen();
+    const start = requireStart(options?.offset);
+    const list = this.liteTopicList(items);
+    await this.sync0('PARTIAL_ADD', list, start);
+    for (const name of list) this.topics.add(name);
+  }
+
+  async unsubscribe(items: readonly string[]): Promise<void> {
+    this.checkOpen();
+    const list = this.liteTopicList(items);
+    await this.sync0('PARTIAL_REMOVE', list, undefined);
+    for (const name of list) this.topics.delete(name);
+  }
+
+  /**
+   * Complete add: the subscription becomes exactly `items`. RocketMQ takes a start position only
+   * with a partial add, so the lite topics new to this client are added with it first.
+   */
+  async sync(items: readonly string[], options?: SubscribeOptions): Promise<void> {
+    this.checkOpen();
+    const start = requireStart(options?.offset);
+    const list = this.liteTopicList(items);
+    const added = list.filter((name) => !this.topics.has(name));
+    if (added.length > 0) await this.sync0('PARTIAL_ADD', added, start);
+    await this.sync0('COMPLETE_ADD', list, undefined);
+    this.topics.clear();
+    for (const name of list) this.topics.add(name);
+  }
+
+  /** POP: up to `maxNum` messages of this client's lite topics, from every broker; waits up to `waitMs`. */
+  async pop(options: PopOptions = {}): Promise<PoppedMessage[]> {
+    this.checkOpen();
+    const { maxNum, invisibleTimeMs, waitMs } = this.popOptions(options);
+    await this.ready;
+    const brokers = await this.brokers();
+    const found: PoppedMessage[] = [];
+    // A quick round over the brokers, starting at a different one each time.
+    for (let i = 0; i < brokers.length && found.length < maxNum; i++) {
+      const broker = brokers[(this.nextBroker + i) % brokers.length] as string;
+      found.push(...(await this.receive(broker, maxNum - found.length, invisibleTimeMs, 0)));
+    }
+    this.nextBroker++;
+    if (found.length > 0 || waitMs === 0) return found;
+    // Nothing ready: a long poll on every broker at once; what comes beyond maxNum is made visible again.
+    const rounds = await Promise.all(brokers.map((broker) => this.receive(broker, maxNum, invisibleTimeMs, waitMs)));
+    const all = rounds.flat();
+    for (const extra of all.slice(maxNum)) await this.changeInvisibleTime(extra, 0).catch(() => undefined);
+    return all.slice(0, maxNum);
+  }
+
+  async ack(messageOrHandle: PoppedMessage | string): Promise<void> {
+    this.checkOpen();
+    const given = handleOf(messageOrHandle);
+    const handle = this.handleInfo(given, messageOrHandle);
+    const response = await this.client.call<{
+      status: ProtoStatus;
+      entries: { status: ProtoStatus }[];
+    }>('ackMessage', {
+      group: this.resource(this.groupInfo.name),
+      topic: this.resource(this.groupInfo.bindTopic),
+      entries: [{ messageId: handle.messageId, receiptHandle: handle.current, liteTopic: handle.liteTopic }],
+    });
+    const status = response.entries[0]?.status;
+    if (status !== undefined && status.code !== 'OK') throw this.receiptError(status, given);
+    this.handles.delete(given);
+  }
+
+  async changeInvisibleTime(messageOrHandle: PoppedMessage | string, invisibleTimeMs: number): Promise<void> {
+    this.checkOpen();
+    if (!Number.isSafeInteger(invisibleTimeMs) || invisibleTimeMs < 0) {
+      throw new InvalidArgumentError('invisibleTimeMs must be a non-negative integer', { value: invisibleTimeMs });
+    }
+    const given = handleOf(messageOrHandle);
+    const handle = this.handleInfo(given, messageOrHandle);
+    const response = await this.client.raw<{ status: ProtoStatus; receiptHandle: string }>('changeInvisibleDuration', {
+      group: this.resource(this.groupInfo.name),
+      topic: this.resource(this.groupInfo.bindTopic),
+      receiptHandle: handle.current,
+      invisibleDuration: duration(invisibleTimeMs),
+      messageId: handle.messageId,
+      liteTopic: handle.liteTopic,
+    });
+    if (response.status.code !== 'OK') throw this.receiptError(response.status, given);
+    this.handles.set(given, { ...handle, current: response.receiptHandle });
+  }
+
+  /** To the group's dead-letter queue now (RocketMQ's %DLQ% topic of the group). */
+  async deadLetter(messageOrHandle: PoppedMessage | string): Promise<void> {
+    this.checkOpen();
+    const given = handleOf(messageOrHandle);
+    const handle = this.handleInfo(given, messageOrHandle);
+    const attempt = typeof messageOrHandle === 'object' ? messageOrHandle.reconsumeTimes + 1 : 1;
+    const response = await this.client.raw<{ status: ProtoStatus }>('forwardMessageToDeadLetterQueue', {
+      group: this.resource(this.groupInfo.name),
+      topic: this.resource(this.groupInfo.bindTopic),
+      receiptHandle: handle.current,
+      messageId: handle.messageId,
+      deliveryAttempt: attempt,
+      maxDeliveryAttempts: this.groupInfo.maxReconsumeTimes + 1,
+      liteTopic: handle.liteTopic,
+    });
+    if (response.status.code !== 'OK') throw this.receiptError(response.status, given);
+    this.handles.delete(given);
+  }
+
+  heartbeat(): void {
+    this.checkOpen();
+  }
+
+  run(handler: MessageHandler, options?: RunOptions): Running {
+    this.checkOpen();
+    const consumer = this;
+    const group = this.groupInfo;
+    return startRun(
+      {
+        get closed() {
+          return consumer.isClosed;
+        },
+        pop: (pop) => this.pop(pop),
+        ack: (message) => this.ack(message),
+        changeInvisibleTime: (message, ms) => this.changeInvisibleTime(message, ms),
+        deadLetter: (message) => this.deadLetter(message),
+        maxReconsumeTimes: group.maxReconsumeTimes,
+        keyShared: false,
+        report: (error, during) => this.parts.report(error, during),
+      },
+      handler,
+      options,
+    );
+  }
+
+  /** As the embedded consumer's `messages()`: POPs with long poll until closed or aborted. */
+  async *messages(options?: StreamOptions): AsyncGenerator<StreamedMessage, void, undefined> {
+    const { signal, ...rest } = options ?? {};
+    const pop = { waitMs: 30_000, ...rest };
+    this.popOptions(pop);
+    let batch: PoppedMessage[] = [];
+    let handedOut = 0;
+    try {
+      while (!this.isClosed && !aborted(signal)) {
+        batch = await this.pop(pop).catch((error: unknown) => {
+          if (error instanceof ClosedError) return [];
+          throw error;
+        });
+        for (handedOut = 0; handedOut < batch.length; ) {
+          if (aborted(signal)) return;
+          const message = batch[handedOut++] as PoppedMessage;
+          yield {
+            ...message,
+            ack: () => this.ack(message),
+            nack: (delayMs = 0) => this.changeInvisibleTime(message, delayMs),
+            extend: (ms) => this.changeInvisibleTime(message, ms),
+            deadLetter: () => this.deadLetter(message),
+          };
+        }
+      }
+    } finally {
+      for (const message of batch.slice(handedOut)) {
+        if (this.isClosed) break;
+        this.changeInvisibleTime(message, 0).catch(() => undefined);
+      }
+    }
+  }
+
+  /**
+   * Drops the subscription and ends the telemetry stream and heartbeat. In-flight messages are made
+   * visible again now unless `release: false`.
+   */
+  async close(options: { release?: boolean } = {}): Promise<void> {
+    if (options === null || typeof options !== 'object') {
+      throw new InvalidArgumentError('close options must be an object');
+    }
+    if (this.isClosed) return;
+    if (options.release ?? true) {
+      await Promise.allSettled([...this.handles.keys()].map((handle) => this.changeInvisibleTime(handle, 0)));
+    }
+    this.isClosed = true;
+    this.parts.release(this);
+    clearInterval(this.heartbeatTimer);
+    try {
+      await this.ready;
+      await this.client.raw('syncLiteSubscription', {
+        action: 'COMPLETE_REMOVE',
+        topic: this.resource(this.groupInfo.bindTopic),
+        group: this.resource(this.groupInfo.name),
+        liteTopicSet: [],
+      });
+      await this.client.raw('notifyClientTermination', { group: this.resource(this.groupInfo.name) });
+    } catch {
+      // Closing anyway: the proxy drops a client whose stream ends.
+    } finally {
+      this.telemetryStream?.end();
+      this.telemetryStream?.cancel();
+      this.client.close();
+      this.handles.clear();
+    }
+  }
+
+  /** Telemetry handshake (the proxy learns this client's type and group), then a first heartbeat. */
+  private async start(): Promise<void> {
+    await this.parts.settled();
+    const stream = this.client.telemetry();
+    this.telemetryStream = stream;
+    const settled = new Promise<void>((resolve, reject) => {
+      stream.on(
+        'data',
+        (command: { command?: string; status?: ProtoStatus; notifyUnsubscribeLiteCommand?: { liteTopic: string } }) => {
+          if (command.command === 'settings') resolve();
+          else if (command.command === 'notifyUnsubscribeLiteCommand' && command.notifyUnsubscribeLiteCommand) {
+            const liteTopic = command.notifyUnsubscribeLiteCommand.liteTopic;
+            this.topics.delete(liteTopic);
+            this.emit('unsubscribed', { liteTopic, reason: 'evicted' });
+          } else if (command.status && command.status.code !== 'OK') reject(statusError(command.status, 'telemetry'));
+        },
+      );
+      stream.on('error', (error: Error & { code?: number }) => {
+        reject(error);
+        // A cancelled stream is this consumer closing.
+        if (!this.isClosed) this.parts.report(error, 'the RocketMQ telemetry stream');
+      });
+    });
+    stream.write({
+      settings: {
+        clientType: 'LITE_PUSH_CONSUMER',
+        accessPoint: { scheme: 'IPv4', addresses: [endpointAddress(this.parts.endpoint)] },
+        requestTimeout: duration(this.parts.requestTimeoutMs),
+        subscription: {
+          group: this.resource(this.groupInfo.name),
+          subscriptions: [
+            { topic: this.resource(this.groupInfo.bindTopic), expression: { type: 'TAG', expression: '*' } },
+          ],
+        },
+        userAgent: { language: 'NODE_JS', version: '1.0.8', platform: process.platform, hostname: 'litetopic' },
+      },
+    });
+    await settled;
+    await this.sendHeartbeat();
+    this.heartbeatTimer = setInterval(() => {
+      this.sendHeartbeat().catch((error: unknown) => {
+        if (!this.isClosed) this.parts.report(error, 'a RocketMQ heartbeat');
+      });
+    }, HEARTBEAT_INTERVAL_MS);
+    this.heartbeatTimer.unref();
+  }
+
+  private sendHeartbeat(): Promise<unknown> {
+    return this.client.call('heartbeat', {
+      group: this.resource(this.groupInfo.name),
+      clientType: 'LITE_PUSH_CONSUMER',
+    });
+  }
+
+  private async sync0(action: string, liteTopics: string[], start: StartPosition | undefined): Promise<void> {
+    await this.ready;
+    const request: Record<string, unknown> = {
+      action,
+      topic: this.resource(this.groupInfo.bindTopic),
+      group: this.resource(this.groupInfo.name),
+      liteTopicSet: liteTopics,
+    };
+    if (start !== undefined) request.offsetOption = offsetOption(start);
+    await this.client.call('syncLiteSubscription', request);
+  }
+
+  /** The brokers holding the parent topic's queues, by name (looked up again every ROUTE_REFRESH_MS). */
+  private async brokers(): Promise<string[]> {
+    const now = Date.now();
+    if (this.route !== undefined && now - this.route.at < ROUTE_REFRESH_MS) return this.route.brokers;
+    const response = await this.client.call<{ status: ProtoStatus; messageQueues: { broker: { name: string } }[] }>(
+      'queryRoute',
+      {
+        topic: this.resource(this.groupInfo.bindTopic),
+        endpoints: { scheme: 'IPv4', addresses: [endpointAddress(this.parts.endpoint)] },
+      },
+    );
+    const brokers = [...new Set(response.messageQueues.map((queue) => queue.broker.name))].sort();
+    this.route = { brokers, at: now };
+    return brokers;
+  }
+
+  private async receive(broker: string, maxNum: number, invisibleTimeMs: number, waitMs: number) {
+    const messages = await this.client.receive<ProtoMessage>(
+      {
+        group: this.resource(this.groupInfo.name),
+        messageQueue: {
+          topic: this.resource(this.groupInfo.bindTopic),
+          id: -1,
+          permission: 'READ_WRITE',
+          broker: { name: broker },
+        },
+        filterExpression: { type: 'TAG', expression: '*' },
+        batchSize: maxNum,
+        invisibleDuration: duration(invisibleTimeMs),
+        autoRenew: false,
+        longPollingTimeout: duration(waitMs),
+      },
+      waitMs + this.parts.requestTimeoutMs,
+    );
+    return messages.map((message) => {
+      const receipt = message.systemProperties.receiptHandle ?? '';
+      const popped = fromProto(message, receipt);
+      popped.topic = this.groupInfo.bindTopic;
+      this.handles.set(receipt, { current: receipt, messageId: popped.messageId, liteTopic: popped.liteTopic });
+      return popped;
+    });
+  }
+
+  private handleInfo(given: string, messageOrHandle: PoppedMessage | string): Handle {
+    const known = this.handles.get(given);
+    if (known !== undefined) return known;
+    if (typeof messageOrHandle === 'object') {
+      return { current: given, messageId: messageOrHandle.messageId, liteTopic: messageOrHandle.liteTopic };
+    }
+    return { current: given, messageId: '', liteTopic: '' };
+  }
+
+  private receiptError(status: ProtoStatus, handle: string): Error {
+    const error = statusError(status, 'receipt');
+    if (error instanceof InvalidReceiptError) return new InvalidReceiptError(error.message, { value: handle });
+    return error;
+  }
+
+  private popOptions(options: PopOptions) {
+    if (options === null || typeof options !== 'object')
+      throw new InvalidArgumentError('pop options must be an object');
+    const maxNum = options.maxNum ?? DEFAULT_POP_NUM;
+    if (!Number.isSafeInteger(maxNum) || maxNum < 1 || maxNum > this.parts.limits.maxPopNum) {
+      throw new InvalidArgumentError(`maxNum must be an integer from 1 to ${this.parts.limits.maxPopNum}`, {
+        value: maxNum,
+      });
+    }
+    const invisibleTimeMs = options.invisibleTimeMs ?? DEFAULT_INVISIBLE_TIME_MS;
+    const waitMs = options.waitMs ?? 0;
+    for (const [what, value] of [
+      ['invisibleTimeMs', invisibleTimeMs],
+      ['waitMs', waitMs],
+    ] as const) {
+      if (!Number.isSafeInteger(value) || value < 0) {
+        throw new InvalidArgumentError(`${what} must be a non-negative integer`, { value });
+      }
+    }
+    return { maxNum, invisibleTimeMs, waitMs };
+  }
+
+  private liteTopicList(items: readonly string[]): string[] {
+    if (!Array.isArray(items)) throw new InvalidArgumentError('expected an array of strings', { value: items });
+    return items.map((name) => checkLiteTopic(name, this.parts.limits));
+  }
+
+  private resource(name: string) {
+    return resource(this.parts.namespace, name);
+  }
+
+  private checkOpen(): void {
+    this.parts.checkOpen();
+    if (this.isClosed) throw new ClosedError('the consumer is closed');
+  }
+}
+
+function handleOf(messageOrHandle: PoppedMessage | string): string {
+  if (typeof messageOrHandle === 'string') return messageOrHandle;
+  if (messageOrHandle !== null && typeof messageOrHandle === 'object') return messageOrHandle.receiptHandle;
+  throw new InvalidArgumentError('expected a popped message or a receipt handle', { value: messageOrHandle });
+}
+
+/** Read through a call: an abort can happen while the stream is suspended at a `yield`. */
+function aborted(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true;
+}
+
+function offsetOption(start: StartPosition): Record<string, unknown> {
+  if ('policy' in start) return { policy: start.policy === 'min' ? 'MIN' : 'MAX' };
+  if ('offset' in start) return { offset: start.offset };
+  if ('tailN' in start) return { tailN: start.tailN };
+  return { timestamp: start.timestamp };
+}
+
+function endpointAddress(endpoint: string): { host: string; port: number } {
+  const colon = endpoint.lastIndexOf(':');
+  return { host: endpoint.slice(0, colon), port: Number(endpoint.slice(colon + 1)) };
+}
