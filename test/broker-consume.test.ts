@@ -8,12 +8,13 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { retryDelayMs } from '../ts/broker/run.js';
-import { Broker, type EngineName, MemoryStore, type PoppedMessage, systemClock } from '../ts/index.js';
+import { Broker, MemoryStore, type PoppedMessage, systemClock } from '../ts/index.js';
 import { bodies, openBroker, sendMany } from './broker-helpers.js';
-import { ENGINES } from './engines.js';
+import { BACKENDS, type Backend, embeddedOnly } from './engines.js';
 
 /** A broker on system timers (long polls and invisible times run on their own), closed by the caller. */
-async function liveBroker(engine: EngineName, options: Parameters<typeof Broker.open>[0] = {}): Promise<Broker> {
+async function liveBroker(engine: Backend, options: Parameters<typeof Broker.open>[0] = {}): Promise<Broker> {
+  if (engine === 'rocketmq') return (await openBroker(engine, options)).broker;
   const broker = await Broker.open({ engine, ...options });
   broker.createTopic('agents');
   return broker;
@@ -43,7 +44,7 @@ describe('retry delay', () => {
   });
 });
 
-describe.each(ENGINES)('%s engine', (engine) => {
+describe.each(BACKENDS)('%s engine', (engine) => {
   describe('consumer.close()', () => {
     it('makes its in-flight messages visible to the group at once', async () => {
       const { broker } = await openBroker(engine);
@@ -62,24 +63,27 @@ describe.each(ENGINES)('%s engine', (engine) => {
       for (const m of again.filter((m) => bodies(held).includes(m.body.toString()))) expect(m.reconsumeTimes).toBe(1);
     });
 
-    it('with release: false keeps them hidden until their invisible time ends', async () => {
-      const { broker, advance } = await openBroker(engine);
-      broker.createGroup('g', { bindTopic: 'agents' });
-      const first = broker.consumer({ group: 'g', clientId: 'first' });
-      const second = broker.consumer({ group: 'g', clientId: 'second' });
-      await first.subscribe(['t1']);
-      await second.subscribe(['t1']);
-      await sendMany(broker, 't1', 1);
-      expect(bodies(await first.pop({ invisibleTimeMs: 5_000 }))).toEqual(['t1#0']);
-      await first.close({ release: false });
-      expect(await second.pop()).toEqual([]);
-      advance(5_000);
-      expect(bodies(await second.pop())).toEqual(['t1#0']);
-    });
+    embeddedOnly(engine, 'Invisible time')(
+      'with release: false keeps them hidden until their invisible time ends',
+      async () => {
+        const { broker, advance } = await openBroker(engine);
+        broker.createGroup('g', { bindTopic: 'agents' });
+        const first = broker.consumer({ group: 'g', clientId: 'first' });
+        const second = broker.consumer({ group: 'g', clientId: 'second' });
+        await first.subscribe(['t1']);
+        await second.subscribe(['t1']);
+        await sendMany(broker, 't1', 1);
+        expect(bodies(await first.pop({ invisibleTimeMs: 5_000 }))).toEqual(['t1#0']);
+        await first.close({ release: false });
+        expect(await second.pop()).toEqual([]);
+        advance(5_000);
+        expect(bodies(await second.pop())).toEqual(['t1#0']);
+      },
+    );
   });
 
   describe('messages()', () => {
-    it('releases the rest of its batch when the loop ends early', async () => {
+    embeddedOnly(engine, 'Invisible time')('releases the rest of its batch when the loop ends early', async () => {
       const { broker } = await openBroker(engine);
       broker.createGroup('g', { bindTopic: 'agents' });
       const reader = broker.consumer({ group: 'g', clientId: 'reader' });
@@ -124,7 +128,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
       }
     });
 
-    it('gives each message nack, extend and deadLetter', async () => {
+    embeddedOnly(engine, 'Dead letters')('gives each message nack, extend and deadLetter', async () => {
       const { broker, advance } = await openBroker(engine);
       broker.createGroup('g', { bindTopic: 'agents' });
       const reader = broker.consumer({ group: 'g', clientId: 'reader' });
@@ -184,70 +188,76 @@ describe.each(ENGINES)('%s engine', (engine) => {
       }
     });
 
-    it('retries a failed message after a backoff, before anything after it, then dead-letters it at the limit', async () => {
-      const broker = await liveBroker(engine);
-      try {
-        broker.createGroup('g', { bindTopic: 'agents', maxReconsumeTimes: 2 });
-        const consumer = broker.consumer({ group: 'g', clientId: 'worker' });
-        await consumer.subscribe(['t1']);
-        await sendMany(broker, 't1', 2);
-        const attempts: string[] = [];
-        const failedAt: number[] = [];
-        const errors: unknown[] = [];
-        const run = consumer.run(
-          async (m) => {
-            attempts.push(`${m.body.toString()}@${m.reconsumeTimes}`);
-            if (m.offset === 0) {
-              failedAt.push(Date.now());
-              throw new Error('always fails');
-            }
-          },
-          { waitMs: 20, retry: { initialDelayMs: 40, maxDelayMs: 60 }, onError: (error) => errors.push(error) },
-        );
-        await until(() => attempts.includes('t1#1@0'), 'the message after the failing one');
-        await run.stop();
-        // Three deliveries of #0 (0, 1, 2 earlier deliveries), then #1: FIFO held #1 back until #0 left.
-        expect(attempts).toEqual(['t1#0@0', 't1#0@1', 't1#0@2', 't1#1@0']);
-        expect(errors).toHaveLength(3);
-        // Each retry came no sooner than its backoff: 40 ms after the first failure, then the 60 ms cap
-        // (a millisecond of slack for the clock's rounding).
-        expect((failedAt[1] as number) - (failedAt[0] as number)).toBeGreaterThanOrEqual(39);
-        expect((failedAt[2] as number) - (failedAt[1] as number)).toBeGreaterThanOrEqual(59);
-        expect(broker.readDeadLetters('g').map((d) => d.body.toString())).toEqual(['t1#0']);
-      } finally {
-        await broker.close();
-      }
-    });
+    embeddedOnly(engine, 'Invisible time')(
+      'retries a failed message after a backoff, before anything after it, then dead-letters it at the limit',
+      async () => {
+        const broker = await liveBroker(engine);
+        try {
+          broker.createGroup('g', { bindTopic: 'agents', maxReconsumeTimes: 2 });
+          const consumer = broker.consumer({ group: 'g', clientId: 'worker' });
+          await consumer.subscribe(['t1']);
+          await sendMany(broker, 't1', 2);
+          const attempts: string[] = [];
+          const failedAt: number[] = [];
+          const errors: unknown[] = [];
+          const run = consumer.run(
+            async (m) => {
+              attempts.push(`${m.body.toString()}@${m.reconsumeTimes}`);
+              if (m.offset === 0) {
+                failedAt.push(Date.now());
+                throw new Error('always fails');
+              }
+            },
+            { waitMs: 20, retry: { initialDelayMs: 40, maxDelayMs: 60 }, onError: (error) => errors.push(error) },
+          );
+          await until(() => attempts.includes('t1#1@0'), 'the message after the failing one');
+          await run.stop();
+          // Three deliveries of #0 (0, 1, 2 earlier deliveries), then #1: FIFO held #1 back until #0 left.
+          expect(attempts).toEqual(['t1#0@0', 't1#0@1', 't1#0@2', 't1#1@0']);
+          expect(errors).toHaveLength(3);
+          // Each retry came no sooner than its backoff: 40 ms after the first failure, then the 60 ms cap
+          // (a millisecond of slack for the clock's rounding).
+          expect((failedAt[1] as number) - (failedAt[0] as number)).toBeGreaterThanOrEqual(39);
+          expect((failedAt[2] as number) - (failedAt[1] as number)).toBeGreaterThanOrEqual(59);
+          expect(broker.readDeadLetters('g').map((d) => d.body.toString())).toEqual(['t1#0']);
+        } finally {
+          await broker.close();
+        }
+      },
+    );
 
-    it('keeps a message hidden while its handler runs longer than the invisible time', async () => {
-      const broker = await liveBroker(engine);
-      try {
-        broker.createGroup('g', { bindTopic: 'agents' });
-        const slow = broker.consumer({ group: 'g', clientId: 'slow' });
-        const other = broker.consumer({ group: 'g', clientId: 'other' });
-        for (const c of [slow, other]) await c.subscribe(['t1']);
-        await sendMany(broker, 't1', 1);
-        const stolen: string[] = [];
-        const hold = gate();
-        let started = false;
-        const run = slow.run(
-          async () => {
-            started = true;
-            await hold.promise;
-          },
-          { invisibleTimeMs: 300, waitMs: 20 },
-        );
-        await until(() => started, 'the handler to start');
-        // More than an invisible time passes while the handler runs; the other client must get nothing.
-        for (let i = 0; i < 8; i++) stolen.push(...bodies(await other.pop({ waitMs: 60 })));
-        hold.open();
-        await run.stop();
-        expect(stolen).toEqual([]);
-        expect(await other.pop({ waitMs: 100 })).toEqual([]); // acked, not merely released
-      } finally {
-        await broker.close();
-      }
-    });
+    embeddedOnly(engine, 'Invisible time')(
+      'keeps a message hidden while its handler runs longer than the invisible time',
+      async () => {
+        const broker = await liveBroker(engine);
+        try {
+          broker.createGroup('g', { bindTopic: 'agents' });
+          const slow = broker.consumer({ group: 'g', clientId: 'slow' });
+          const other = broker.consumer({ group: 'g', clientId: 'other' });
+          for (const c of [slow, other]) await c.subscribe(['t1']);
+          await sendMany(broker, 't1', 1);
+          const stolen: string[] = [];
+          const hold = gate();
+          let started = false;
+          const run = slow.run(
+            async () => {
+              started = true;
+              await hold.promise;
+            },
+            { invisibleTimeMs: 300, waitMs: 20 },
+          );
+          await until(() => started, 'the handler to start');
+          // More than an invisible time passes while the handler runs; the other client must get nothing.
+          for (let i = 0; i < 8; i++) stolen.push(...bodies(await other.pop({ waitMs: 60 })));
+          hold.open();
+          await run.stop();
+          expect(stolen).toEqual([]);
+          expect(await other.pop({ waitMs: 100 })).toEqual([]); // acked, not merely released
+        } finally {
+          await broker.close();
+        }
+      },
+    );
 
     it('stop() waits for running handlers and releases what was fetched and not started', async () => {
       const broker = await liveBroker(engine);
@@ -318,25 +328,28 @@ describe.each(ENGINES)('%s engine', (engine) => {
   });
 
   describe("the broker's 'error' event", () => {
-    it('carries a failed maintenance pass, and a logger hears it when nobody listens', async () => {
-      class FailingRetention extends MemoryStore {
-        override async retain(): Promise<{ segments: number; bytes: number }> {
-          throw new Error('disk went away');
+    embeddedOnly(engine, 'Storage')(
+      'carries a failed maintenance pass, and a logger hears it when nobody listens',
+      async () => {
+        class FailingRetention extends MemoryStore {
+          override async retain(): Promise<{ segments: number; bytes: number }> {
+            throw new Error('disk went away');
+          }
         }
-      }
-      const logged: string[] = [];
-      const { broker } = await openBroker(engine, {
-        store: new FailingRetention(systemClock),
-        retention: { maxAgeMs: 1 },
-        logger: { error: (message) => logged.push(message) },
-      });
-      await expect(broker.runMaintenance()).rejects.toThrow('disk went away');
-      expect(logged).toEqual([expect.stringContaining('maintenance failed: disk went away')]);
-      const heard: string[] = [];
-      broker.on('error', (error: Error, info: { during: string }) => heard.push(`${info.during}: ${error.message}`));
-      await expect(broker.runMaintenance()).rejects.toThrow('disk went away');
-      expect(heard).toEqual(['maintenance: disk went away']);
-      expect(logged).toHaveLength(1);
-    });
+        const logged: string[] = [];
+        const { broker } = await openBroker(engine, {
+          store: new FailingRetention(systemClock),
+          retention: { maxAgeMs: 1 },
+          logger: { error: (message) => logged.push(message) },
+        });
+        await expect(broker.runMaintenance()).rejects.toThrow('disk went away');
+        expect(logged).toEqual([expect.stringContaining('maintenance failed: disk went away')]);
+        const heard: string[] = [];
+        broker.on('error', (error: Error, info: { during: string }) => heard.push(`${info.during}: ${error.message}`));
+        await expect(broker.runMaintenance()).rejects.toThrow('disk went away');
+        expect(heard).toEqual(['maintenance: disk went away']);
+        expect(logged).toHaveLength(1);
+      },
+    );
   });
 });

@@ -3,12 +3,14 @@
  * closed after each test, and small helpers to send and pop.
  */
 import { afterEach } from 'vitest';
-import { Broker, type BrokerOptions, type Consumer, type EngineName, type PoppedMessage } from '../ts/index.js';
+import { Broker, type BrokerOptions, type Consumer, type PoppedMessage } from '../ts/index.js';
+import { type Backend, ROCKETMQ_ENDPOINTS } from './engines.js';
 import { ManualClock } from './log-helpers.js';
 
 export { ManualClock, tempDir } from './log-helpers.js';
 
-const opened: Broker[] = [];
+const opened: { close(): Promise<void> }[] = [];
+let namespaces = 0;
 
 afterEach(async () => {
   for (const broker of opened.splice(0)) await broker.close().catch(() => undefined);
@@ -21,9 +23,14 @@ export interface TestBroker {
   advance(ms: number): void;
 }
 
-/** A broker with parent `agents` on a manual clock; closed after the test. */
-export async function openBroker(engine: EngineName, options: BrokerOptions = {}): Promise<TestBroker> {
+/**
+ * A broker with parent `agents` on a manual clock; closed after the test. On RocketMQ: a connection
+ * in a namespace of its own (a fresh broker as far as the test can tell), real time only, and only
+ * the `limits` option.
+ */
+export async function openBroker(engine: Backend, options: BrokerOptions = {}): Promise<TestBroker> {
   const clock = new ManualClock();
+  if (engine === 'rocketmq') return connectBroker(clock, options);
   const broker = await Broker.open({ engine, clock, ...options });
   opened.push(broker);
   broker.createTopic('agents');
@@ -33,6 +40,24 @@ export async function openBroker(engine: EngineName, options: BrokerOptions = {}
     advance(ms: number) {
       clock.advance(ms);
       broker.tick();
+    },
+  };
+}
+
+async function connectBroker(clock: ManualClock, options: BrokerOptions): Promise<TestBroker> {
+  const { limits, ...rest } = options;
+  if (Object.keys(rest).length > 0)
+    throw new Error(`RocketMQ takes no ${Object.keys(rest).join(', ')}: mark the test embeddedOnly`);
+  const namespace = `t${process.pid}x${Date.now().toString(36)}x${++namespaces}`;
+  const remote = await Broker.connect({ endpoints: ROCKETMQ_ENDPOINTS as string, namespace, limits });
+  opened.push(remote);
+  await remote.createTopic('agents');
+  return {
+    // The same methods where RocketMQ has them; tests that use the others are embeddedOnly.
+    broker: remote as unknown as Broker,
+    clock,
+    advance() {
+      throw new Error('RocketMQ keeps its own time: mark the test embeddedOnly');
     },
   };
 }

@@ -3,6 +3,7 @@
  * (CI=true) or with LITETOPIC_REQUIRE_NATIVE=1 a missing native engine fails the run instead of
  * quietly testing js alone.
  */
+import { it } from 'vitest';
 import { type EngineName, engineInfo, nativeAvailable } from '../ts/index.js';
 
 const nativeRequired = process.env.CI === 'true' || process.env.LITETOPIC_REQUIRE_NATIVE === '1';
@@ -29,3 +30,33 @@ export const WRITER_READER_PAIRS: readonly [EngineName, EngineName][] = ENGINES.
       ['js', 'native'],
     ]
   : [['js', 'js']];
+
+/** Where the broker behaviour tests run: an embedded engine, or a RocketMQ cluster (`Broker.connect`). */
+export type Backend = EngineName | 'rocketmq';
+
+/**
+ * `npm run test:rocketmq` sets LITETOPIC_TEST_BACKEND=rocketmq (and where the cluster listens): the
+ * conformance files then run against RocketMQ alone, the embedded engines having had their run in
+ * `npm test`.
+ */
+export const ROCKETMQ_ENDPOINTS =
+  process.env.LITETOPIC_TEST_BACKEND === 'rocketmq'
+    ? (process.env.LITETOPIC_ROCKETMQ_ENDPOINTS ?? '127.0.0.1:8081')
+    : undefined;
+
+export const BACKENDS: readonly Backend[] = ROCKETMQ_ENDPOINTS === undefined ? ENGINES : ['rocketmq'];
+
+/** The engine of an embedded backend, for tests that open the embedded broker themselves (marked `embeddedOnly`). */
+export function embeddedEngine(backend: Backend): EngineName {
+  if (backend === 'rocketmq') throw new Error('this test needs the embedded broker: mark it embeddedOnly');
+  return backend;
+}
+
+/**
+ * `it` for a test that cannot hold on RocketMQ: skipped there, its name saying which row of
+ * docs/ROCKETMQ.md says why (manual time, admin queries, storage...).
+ */
+export function embeddedOnly(backend: Backend, row: string): (name: string, test: () => Promise<void> | void) => void {
+  if (backend !== 'rocketmq') return (name, test) => it(name, test);
+  return (name, test) => it.skip(`${name} [not on RocketMQ: docs/ROCKETMQ.md, "${row}"]`, test);
+}
