@@ -71,7 +71,14 @@ function fetchJars() {
   console.log(`test:rocketmq: fetching the RocketMQ ${VERSION} jars into ${cacheDir}`);
   const result = spawnSync(
     'mvn',
-    ['-q', '-B', '-f', join(root, 'rocketmq', 'pom.xml'), 'dependency:copy-dependencies', `-DoutputDirectory=${cacheDir}`],
+    [
+      '-q',
+      '-B',
+      '-f',
+      join(root, 'rocketmq', 'pom.xml'),
+      'dependency:copy-dependencies',
+      `-DoutputDirectory=${cacheDir}`,
+    ],
     { stdio: 'inherit' },
   );
   if (result.status !== 0 || !existsSync(marker)) {
