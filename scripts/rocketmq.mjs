@@ -239,7 +239,7 @@ async function inside() {
         remotingListenPort: PROXY_REMOTING_PORT,
         // litetopic's POP takes any invisible time and wait (0: return at once); the proxy's
         // defaults (at least 10 s hidden, at least 5 s of long poll) would change what a POP means.
-        minInvisibleTimeMillsForRecv: 1000,
+        minInvisibleTimeMillsForRecv: 0,
         grpcClientConsumerMinLongPollingTimeoutMillis: 0,
       }),
     );

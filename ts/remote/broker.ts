@@ -13,7 +13,7 @@ import { DEFAULT_MAX_RECONSUME_TIMES } from '../broker/broker.js';
 import { checkLiteTopic } from '../broker/names.js';
 import { type BrokerLimits, resolveLimits } from '../broker/quota.js';
 import type { SendMessage, SendResult } from '../broker/types.js';
-import { ClosedError, InvalidArgumentError, UnsupportedError } from '../errors.js';
+import { ClosedError, GroupNotFoundError, InvalidArgumentError, UnsupportedError } from '../errors.js';
 import { RemoteConsumer } from './consumer.js';
 import { GrpcClient } from './grpc.js';
 import { resource, toProto } from './message.js';
@@ -52,7 +52,8 @@ export interface RemoteBrokerParts {
   readonly limits: BrokerLimits;
   /** Resolves once topics and groups created so far exist (calls are ordered after them). */
   settled(): Promise<void>;
-  groupOf(name: string): RemoteGroup;
+  /** The group's parent topic and redelivery limit: from createGroup, or read from the brokers. */
+  groupOf(name: string): Promise<RemoteGroup>;
   checkOpen(): void;
   release(consumer: RemoteConsumer): void;
   report(error: unknown, during: string): void;
@@ -99,11 +100,7 @@ export class RemoteBroker extends EventEmitter {
       requestTimeoutMs,
       limits,
       settled: () => this.pendingAdmin,
-      groupOf: (name) => {
-        const group = this.groups.get(name);
-        if (group === undefined) throw new InvalidArgumentError(`group ${name} was not created through this broker`);
-        return group;
-      },
+      groupOf: (name) => this.groupOf(name),
       checkOpen: () => this.checkOpen(),
       release: (consumer) => {
         if (this.consumers.get(consumer.clientId) === consumer) this.consumers.delete(consumer.clientId);
@@ -233,12 +230,15 @@ export class RemoteBroker extends EventEmitter {
     return results;
   }
 
-  /** A consumer: client `clientId` of `group` (created through this broker). */
+  /**
+   * A consumer: client `clientId` of `group`. A group made elsewhere is looked up on the brokers by
+   * the consumer's first call, which rejects with `GROUP_NOT_FOUND` if no broker has it.
+   */
   consumer(options: { group: string; clientId: string }): RemoteConsumer {
     this.checkOpen();
     if (options === null || typeof options !== 'object')
       throw new InvalidArgumentError('consumer options are required');
-    const group = this.parts.groupOf(options.group);
+    const group = requireName(options.group, 'group');
     const id = options.clientId;
     if (typeof id !== 'string' || id.length === 0) {
       throw new InvalidArgumentError('clientId must be a non-empty string', { value: id });
@@ -266,6 +266,25 @@ export class RemoteBroker extends EventEmitter {
     this.consumers.clear();
     this.client.close();
     this.admin.close();
+  }
+
+  private async groupOf(name: string): Promise<RemoteGroup> {
+    await this.pendingAdmin.catch(() => undefined);
+    const known = this.groups.get(name);
+    if (known !== undefined) return known;
+    const config = await this.admin.group(this.wrap(name));
+    const bound = config?.attributes['lite.bind.topic'];
+    if (config === undefined || bound === undefined) {
+      throw new GroupNotFoundError(`group ${name} does not exist (or is not a lite group)`, { value: name });
+    }
+    const prefix = this.namespace === '' ? '' : `${this.namespace}%`;
+    const group = {
+      name,
+      bindTopic: bound.startsWith(prefix) ? bound.slice(prefix.length) : bound,
+      maxReconsumeTimes: config.retryMaxTimes,
+    };
+    this.groups.set(name, group);
+    return group;
   }
 
   private enqueueAdmin(work: () => Promise<void>): Promise<void> {

@@ -8,6 +8,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
+import { DEFAULT_MAX_RECONSUME_TIMES } from '../broker/broker.js';
 import type { ConsumerEvents, StreamedMessage, StreamOptions, SubscribeOptions } from '../broker/consumer.js';
 import { checkLiteTopic } from '../broker/names.js';
 import { type MessageHandler, type Running, type RunOptions, startRun } from '../broker/run.js';
@@ -42,21 +43,28 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   private route: { brokers: string[]; at: number } | undefined;
   private nextBroker = 0;
   private isClosed = false;
+  private resolvedGroup: RemoteGroup | undefined;
 
   /** @internal Use `broker.consumer()`. */
   constructor(
     private readonly parts: RemoteBrokerParts,
-    private readonly groupInfo: RemoteGroup,
+    private readonly groupName: string,
     readonly clientId: string,
   ) {
     super();
-    this.client = new GrpcClient(parts.endpoint, newClientId(`${groupInfo.name}@${clientId}`), parts.requestTimeoutMs);
+    this.client = new GrpcClient(parts.endpoint, newClientId(`${groupName}@${clientId}`), parts.requestTimeoutMs);
     this.ready = this.start();
     this.ready.catch(() => undefined); // the first call that waits for it sees the failure
   }
 
   get group(): string {
-    return this.groupInfo.name;
+    return this.groupName;
+  }
+
+  /** The group's parent topic and limits, known once `ready` resolved. */
+  private get groupInfo(): RemoteGroup {
+    if (this.resolvedGroup === undefined) throw new ClosedError('the consumer did not start');
+    return this.resolvedGroup;
   }
 
   get liteTopics(): string[] {
@@ -125,6 +133,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
 
   async ack(messageOrHandle: PoppedMessage | string): Promise<void> {
     this.checkOpen();
+    await this.ready;
     const given = handleOf(messageOrHandle);
     const handle = this.handleInfo(given, messageOrHandle);
     const response = await this.client.call<{
@@ -145,6 +154,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     if (!Number.isSafeInteger(invisibleTimeMs) || invisibleTimeMs < 0) {
       throw new InvalidArgumentError('invisibleTimeMs must be a non-negative integer', { value: invisibleTimeMs });
     }
+    await this.ready;
     const given = handleOf(messageOrHandle);
     const handle = this.handleInfo(given, messageOrHandle);
     const response = await this.client.raw<{ status: ProtoStatus; receiptHandle: string }>('changeInvisibleDuration', {
@@ -162,6 +172,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   /** To the group's dead-letter queue now (RocketMQ's %DLQ% topic of the group). */
   async deadLetter(messageOrHandle: PoppedMessage | string): Promise<void> {
     this.checkOpen();
+    await this.ready;
     const given = handleOf(messageOrHandle);
     const handle = this.handleInfo(given, messageOrHandle);
     const attempt = typeof messageOrHandle === 'object' ? messageOrHandle.reconsumeTimes + 1 : 1;
@@ -185,7 +196,6 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   run(handler: MessageHandler, options?: RunOptions): Running {
     this.checkOpen();
     const consumer = this;
-    const group = this.groupInfo;
     return startRun(
       {
         get closed() {
@@ -195,7 +205,9 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
         ack: (message) => this.ack(message),
         changeInvisibleTime: (message, ms) => this.changeInvisibleTime(message, ms),
         deadLetter: (message) => this.deadLetter(message),
-        maxReconsumeTimes: group.maxReconsumeTimes,
+        get maxReconsumeTimes() {
+          return consumer.resolvedGroup?.maxReconsumeTimes ?? DEFAULT_MAX_RECONSUME_TIMES;
+        },
         keyShared: false,
         report: (error, during) => this.parts.report(error, during),
       },
@@ -273,7 +285,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
 
   /** Telemetry handshake (the proxy learns this client's type and group), then a first heartbeat. */
   private async start(): Promise<void> {
-    await this.parts.settled();
+    this.resolvedGroup = await this.parts.groupOf(this.groupName);
     const stream = this.client.telemetry();
     this.telemetryStream = stream;
     const settled = new Promise<void>((resolve, reject) => {

@@ -2,7 +2,8 @@
  * RocketMQ's remoting protocol, as much of it as creating topics and groups needs: the name server
  * lists the brokers (GET_BROKER_CLUSTER_INFO), and each master broker creates or updates a topic
  * (UPDATE_AND_CREATE_TOPIC) or a subscription group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP). This is
- * the interface RocketMQ's own admin tool uses; no extra process is needed.
+ * the interface RocketMQ's own admin tool uses; no extra process is needed. A consumer of a group
+ * made elsewhere reads the group's configuration (GET_SUBSCRIPTIONGROUP_CONFIG) for its parent topic.
  *
  * A frame is a 4-byte big-endian length of what follows, a 4-byte word whose high byte is the
  * header's serialization (0: JSON) and whose low 24 bits are the header's length, the JSON header
@@ -14,6 +15,9 @@ import { RemoteError } from '../errors.js';
 const GET_BROKER_CLUSTER_INFO = 106;
 const UPDATE_AND_CREATE_TOPIC = 17;
 const UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200;
+const GET_SUBSCRIPTIONGROUP_CONFIG = 352;
+/** ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST. */
+const SUBSCRIPTION_GROUP_NOT_EXIST = 26;
 const SUCCESS = 0;
 /** The response bit of a header's `flag`. */
 const RESPONSE_FLAG = 1;
@@ -42,6 +46,11 @@ class RemotingConnection {
   private buffered: Buffer = Buffer.alloc(0);
   private nextOpaque = 1;
   private failure: Error | undefined;
+
+  /** Failed (closed or refused): a new connection is needed. */
+  get failed(): boolean {
+    return this.failure !== undefined;
+  }
 
   constructor(readonly address: string) {
     const [host, port] = splitAddress(address);
@@ -212,6 +221,24 @@ export class RemotingAdmin {
     );
   }
 
+  /**
+   * A group's configuration from the first broker that has it (attribute names without their `+`),
+   * or undefined when no broker has it.
+   */
+  async group(name: string): Promise<{ retryMaxTimes: number; attributes: Record<string, string> } | undefined> {
+    for (const address of (await this.brokers()).values()) {
+      const response = await this.connection(address).request(GET_SUBSCRIPTIONGROUP_CONFIG, { group: name });
+      if (response.header.code === SUBSCRIPTION_GROUP_NOT_EXIST) continue;
+      check(response, `group ${name}`);
+      const config = parseFastJson(response.body.toString('utf8')) as {
+        retryMaxTimes?: number;
+        attributes?: Record<string, string>;
+      };
+      return { retryMaxTimes: config.retryMaxTimes ?? 16, attributes: config.attributes ?? {} };
+    }
+    return undefined;
+  }
+
   close(): void {
     for (const connection of this.connections.values()) connection.close();
     this.connections.clear();
@@ -227,7 +254,7 @@ export class RemotingAdmin {
 
   private connection(address: string): RemotingConnection {
     let connection = this.connections.get(address);
-    if (connection === undefined) {
+    if (connection === undefined || connection.failed) {
       connection = new RemotingConnection(address);
       this.connections.set(address, connection);
     }

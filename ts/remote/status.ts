@@ -28,6 +28,9 @@ export function statusError(status: ProtoStatus, what: string): Error {
   const message = `${what}: ${status.code}: ${status.message}`;
   switch (status.code) {
     case 'TOPIC_NOT_FOUND':
+    // The proxy checks a send's message type against the topic's first: an unknown topic has none
+    // (UNSPECIFIED), another topic is not LITE. Either way there is no LITE parent of that name.
+    case 'MESSAGE_PROPERTY_CONFLICT_WITH_TYPE':
       return new TopicNotFoundError(message, { value: subject(status.message) });
     case 'CONSUMER_GROUP_NOT_FOUND':
       return new GroupNotFoundError(message, { value: subject(status.message) });
