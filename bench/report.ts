@@ -24,6 +24,7 @@ import { logTables } from './log-print.js';
 import { isNumericColumn, type Timing } from './measure.js';
 import type { PatternBenchResult, TargetCheck } from './pattern.js';
 import { patternTables, type Table } from './pattern-print.js';
+import { type RocketmqBenchResult, rocketmqTables } from './rocketmq.js';
 import type { TrieBenchResult } from './trie.js';
 import { trieTables } from './trie-print.js';
 
@@ -53,7 +54,8 @@ export type SuiteRecord =
   | RecordOf<'log', LogBenchResult>
   | RecordOf<'broker', BrokerBenchResult>
   | RecordOf<'lifecycle', LifecycleBenchResult>
-  | RecordOf<'keyshared', KeySharedBenchResult>;
+  | RecordOf<'keyshared', KeySharedBenchResult>
+  | RecordOf<'rocketmq', RocketmqBenchResult>;
 
 export function environment(): Environment {
   const manifest = JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string };
@@ -321,12 +323,32 @@ function keySharedSection(record: RecordOf<'keyshared', KeySharedBenchResult>): 
   ].join('\n');
 }
 
+function rocketmqSection(record: RecordOf<'rocketmq', RocketmqBenchResult>): string {
+  const { config } = record.result;
+  return [
+    '## Embedded and RocketMQ',
+    '',
+    environmentSection(
+      record,
+      `${config.liteTopics} lite topics, ${config.messages} messages of ${config.bodyBytes} B${config.quick ? ' (quick run)' : ''}`,
+      'one run per backend: single sends at 1 and at ' +
+        `${config.sendConcurrency} in flight, then sends and one consumer together (POP 32, long poll, acks in parallel)`,
+    ),
+    '',
+    'The RocketMQ cluster is the test cluster of `npm run test:rocketmq` (name server, two brokers, proxy, on the',
+    'same machine as the client); docs/ROCKETMQ.md, "Sending", says where its time goes.',
+    '',
+    ...rocketmqTables(record.result).map((t) => `${markdownTable(t)}\n`),
+  ].join('\n');
+}
+
 function section(record: SuiteRecord): string {
   if (record.suite === 'pattern') return patternSection(record);
   if (record.suite === 'log') return logSection(record);
   if (record.suite === 'broker') return brokerSection(record);
   if (record.suite === 'lifecycle') return lifecycleSection(record);
   if (record.suite === 'keyshared') return keySharedSection(record);
+  if (record.suite === 'rocketmq') return rocketmqSection(record);
   return trieSection(record);
 }
 

@@ -11,7 +11,7 @@ import { resolve } from 'node:path';
 import { COMPILED, PACKAGE_ROOT, takeSkippedPeers } from './lib.js';
 import { environment, readRecords, type SuiteRecord, writeRecord, writeResultsMarkdown } from './report.js';
 
-const SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle', 'keyshared'] as const;
+const SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle', 'keyshared', 'rocketmq'] as const;
 type Suite = (typeof SUITES)[number];
 
 interface Options {
@@ -91,6 +91,10 @@ async function result(suite: Suite, options: Options): Promise<SuiteRecord> {
   if (suite === 'keyshared') {
     const { runKeySharedBench } = await import('./keyshared.js');
     return { suite, ...record, result: await runKeySharedBench({ quick }) };
+  }
+  if (suite === 'rocketmq') {
+    const { runRocketmqBench } = await import('./rocketmq.js');
+    return { suite, ...record, result: await runRocketmqBench({ quick }) };
   }
   const { runTrieBench } = await import('./trie.js');
   return { suite, ...record, result: await runTrieBench({ quick }) };

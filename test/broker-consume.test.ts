@@ -226,35 +226,38 @@ describe.each(BACKENDS)('%s engine', (engine) => {
       },
     );
 
-    it('keeps a message hidden while its handler runs longer than the invisible time', async () => {
-      const broker = await liveBroker(engine);
-      try {
-        broker.createGroup('g', { bindTopic: 'agents' });
-        const slow = broker.consumer({ group: 'g', clientId: 'slow' });
-        const other = broker.consumer({ group: 'g', clientId: 'other' });
-        for (const c of [slow, other]) await c.subscribe(['t1']);
-        await sendMany(broker, 't1', 1);
-        const stolen: string[] = [];
-        const hold = gate();
-        let started = false;
-        const run = slow.run(
-          async () => {
-            started = true;
-            await hold.promise;
-          },
-          { invisibleTimeMs: 300, waitMs: 20 },
-        );
-        await until(() => started, 'the handler to start');
-        // More than an invisible time passes while the handler runs; the other client must get nothing.
-        for (let i = 0; i < 8; i++) stolen.push(...bodies(await other.pop({ waitMs: 60 })));
-        hold.open();
-        await run.stop();
-        expect(stolen).toEqual([]);
-        expect(await other.pop({ waitMs: 100 })).toEqual([]); // acked, not merely released
-      } finally {
-        await broker.close();
-      }
-    });
+    embeddedOnly(engine, 'Invisible time')(
+      'keeps a message hidden while its handler runs longer than the invisible time',
+      async () => {
+        const broker = await liveBroker(engine);
+        try {
+          broker.createGroup('g', { bindTopic: 'agents' });
+          const slow = broker.consumer({ group: 'g', clientId: 'slow' });
+          const other = broker.consumer({ group: 'g', clientId: 'other' });
+          for (const c of [slow, other]) await c.subscribe(['t1']);
+          await sendMany(broker, 't1', 1);
+          const stolen: string[] = [];
+          const hold = gate();
+          let started = false;
+          const run = slow.run(
+            async () => {
+              started = true;
+              await hold.promise;
+            },
+            { invisibleTimeMs: 300, waitMs: 20 },
+          );
+          await until(() => started, 'the handler to start');
+          // More than an invisible time passes while the handler runs; the other client must get nothing.
+          for (let i = 0; i < 8; i++) stolen.push(...bodies(await other.pop({ waitMs: 60 })));
+          hold.open();
+          await run.stop();
+          expect(stolen).toEqual([]);
+          expect(await other.pop({ waitMs: 100 })).toEqual([]); // acked, not merely released
+        } finally {
+          await broker.close();
+        }
+      },
+    );
 
     it('stop() waits for running handlers and releases what was fetched and not started', async () => {
       const broker = await liveBroker(engine);

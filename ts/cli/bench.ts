@@ -28,7 +28,7 @@ export const BENCH_OPTIONS = {
 export const BENCH_HELP = `usage: litetopic bench [suite...] [--quick] [--seed n] [--out dir]
        litetopic bench --charts [--out dir]
 
-Runs the benchmark suites (by default all: pattern, trie, log, broker, lifecycle, keyshared) on the
+Runs the benchmark suites (by default all: pattern, trie, log, broker, lifecycle, keyshared, rocketmq) on the
 native and js engines beside the peers people use today (qlobber, mqtt-match, lmdb, better-sqlite3),
 checks that all give the same answers before timing, and prints tables. A full run writes
 <out>/results/<suite>.json and regenerates <out>/RESULTS.md and one SVG bar chart per suite in
@@ -99,7 +99,7 @@ function locateSuites(): Suites {
   );
 }
 
-const FALLBACK_SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle', 'keyshared'];
+const FALLBACK_SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle', 'keyshared', 'rocketmq'];
 
 /** The suites the runner knows, read from its `SUITES` list (in .ts and compiled .js alike). */
 function knownSuites(runner: string): string[] {

@@ -117,10 +117,15 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     await this.ready;
     const brokers = await this.brokers();
     const found: PoppedMessage[] = [];
-    // A quick round over the brokers, starting at a different one each time.
-    for (let i = 0; i < brokers.length && found.length < maxNum; i++) {
-      const broker = brokers[(this.nextBroker + i) % brokers.length] as string;
-      found.push(...(await this.receive(broker, maxNum - found.length, invisibleTimeMs, 0)));
+    // Quick rounds over the brokers, starting at a different one each time, until a round finds
+    // nothing more: one lite POP hands out what the broker's dispatch has queued for this client so
+    // far, not always everything ready.
+    for (let before = -1; found.length > before && found.length < maxNum; ) {
+      before = found.length;
+      for (let i = 0; i < brokers.length && found.length < maxNum; i++) {
+        const broker = brokers[(this.nextBroker + i) % brokers.length] as string;
+        found.push(...(await this.receive(broker, maxNum - found.length, invisibleTimeMs, 0)));
+      }
     }
     this.nextBroker++;
     if (found.length > 0 || waitMs === 0) return found;
