@@ -195,7 +195,8 @@ export function rocketmqTables(result: RocketmqBenchResult): Table[] {
       title: `Embedded and RocketMQ, ${config.liteTopics} lite topics, ${config.messages} messages of ${config.bodyBytes} B`,
       note: result.rocketmqSkipped === null ? undefined : `RocketMQ not measured: ${result.rocketmqSkipped}.`,
       headers: [
-        'backend',
+        // `engine`: what the embedded broker calls its engine, and a connected broker `rocketmq`.
+        'engine',
         'sends/s, 1 in flight',
         `sends/s, ${config.sendConcurrency} in flight`,
         'end to end msgs/s',

@@ -65,6 +65,8 @@ function reproduce(suite: Suite, options: Options): string {
   const recover = suite === 'log' && options.recoverMib !== undefined ? ` --recover-mib=${options.recoverMib}` : '';
   const quick = options.quick ? ' --quick' : '';
   if (COMPILED) return `npx litetopic bench ${suite}${quick}${seed ? ` --seed ${seed}` : ''}`;
+  // RocketMQ is measured against the test cluster, which this script starts.
+  if (suite === 'rocketmq') return `npm run bench:rocketmq${quick === '' ? '' : ` --${quick}`}`;
   return `${seed ? `LITETOPIC_BENCH_SEED=${seed} ` : ''}npm run bench -- ${suite}${quick}${recover}`;
 }
 
