@@ -46,7 +46,7 @@ describe('retry delay', () => {
 
 describe.each(BACKENDS)('%s engine', (engine) => {
   describe('consumer.close()', () => {
-    it('makes its in-flight messages visible to the group at once', async () => {
+    embeddedOnly(engine, 'Dispatch')('makes its in-flight messages visible to the group at once', async () => {
       const { broker } = await openBroker(engine);
       broker.createGroup('g', { bindTopic: 'agents' });
       const first = broker.consumer({ group: 'g', clientId: 'first' });

@@ -29,6 +29,13 @@ export interface ConnectOptions {
   nameServers?: string | readonly string[];
   /** Deadline of one call to the proxy, ms; default 10,000. */
   requestTimeoutMs?: number;
+  /**
+   * RocketMQ hands a stored or released message to its lite topic's consumers asynchronously. For
+   * this long after this broker's last send or release, a POP of its consumers that finds nothing
+   * waits for such a message even with `waitMs: 0` (so a POP right after a send finds it, as with
+   * the embedded broker). 0 turns this off; default 1,000 ms.
+   */
+  dispatchGraceMs?: number;
   /** Queues of a new parent topic on each broker; lite topics are spread over them by name. Default 8. */
   queuesPerBroker?: number;
   /** Checked here before a call leaves (`maxLiteTopicBytes`, `maxPopNum`); other quotas are RocketMQ's. */
@@ -37,6 +44,7 @@ export interface ConnectOptions {
 
 const NAME = /^[A-Za-z0-9_-]{1,127}$/;
 const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
+const DEFAULT_DISPATCH_GRACE_MS = 1_000;
 const DEFAULT_QUEUES_PER_BROKER = 8;
 const NAMESRV_PORT = 9876;
 /** Sends of one lite topic in flight at once in `sendBatch` is one (order); across lite topics, this many. */
@@ -52,6 +60,10 @@ export interface RemoteBrokerParts {
   readonly limits: BrokerLimits;
   /** Resolves once topics and groups created so far exist (calls are ordered after them). */
   settled(): Promise<void>;
+  /** What is left of the dispatch grace since this broker last sent or released a message, ms. */
+  graceLeftMs(): number;
+  /** Records a release (a message made visible again now). */
+  touched(): void;
   /** The group's parent topic and redelivery limit: from createGroup, or read from the brokers. */
   groupOf(name: string): Promise<RemoteGroup>;
   checkOpen(): void;
@@ -81,6 +93,8 @@ export class RemoteBroker extends EventEmitter {
   private readonly consumers = new Map<string, RemoteConsumer>();
   /** createTopic and createGroup calls not yet done; later calls wait for them. */
   private pendingAdmin: Promise<void> = Promise.resolve();
+  /** When this broker last sent or released a message (see `dispatchGraceMs`). */
+  private lastVisibleAt = 0;
   private readonly parts: RemoteBrokerParts;
 
   private constructor(
@@ -90,6 +104,7 @@ export class RemoteBroker extends EventEmitter {
     requestTimeoutMs: number,
     private readonly queuesPerBroker: number,
     private readonly limits: BrokerLimits,
+    private readonly dispatchGraceMs: number,
   ) {
     super();
     this.client = new GrpcClient(endpoint, clientId('producer'), requestTimeoutMs);
@@ -100,6 +115,10 @@ export class RemoteBroker extends EventEmitter {
       requestTimeoutMs,
       limits,
       settled: () => this.pendingAdmin,
+      graceLeftMs: () => Math.max(0, this.lastVisibleAt + this.dispatchGraceMs - Date.now()),
+      touched: () => {
+        this.lastVisibleAt = Date.now();
+      },
       groupOf: (name) => this.groupOf(name),
       checkOpen: () => this.checkOpen(),
       release: (consumer) => {
@@ -125,7 +144,11 @@ export class RemoteBroker extends EventEmitter {
     const requestTimeoutMs = positive(options.requestTimeoutMs, 'requestTimeoutMs', DEFAULT_REQUEST_TIMEOUT_MS);
     const queuesPerBroker = positive(options.queuesPerBroker, 'queuesPerBroker', DEFAULT_QUEUES_PER_BROKER);
     const limits = resolveLimits(options.limits);
-    return new RemoteBroker(endpoint, namespace, nameServers, requestTimeoutMs, queuesPerBroker, limits);
+    const grace = options.dispatchGraceMs ?? DEFAULT_DISPATCH_GRACE_MS;
+    if (!Number.isSafeInteger(grace) || grace < 0) {
+      throw new InvalidArgumentError('dispatchGraceMs must be a non-negative integer', { value: grace });
+    }
+    return new RemoteBroker(endpoint, namespace, nameServers, requestTimeoutMs, queuesPerBroker, limits, grace);
   }
 
   /**
@@ -199,6 +222,7 @@ export class RemoteBroker extends EventEmitter {
     }>('sendMessage', { messages: [toProto(this.namespace, topic, message, Date.now())] });
     const entry = response.entries[0];
     checkStatus(entry?.status, 'sendMessage');
+    this.lastVisibleAt = Date.now();
     return { messageId: entry?.messageId ?? '', liteTopic: message.liteTopic, offset: Number(entry?.offset ?? 0) };
   }
 

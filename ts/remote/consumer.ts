@@ -116,10 +116,32 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     const { maxNum, invisibleTimeMs, waitMs } = this.popOptions(options);
     await this.ready;
     const brokers = await this.brokers();
+    const found = await this.quickRounds(brokers, maxNum, invisibleTimeMs);
+    if (found.length > 0) return found;
+    // Nothing ready. RocketMQ hands a stored or released message to its lite topic's consumers
+    // asynchronously: right after this broker sent or released one, a POP that asked for no wait
+    // still waits out the dispatch grace for it.
+    const wait = Math.max(waitMs, this.parts.graceLeftMs());
+    if (wait === 0) return found;
+    // A long poll on every broker at once; what comes beyond maxNum is made visible again.
+    const rounds = await Promise.all(brokers.map((broker) => this.receive(broker, maxNum, invisibleTimeMs, wait)));
+    const all = rounds.flat();
+    for (const extra of all.slice(maxNum)) await this.changeInvisibleTime(extra, 0).catch(() => undefined);
+    const popped = all.slice(0, maxNum);
+    // What arrived with the first message may be followed at once by more.
+    if (popped.length > 0 && popped.length < maxNum) {
+      popped.push(...(await this.quickRounds(brokers, maxNum - popped.length, invisibleTimeMs)));
+    }
+    return popped;
+  }
+
+  /**
+   * Rounds over the brokers without waiting, starting at a different one each time, until a round
+   * finds nothing more: one lite POP hands out what the broker's dispatch has queued for this
+   * client so far, not always everything ready.
+   */
+  private async quickRounds(brokers: string[], maxNum: number, invisibleTimeMs: number): Promise<PoppedMessage[]> {
     const found: PoppedMessage[] = [];
-    // Quick rounds over the brokers, starting at a different one each time, until a round finds
-    // nothing more: one lite POP hands out what the broker's dispatch has queued for this client so
-    // far, not always everything ready.
     for (let before = -1; found.length > before && found.length < maxNum; ) {
       before = found.length;
       for (let i = 0; i < brokers.length && found.length < maxNum; i++) {
@@ -128,12 +150,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
       }
     }
     this.nextBroker++;
-    if (found.length > 0 || waitMs === 0) return found;
-    // Nothing ready: a long poll on every broker at once; what comes beyond maxNum is made visible again.
-    const rounds = await Promise.all(brokers.map((broker) => this.receive(broker, maxNum, invisibleTimeMs, waitMs)));
-    const all = rounds.flat();
-    for (const extra of all.slice(maxNum)) await this.changeInvisibleTime(extra, 0).catch(() => undefined);
-    return all.slice(0, maxNum);
+    return found;
   }
 
   async ack(messageOrHandle: PoppedMessage | string): Promise<void> {
@@ -172,6 +189,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     });
     if (response.status.code !== 'OK') throw this.receiptError(response.status, given);
     this.handles.set(given, { ...handle, current: response.receiptHandle });
+    if (invisibleTimeMs === 0) this.parts.touched();
   }
 
   /** To the group's dead-letter queue now (RocketMQ's %DLQ% topic of the group). */
