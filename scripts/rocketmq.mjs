@@ -201,6 +201,9 @@ function brokerConfig(dir, broker) {
     // Topics and groups are created by litetopic's createTopic/createGroup, never on first use.
     'autoCreateTopicEnable=false',
     'autoCreateSubscriptionGroup=false',
+    // The JVMs share a small machine with the tests: flow control (a send refused when it waited
+    // this long in the broker's queue) is for overload, not for a busy test machine.
+    'waitTimeMillsInSendQueue=2000',
     // Small preallocated files: a test store holds little.
     'mappedFileSizeCommitLog=67108864',
     'mappedFileSizeConsumeQueue=600000',

@@ -8,6 +8,7 @@
  */
 import { EventEmitter } from 'node:events';
 import { hostname } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { GroupOptions, TopicOptions } from '../broker/broker.js';
 import { DEFAULT_MAX_RECONSUME_TIMES } from '../broker/broker.js';
 import { checkLiteTopic } from '../broker/names.js';
@@ -45,6 +46,10 @@ export interface ConnectOptions {
 const NAME = /^[A-Za-z0-9_-]{1,127}$/;
 const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 const DEFAULT_DISPATCH_GRACE_MS = 1_000;
+/** Sends of one message refused by flow control before the refusal is the caller's. */
+const MAX_SEND_ATTEMPTS = 6;
+const FLOW_CONTROL_BACKOFF_MS = 50;
+const FLOW_CONTROL_MAX_BACKOFF_MS = 1_000;
 const DEFAULT_QUEUES_PER_BROKER = 8;
 const NAMESRV_PORT = 9876;
 /** Sends of one lite topic in flight at once in `sendBatch` is one (order); across lite topics, this many. */
@@ -216,12 +221,24 @@ export class RemoteBroker extends EventEmitter {
     requireName(topic, 'topic');
     checkMessage(message, this.limits);
     await this.pendingAdmin;
-    const response = await this.client.call<{
-      status: ProtoStatus;
-      entries: { status: ProtoStatus; messageId: string; offset: number }[];
-    }>('sendMessage', { messages: [toProto(this.namespace, topic, message, Date.now())] });
-    const entry = response.entries[0];
-    checkStatus(entry?.status, 'sendMessage');
+    const request = { messages: [toProto(this.namespace, topic, message, Date.now())] };
+    let entry: { status: ProtoStatus; messageId: string; offset: number } | undefined;
+    // A busy broker refuses with TOO_MANY_REQUESTS (flow control) without storing the message: the
+    // same message (same id) is sent again after a backoff, as RocketMQ's own clients do.
+    for (let attempt = 1; ; attempt++) {
+      const response = await this.client.raw<{
+        status: ProtoStatus;
+        entries: { status: ProtoStatus; messageId: string; offset: number }[];
+      }>('sendMessage', request);
+      entry = response.entries[0];
+      const status = entry?.status ?? response.status;
+      if (status.code !== 'TOO_MANY_REQUESTS' || attempt === MAX_SEND_ATTEMPTS) {
+        checkStatus(response.status, 'sendMessage');
+        checkStatus(entry?.status, 'sendMessage');
+        break;
+      }
+      await sleep(Math.min(FLOW_CONTROL_MAX_BACKOFF_MS, FLOW_CONTROL_BACKOFF_MS * 2 ** (attempt - 1)));
+    }
     this.lastVisibleAt = Date.now();
     return { messageId: entry?.messageId ?? '', liteTopic: message.liteTopic, offset: Number(entry?.offset ?? 0) };
   }

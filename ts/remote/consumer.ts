@@ -14,7 +14,7 @@ import { checkLiteTopic } from '../broker/names.js';
 import { type MessageHandler, type Running, type RunOptions, startRun } from '../broker/run.js';
 import { requireStart, type StartPosition } from '../broker/start.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from '../broker/types.js';
-import { ClosedError, InvalidArgumentError, InvalidReceiptError } from '../errors.js';
+import { ClosedError, InvalidArgumentError, InvalidReceiptError, RemoteError } from '../errors.js';
 import { clientId as newClientId, type RemoteBrokerParts, type RemoteGroup } from './broker.js';
 import { GrpcClient } from './grpc.js';
 import { duration, fromProto, type ProtoMessage, resource } from './message.js';
@@ -286,7 +286,6 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     }
     this.isClosed = true;
     this.parts.release(this);
-    clearInterval(this.heartbeatTimer);
     try {
       await this.ready;
       await this.client.raw('syncLiteSubscription', {
@@ -299,6 +298,8 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     } catch {
       // Closing anyway: the proxy drops a client whose stream ends.
     } finally {
+      // After `ready`: a start still under way when close began has set its timer and stream by now.
+      clearInterval(this.heartbeatTimer);
       this.telemetryStream?.end();
       this.telemetryStream?.cancel();
       this.client.close();
@@ -343,8 +344,24 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
         userAgent: { language: 'NODE_JS', version: '1.0.8', platform: process.platform, hostname: 'litetopic' },
       },
     });
-    await settled;
+    settled.catch(() => undefined); // a late failure after the deadline has no one to tell
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<never>((_, reject) => {
+      timer = setTimeout(
+        () =>
+          reject(
+            new RemoteError('the proxy sent no settings on the telemetry stream', { status: 'DEADLINE_EXCEEDED' }),
+          ),
+        this.parts.requestTimeoutMs,
+      );
+    });
+    try {
+      await Promise.race([settled, timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
     await this.sendHeartbeat();
+    if (this.isClosed) return; // closed while starting: no heartbeat to keep
     this.heartbeatTimer = setInterval(() => {
       this.sendHeartbeat().catch((error: unknown) => {
         if (!this.isClosed) this.parts.report(error, 'a RocketMQ heartbeat');
