@@ -1,8 +1,10 @@
 /**
  * Past one machine (docs/ROCKETMQ.md, "Growing past one broker"): on a RocketMQ cluster of two
  * brokers, lite topics land on both, and one producer's messages reach consumers of two groups
- * exactly once each, in order per lite topic. Runs only under `npm run test:rocketmq`, which starts
- * broker-a and broker-b.
+ * exactly once each, in order per lite topic. Also what RocketMQ decides itself and the shared
+ * conformance files cannot assert the embedded way: the per-client quota from the group's
+ * `lite.sub.client.quota`, and exclusive eviction told through RocketMQ's unsubscribe notice. Runs
+ * only under `npm run test:rocketmq`, which starts broker-a and broker-b.
  */
 import { describe, expect, it } from 'vitest';
 import type { Broker, PoppedMessage } from '../ts/index.js';
@@ -60,6 +62,38 @@ describe.runIf(ROCKETMQ_ENDPOINTS !== undefined)('a RocketMQ cluster of two brok
     const served = new Set(first.map((m) => brokerOf(m.receiptHandle)));
     expect(served).toEqual(new Set(['broker-a', 'broker-b']));
   }, 120_000);
+});
+
+describe.runIf(ROCKETMQ_ENDPOINTS !== undefined)('RocketMQ behaviour', () => {
+  it("refuses lite topics over the group's per-client quota with QUOTA_EXCEEDED, changing nothing", async () => {
+    const { broker } = await openBroker('rocketmq', { limits: { maxLiteTopicsPerClient: 3 } });
+    await broker.createGroup('g', { bindTopic: 'agents' });
+    const c = broker.consumer({ group: 'g', clientId: 'c' });
+    await c.subscribe(['t1', 't2']);
+    await expect(c.subscribe(['t3', 't4'])).rejects.toMatchObject({
+      code: 'QUOTA_EXCEEDED',
+      quota: 'maxLiteTopicsPerClient',
+      limit: 3,
+      actual: 4,
+    });
+    await expect(c.sync(['a', 'b', 'c', 'd'])).rejects.toMatchObject({ quota: 'maxLiteTopicsPerClient' });
+    expect(c.liteTopics.sort()).toEqual(['t1', 't2']);
+    await c.subscribe(['t2', 't3']);
+    expect(c.liteTopics.sort()).toEqual(['t1', 't2', 't3']);
+  });
+
+  it("tells an exclusive group's earlier holder it was evicted, through RocketMQ's unsubscribe notice", async () => {
+    const { broker } = await openBroker('rocketmq');
+    await broker.createGroup('g', { bindTopic: 'agents', subModel: 'exclusive' });
+    const a = broker.consumer({ group: 'g', clientId: 'a' });
+    const b = broker.consumer({ group: 'g', clientId: 'b' });
+    const evicted = new Promise((resolve) => a.once('unsubscribed', resolve));
+    await a.subscribe(['x', 'y']);
+    await b.subscribe(['x']);
+    expect(await evicted).toEqual({ liteTopic: 'x', reason: 'evicted' });
+    expect(a.liteTopics).toEqual(['y']);
+    expect(b.liteTopics).toEqual(['x']);
+  }, 30_000);
 });
 
 /** RocketMQ's receipt handle is space-separated; one field is the broker's name. */

@@ -14,7 +14,7 @@ import { checkLiteTopic } from '../broker/names.js';
 import { type MessageHandler, type Running, type RunOptions, startRun } from '../broker/run.js';
 import { requireStart, type StartPosition } from '../broker/start.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from '../broker/types.js';
-import { ClosedError, InvalidArgumentError, InvalidReceiptError, RemoteError } from '../errors.js';
+import { ClosedError, InvalidArgumentError, InvalidReceiptError, QuotaExceededError, RemoteError } from '../errors.js';
 import { clientId as newClientId, type RemoteBrokerParts, type RemoteGroup } from './broker.js';
 import { GrpcClient } from './grpc.js';
 import { duration, fromProto, type ProtoMessage, resource } from './message.js';
@@ -44,6 +44,8 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   private nextBroker = 0;
   private isClosed = false;
   private resolvedGroup: RemoteGroup | undefined;
+  /** The group's `lite.sub.client.quota` from the proxy's settings; 0 when it sent none. */
+  private groupQuota = 0;
 
   /** @internal Use `broker.consumer()`. */
   constructor(
@@ -84,6 +86,8 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     this.checkOpen();
     const start = requireStart(options?.offset);
     const list = this.liteTopicList(items);
+    await this.ready;
+    this.checkClientQuota(new Set([...this.topics, ...list]).size, list);
     await this.sync0('PARTIAL_ADD', list, start);
     for (const name of list) this.topics.add(name);
   }
@@ -103,6 +107,8 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     this.checkOpen();
     const start = requireStart(options?.offset);
     const list = this.liteTopicList(items);
+    await this.ready;
+    this.checkClientQuota(new Set(list).size, list);
     const added = list.filter((name) => !this.topics.has(name));
     if (added.length > 0) await this.sync0('PARTIAL_ADD', added, start);
     await this.sync0('COMPLETE_ADD', list, undefined);
@@ -315,9 +321,16 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     const settled = new Promise<void>((resolve, reject) => {
       stream.on(
         'data',
-        (command: { command?: string; status?: ProtoStatus; notifyUnsubscribeLiteCommand?: { liteTopic: string } }) => {
-          if (command.command === 'settings') resolve();
-          else if (command.command === 'notifyUnsubscribeLiteCommand' && command.notifyUnsubscribeLiteCommand) {
+        (command: {
+          command?: string;
+          status?: ProtoStatus;
+          settings?: { subscription?: { liteSubscriptionQuota?: number } };
+          notifyUnsubscribeLiteCommand?: { liteTopic: string };
+        }) => {
+          if (command.command === 'settings') {
+            this.groupQuota = Number(command.settings?.subscription?.liteSubscriptionQuota ?? 0);
+            resolve();
+          } else if (command.command === 'notifyUnsubscribeLiteCommand' && command.notifyUnsubscribeLiteCommand) {
             const liteTopic = command.notifyUnsubscribeLiteCommand.liteTopic;
             this.topics.delete(liteTopic);
             this.emit('unsubscribed', { liteTopic, reason: 'evicted' });
@@ -467,6 +480,24 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
       }
     }
     return { maxNum, invisibleTimeMs, waitMs };
+  }
+
+  /**
+   * Lite topics one client may hold, checked before anything is sent (as the embedded broker and
+   * RocketMQ's own clients do): the smaller of `limits.maxLiteTopicsPerClient` and the group's
+   * `lite.sub.client.quota`, which the proxy sends with the client's settings.
+   */
+  private checkClientQuota(actual: number, names: string[]): void {
+    const local = this.parts.limits.maxLiteTopicsPerClient;
+    const limit = this.groupQuota > 0 ? Math.min(local, this.groupQuota) : local;
+    if (actual > limit) {
+      throw new QuotaExceededError(`maxLiteTopicsPerClient is ${limit}; this would make it ${actual}`, {
+        quota: 'maxLiteTopicsPerClient',
+        limit,
+        actual,
+        value: names,
+      });
+    }
   }
 
   private liteTopicList(items: readonly string[]): string[] {
