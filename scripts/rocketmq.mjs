@@ -218,8 +218,15 @@ async function inside() {
   if (up.status !== 0) throw new Error('could not bring up loopback in the new network namespace');
   const dir = mkdtempSync(join(tmpdir(), 'litetopic-rocketmq-'));
   let exitCode = 1;
+  /** The test command, while it runs. */
+  let tests;
   const interrupted = () => {
-    stop().finally(() => process.exit(130));
+    // The command first (it uses the cluster), then the JVMs; the directory goes unless --keep.
+    if (tests !== undefined && tests.exitCode === null) tests.kill('SIGTERM');
+    stop().finally(() => {
+      if (!keep) rmSync(dir, { recursive: true, force: true });
+      process.exit(130);
+    });
   };
   process.on('SIGINT', interrupted);
   process.on('SIGTERM', interrupted);
@@ -257,7 +264,7 @@ async function inside() {
     await waitForPort(PROXY_GRPC_PORT);
     console.log(`test:rocketmq: cluster up in ${Date.now() - began} ms (namesrv, ${BROKERS.length} brokers, proxy)`);
     const run = command ?? ['npx', 'vitest', 'run', ...CONFORMANCE.filter((file) => existsSync(join(root, file)))];
-    const tests = spawn(run[0], run.slice(1), {
+    tests = spawn(run[0], run.slice(1), {
       cwd: root,
       stdio: 'inherit',
       env: {
