@@ -408,7 +408,7 @@ export class Broker extends EventEmitter {
     }
   }
 
-  private snapshotRecords(): unknown[] {
+  private snapshotRecords(): Buffer[] {
     return snapshot(this.context.epoch, this.parents.values(), this.groups.values(), (parent) =>
       topicAttributes(parent.liteTopicExpirationMs),
     );

@@ -80,6 +80,35 @@ export function sealRecord(bytes: Buffer): Buffer {
   return bytes;
 }
 
+/** Records run together into one write up to this size; a larger one is written as it is. */
+const WRITE_RUN_BYTES = 1024 * 1024;
+
+/**
+ * Writes `records` one after another from the start of `file` without copying the large ones (a
+ * compaction's progress batches): small ones are joined into writes of up to `WRITE_RUN_BYTES`.
+ * Returns the bytes written.
+ */
+async function writeRecords(file: JournalFile, records: readonly Uint8Array[]): Promise<number> {
+  let at = 0;
+  let run: Uint8Array[] = [];
+  let runBytes = 0;
+  const writeRun = async () => {
+    if (run.length === 0) return;
+    const bytes = run.length === 1 ? (run[0] as Uint8Array) : Buffer.concat(run, runBytes);
+    await writeFully(file, bytes, at);
+    at += bytes.length;
+    run = [];
+    runBytes = 0;
+  };
+  for (const record of records) {
+    if (runBytes + record.length > WRITE_RUN_BYTES) await writeRun();
+    run.push(record);
+    runBytes += record.length;
+  }
+  await writeRun();
+  return at;
+}
+
 /**
  * The records of a journal file and where the valid part ends (a torn tail is cut there). A JSON
  * record comes back parsed; a binary one as its payload bytes, its layout checked. A record that fails its CRC while a whole record starts
@@ -229,8 +258,11 @@ export class StateJournal {
   private closed = false;
   private readonly storage: JournalStorage;
   private readonly timer: NodeJS.Timeout | undefined;
-  /** Every record describing the current state, for compaction; set by the broker after restore. */
-  snapshot: (() => unknown[]) | undefined;
+  /**
+   * Every record describing the current state, framed (`encodeRecord`, `sealRecord`), for
+   * compaction; set by the broker after restore.
+   */
+  snapshot: (() => Uint8Array[]) | undefined;
 
   private constructor(
     private readonly path: string,
@@ -476,18 +508,19 @@ export class StateJournal {
    * (the directory sync failing) fails.
    */
   private async compact(): Promise<void> {
-    const snapshot = this.snapshot as () => unknown[];
+    const snapshot = this.snapshot as () => Uint8Array[];
     const seq = this.appended;
-    const bytes = Buffer.concat([header(), ...snapshot().map(encodeRecord)]);
+    const records = [header(), ...snapshot()];
     const covered = this.pending;
     const coveredSince = this.pendingSince;
     this.pending = [];
     this.pendingBytes = 0;
     const tmp = `${this.path}.tmp`;
     let file: JournalFile | undefined;
+    let size = 0;
     try {
       file = await this.storage.create(tmp);
-      await writeFully(file, bytes, 0);
+      size = await writeRecords(file, records);
       await file.datasync();
       await this.storage.rename(tmp, this.path);
     } catch (error) {
@@ -503,8 +536,8 @@ export class StateJournal {
     }
     const old = this.file;
     this.file = file;
-    this.size = bytes.length;
-    this.sizeAfterCompaction = bytes.length;
+    this.size = size;
+    this.sizeAfterCompaction = size;
     this.written = seq;
     await old.close().catch(ignore); // the replaced file: nothing of it is read again
     await this.storage.syncDirectory(dirname(this.path));

@@ -7,7 +7,7 @@
  * not kept: clients subscribe again and resume from their group's progress.
  */
 import { LogCorruptError } from '../errors.js';
-import { RECORD_HEADER_BYTES, SETTLED, type StateJournal, sealRecord } from './journal.js';
+import { encodeRecord, RECORD_HEADER_BYTES, SETTLED, type StateJournal, sealRecord } from './journal.js';
 import { KeySharedProgress, newProgress } from './key-shared-progress.js';
 import type { TopicProgress } from './offsets.js';
 import {
@@ -341,20 +341,23 @@ function recordKind(item: unknown): string {
 }
 
 /**
- * The records that describe the current state (what compaction writes): epoch, topics and groups as
- * JSON records, every group's progress as binary batches (snapshot.ts), which replay as `progress`
- * records would.
+ * The records that describe the current state (what compaction writes), framed: epoch, topics and
+ * groups as JSON records, every group's progress as binary batches (snapshot.ts) framed in place,
+ * which replay as `progress` records would.
  */
 export function snapshot(
   epoch: string,
   parents: Iterable<ParentTopic>,
   groups: Iterable<GroupState>,
   topicAttributes: (parent: ParentTopic) => TopicAttributes,
-): (StateRecord | Uint8Array)[] {
-  const records: (StateRecord | Uint8Array)[] = [['epoch', epoch]];
+): Buffer[] {
+  const records: StateRecord[] = [['epoch', epoch]];
   for (const parent of parents) records.push(['topic', parent.name, topicAttributes(parent)]);
   const all = [...groups];
   for (const group of all) records.push(['group', group.name, group.config]);
-  for (const group of all) records.push(...encodeProgress(group.name, group.progress));
-  return records;
+  const framed = records.map(encodeRecord);
+  for (const group of all) {
+    for (const batch of encodeProgress(group.name, group.progress, RECORD_HEADER_BYTES)) framed.push(sealRecord(batch));
+  }
+  return framed;
 }

@@ -35,28 +35,39 @@ function deliveryCount(progress: TopicProgress): number {
   return count;
 }
 
-/** The binary records holding `progress` (lite topic → progress) of group `group`. */
-export function encodeProgress(group: string, progress: ReadonlyMap<string, TopicProgress>): Uint8Array[] {
-  const groupName = Buffer.from(group, 'utf8');
-  const records: Uint8Array[] = [];
-  let batch: [Buffer, TopicProgress, number][] = [];
+/**
+ * The binary records holding `progress` (lite topic → progress) of group `group`, each after
+ * `reserve` bytes left for the caller (the journal's frame header), so compaction frames them in
+ * place instead of copying every batch into a frame.
+ */
+export function encodeProgress(
+  group: string,
+  progress: ReadonlyMap<string, TopicProgress>,
+  reserve = 0,
+): Buffer[] {
+  const groupAscii = shortAscii(group);
+  const groupBytes = groupAscii ? group.length : Buffer.byteLength(group, 'utf8');
+  const records: Buffer[] = [];
+  // The lite topics of the batch being gathered, with their name bytes and delivery counts.
+  let names: string[] = [];
+  let entries: TopicProgress[] = [];
+  let sizes: number[] = [];
+  let ascii: boolean[] = [];
+  let counts: number[] = [];
   let bytes = 0;
   const flush = () => {
-    const out = Buffer.alloc(4 + groupName.length + 4 + bytes);
-    out[0] = BINARY_RECORD;
-    out[1] = PROGRESS_BATCH;
-    out.writeUInt16LE(groupName.length, 2);
-    groupName.copy(out, 4);
-    let at = 4 + groupName.length;
-    out.writeUInt32LE(batch.length, at);
+    const out = Buffer.allocUnsafe(reserve + 4 + groupBytes + 4 + bytes);
+    out[reserve] = BINARY_RECORD;
+    out[reserve + 1] = PROGRESS_BATCH;
+    let at = writeName(out, reserve + 2, group, groupBytes, groupAscii);
+    out.writeUInt32LE(names.length, at);
     at += 4;
-    for (const [name, entry, count] of batch) {
-      out.writeUInt16LE(name.length, at);
-      name.copy(out, at + 2);
-      at += 2 + name.length;
+    for (let i = 0; i < names.length; i++) {
+      const entry = entries[i] as TopicProgress;
+      at = writeName(out, at, names[i] as string, sizes[i] as number, ascii[i] as boolean);
       out.writeDoubleLE(entry.committed, at);
       out.writeDoubleLE(entry.next, at + 8);
-      out.writeUInt32LE(count, at + 16);
+      out.writeUInt32LE(counts[i] as number, at + 16);
       at += 20;
       for (let offset = entry.committed; offset < entry.next; offset++) {
         const delivery = entry.delivery(offset);
@@ -69,17 +80,26 @@ export function encodeProgress(group: string, progress: ReadonlyMap<string, Topi
       }
     }
     records.push(out);
-    batch = [];
+    names = [];
+    entries = [];
+    sizes = [];
+    ascii = [];
+    counts = [];
     bytes = 0;
   };
   for (const [liteTopic, entry] of progress) {
-    const name = Buffer.from(liteTopic, 'utf8');
+    const isAscii = shortAscii(liteTopic);
+    const size = isAscii ? liteTopic.length : Buffer.byteLength(liteTopic, 'utf8');
     const count = deliveryCount(entry);
-    batch.push([name, entry, count]);
-    bytes += TOPIC_FIXED_BYTES + name.length + DELIVERY_BYTES * count;
+    names.push(liteTopic);
+    entries.push(entry);
+    sizes.push(size);
+    ascii.push(isAscii);
+    counts.push(count);
+    bytes += TOPIC_FIXED_BYTES + size + DELIVERY_BYTES * count;
     if (bytes >= BATCH_BYTES) flush();
   }
-  if (batch.length > 0) flush();
+  if (names.length > 0) flush();
   return records;
 }
 
