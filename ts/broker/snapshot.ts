@@ -40,11 +40,7 @@ function deliveryCount(progress: TopicProgress): number {
  * `reserve` bytes left for the caller (the journal's frame header), so compaction frames them in
  * place instead of copying every batch into a frame.
  */
-export function encodeProgress(
-  group: string,
-  progress: ReadonlyMap<string, TopicProgress>,
-  reserve = 0,
-): Buffer[] {
+export function encodeProgress(group: string, progress: ReadonlyMap<string, TopicProgress>, reserve = 0): Buffer[] {
   const groupAscii = shortAscii(group);
   const groupBytes = groupAscii ? group.length : Buffer.byteLength(group, 'utf8');
   const records: Buffer[] = [];
