@@ -45,6 +45,8 @@ const ASYNC_SYNC_INTERVAL_MS = 200;
  */
 export const ASYNC_PENDING_MAX_MS = 10;
 export const ASYNC_PENDING_MAX_BYTES = 64 * 1024;
+/** Size of the chunks records written in place (`StateJournal.claim`) go into. */
+const CHUNK_BYTES = 256 * 1024;
 
 function header(): Buffer {
   const bytes = Buffer.alloc(JOURNAL_HEADER_BYTES);
@@ -245,6 +247,18 @@ export class StateJournal {
   /** Bytes of the pending records, and when the oldest of them was appended (`performance.now()`). */
   private pendingBytes = 0;
   private pendingSince = 0;
+  /**
+   * Records written in place (`claim`) go into this chunk: those from `chunkTaken` to `chunkUsed`
+   * are pending after the ones in `pending`. The writer takes them as one slice of the chunk, and
+   * later records go after it in the same chunk: no buffer per record, no joining of them.
+   */
+  private chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  private chunkUsed = 0;
+  private chunkTaken = 0;
+  /** Where the record being written in place (`claim`) starts in `chunk`; -1 when none is. */
+  private claimed = -1;
+  /** What `claim` returns, reused. */
+  private readonly claimedAt = { buffer: this.chunk, at: 0 };
   /** Records appended, written (whole, up to `size`) and synced so far, as counts. */
   private appended = 0;
   private written = 0;
@@ -365,10 +379,60 @@ export class StateJournal {
   appendFramed(bytes: Buffer): void {
     this.appended++;
     if (this.closed || this.failure !== undefined) return;
-    if (this.pending.length === 0) this.pendingSince = performance.now();
+    if (!this.hasPending()) this.pendingSince = performance.now();
+    this.takeChunk();
     this.pending.push(bytes);
     this.pendingBytes += bytes.length;
     this.kick();
+  }
+
+  /**
+   * Starts a record of `payloadBytes` written in place, to be ended by `commit`: returns the buffer
+   * and the position to write its payload at. Nothing else may be appended in between.
+   */
+  claim(payloadBytes: number): { buffer: Buffer; at: number } {
+    const bytes = RECORD_HEADER_BYTES + payloadBytes;
+    if (this.chunkUsed + bytes > this.chunk.length) {
+      this.takeChunk();
+      this.chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, bytes));
+      this.chunkUsed = 0;
+      this.chunkTaken = 0;
+    }
+    this.claimed = this.chunkUsed;
+    this.chunkUsed += bytes;
+    this.claimedAt.buffer = this.chunk;
+    this.claimedAt.at = this.claimed + RECORD_HEADER_BYTES;
+    return this.claimedAt;
+  }
+
+  /** Ends the record `claim` started: frames it and queues it, as `appendFramed` does. */
+  commit(): void {
+    const start = this.claimed;
+    this.claimed = -1;
+    this.appended++;
+    if (this.closed || this.failure !== undefined) {
+      this.chunkUsed = start;
+      return;
+    }
+    const { chunk } = this;
+    const end = this.chunkUsed;
+    chunk.writeUInt32LE(end - start - RECORD_HEADER_BYTES, start);
+    chunk.writeUInt32LE(crc32c(chunk, start + RECORD_HEADER_BYTES, end), start + 4);
+    if (this.pending.length === 0 && start === this.chunkTaken) this.pendingSince = performance.now();
+    this.pendingBytes += end - start;
+    this.kick();
+  }
+
+  /** Whether records wait to be written. */
+  private hasPending(): boolean {
+    return this.pending.length > 0 || this.chunkUsed > this.chunkTaken;
+  }
+
+  /** Moves the records written in place and not yet taken into `pending`, in order. */
+  private takeChunk(): void {
+    const end = this.claimed >= 0 ? this.claimed : this.chunkUsed;
+    if (end > this.chunkTaken) this.pending.push(this.chunk.subarray(this.chunkTaken, end));
+    this.chunkTaken = end;
   }
 
   /** Resolves once every record appended so far is on disk; rejects when it never will be. */
@@ -388,7 +452,7 @@ export class StateJournal {
     const refused = this.refusal();
     if (refused !== undefined) return Promise.reject(refused);
     const late =
-      this.pending.length > 0 &&
+      this.hasPending() &&
       (this.pendingBytes > ASYNC_PENDING_MAX_BYTES || performance.now() - this.pendingSince > ASYNC_PENDING_MAX_MS);
     return late ? this.wait(false) : SETTLED;
   }
@@ -441,18 +505,16 @@ export class StateJournal {
     if (this.running !== undefined || this.closed) return;
     this.running = this.run().finally(() => {
       this.running = undefined;
-      if (this.failure === undefined && (this.pending.length > 0 || this.waiters.length > 0)) this.kick();
+      if (this.failure === undefined && (this.hasPending() || this.waiters.length > 0)) this.kick();
     });
   }
 
   private async run(): Promise<void> {
     try {
-      while (
-        this.failure === undefined &&
-        (this.pending.length > 0 || this.waiters.length > 0 || this.compactOnNextRound)
-      ) {
-        if (this.pending.length > 0) {
+      while (this.failure === undefined && (this.hasPending() || this.waiters.length > 0 || this.compactOnNextRound)) {
+        if (this.hasPending()) {
           const seq = this.appended;
+          this.takeChunk();
           const bytes = this.pending.length === 1 ? (this.pending[0] as Buffer) : Buffer.concat(this.pending);
           this.pending = [];
           this.pendingBytes = 0;
@@ -487,6 +549,7 @@ export class StateJournal {
     this.failure = ioError(this.path, error);
     this.pending = [];
     this.pendingBytes = 0;
+    this.chunkTaken = this.chunkUsed;
     for (const waiter of this.waiters.splice(0)) waiter.reject(this.failure);
     this.options.report?.(this.failure, 'state journal');
   }
@@ -511,6 +574,7 @@ export class StateJournal {
     const snapshot = this.snapshot as () => Uint8Array[];
     const seq = this.appended;
     const records = [header(), ...snapshot()];
+    this.takeChunk();
     const covered = this.pending;
     const coveredSince = this.pendingSince;
     this.pending = [];

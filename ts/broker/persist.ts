@@ -24,10 +24,11 @@ import {
   checkBinary,
   decodeBinary,
   decodeHot,
-  encodeHot,
   encodeProgress,
+  hotBytes,
   isProgressBatch,
   type ProgressSink,
+  writeHot,
 } from './snapshot.js';
 import type { GroupConfig, GroupState, ParentTopic } from './state.js';
 
@@ -82,9 +83,7 @@ export const noRecorder: JournalRecorder = {
 export function journalRecorder(journal: StateJournal): JournalRecorder {
   return {
     record: (record) => {
-      const framed = framedHot(record);
-      if (framed === undefined) journal.append(record);
-      else journal.appendFramed(sealRecord(framed));
+      if (!appendHot(journal, record)) journal.append(record);
     },
     settle: () => journal.settle(),
     durable: () => journal.durable(),
@@ -93,19 +92,20 @@ export function journalRecorder(journal: StateJournal): JournalRecorder {
 }
 
 /**
- * The binary form of a hot record (snapshot.ts `encodeHot`) in a journal frame still to seal, else
- * undefined: it stays JSON. About 0.4 µs, against 0.9 µs for the JSON record (measured in a loop of
- * start, ack and deliver records).
+ * Appends a hot record (`start`, `ack`, `deliver`) in its binary form (snapshot.ts `writeHot`),
+ * written in place in the journal; false for any other record, or a name too long for the binary
+ * form: it stays JSON.
  */
-function framedHot(record: StateRecord): Buffer | undefined {
-  switch (record[0]) {
-    case 'start':
-    case 'ack':
-    case 'deliver':
-      return encodeHot(record[0], record[1], record[2], record[3], RECORD_HEADER_BYTES);
-    default:
-      return undefined;
-  }
+function appendHot(journal: StateJournal, record: StateRecord): boolean {
+  const kind = record[0];
+  if (kind !== 'start' && kind !== 'ack' && kind !== 'deliver') return false;
+  const [, group, liteTopic, value] = record;
+  const bytes = hotBytes(group, liteTopic, value);
+  if (bytes < 0) return false;
+  const { buffer, at } = journal.claim(bytes);
+  writeHot(buffer, at, kind, group, liteTopic, value);
+  journal.commit();
+  return true;
 }
 
 /** The state a journal describes. */
