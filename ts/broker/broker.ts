@@ -813,8 +813,8 @@ export class Broker extends EventEmitter {
         progress = group.progress.get(liteTopic);
         if (progress === undefined) {
           if (!group.interested(liteTopic)) continue;
+          // No progress means no holder (subscribing makes progress): only catch-all clients want it.
           progress = newProgress(group.config, liteTopic, offset);
-          progress.holders = group.subscribers.get(liteTopic);
           this.dispatcher.startsAtStored(progress);
           group.progress.set(liteTopic, progress);
           this.context.journal.record(['start', group.name, liteTopic, offset]);

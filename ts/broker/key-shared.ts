@@ -152,7 +152,7 @@ export function keySharedMembers(group: GroupState, liteTopic: string): ClientSt
   const consider = (client: ClientState) => {
     if (!client.closed && !client.stalled) members.push(client);
   };
-  for (const client of group.subscribers.get(liteTopic) ?? []) consider(client);
+  for (const client of group.holdersOf(liteTopic) ?? []) consider(client);
   for (const client of group.catchAll) consider(client);
   members.sort((a, b) => (a.clientId < b.clientId ? -1 : a.clientId > b.clientId ? 1 : 0));
   return members;
