@@ -215,6 +215,13 @@ export declare function patternIndexStats(handle: ExternalObject<'PatternIndex'>
  */
 export declare function topicTrieAdd(handle: ExternalObject<'TopicTrie'>, name: string, timestampMs?: number | undefined | null): number
 
+/**
+ * Adds each of the NUL-joined `names` in order, as `topic_trie_add` does, with the last activity
+ * `timestamps_ms[i]` (none where it is negative), and writes its id into `out[i]`. Returns -1 when
+ * every name was added, else the index of the first invalid one: the names before it stay added.
+ */
+export declare function topicTrieAddJoined(handle: ExternalObject<'TopicTrie'>, names: string, timestampsMs: Float64Array, out: Uint32Array): number
+
 export declare function topicTrieClear(handle: ExternalObject<'TopicTrie'>): void
 
 /** How many names match, or -1 for an invalid pattern. */
@@ -260,6 +267,12 @@ export declare function topicTrieIdleSinceJoined(handle: ExternalObject<'TopicTr
 
 /** The id, or -1 when the name is not stored. */
 export declare function topicTrieIdOf(handle: ExternalObject<'TopicTrie'>, name: string): number
+
+/**
+ * The id of each of the NUL-joined `names` into `out`, as far as it has room; `u32::MAX`, which
+ * is never an id (the trie's "no name"), for a name not stored. The lookups of a batch in one call.
+ */
+export declare function topicTrieIdsOf(handle: ExternalObject<'TopicTrie'>, names: string, out: Uint32Array): void
 
 /** One page of names in list order; `limit` `u32::MAX` means no limit. */
 export declare function topicTrieListJoined(handle: ExternalObject<'TopicTrie'>, prefix: string, limitNames: number, after?: string | undefined | null): NativeListPage

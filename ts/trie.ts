@@ -131,8 +131,30 @@ export class TopicTrie {
       return x < y ? -1 : x > y ? 1 : a - b;
     });
     const ids = new Uint32Array(names.length);
-    for (const at of order) ids[at] = this.add(names[at] as string, timestampsMs?.[at]);
+    if (order.length === 0) return ids;
+    const sorted = order.map((at) => names[at] as string);
+    const timestamps = new Float64Array(order.length).fill(-1);
+    if (timestampsMs !== undefined) order.forEach((at, i) => (timestamps[i] = timestampsMs[at] as number));
+    const added = new Float64Array(order.length);
+    const failed = this.core.addAll(sorted, timestamps, added);
+    const done = failed < 0 ? order.length : failed;
+    for (let i = 0; i < done; i++) ids[order[i] as number] = added[i] as number;
+    // The first invalid name in that order: `add` throws its typed error.
+    if (failed >= 0) this.add(sorted[failed] as string, timestampsMs?.[order[failed] as number]);
     return ids;
+  }
+
+  /**
+   * The id of each of `names`, undefined for a name not stored (as `idOf`), looked up in one engine
+   * call for all of them.
+   */
+  idsOf(names: readonly string[]): (number | undefined)[] {
+    if (!Array.isArray(names)) throw new InvalidArgumentError('names must be an array of strings', { value: names });
+    for (const name of names) requireString(name, 'name');
+    if (names.length === 0) return [];
+    const ids = new Float64Array(names.length);
+    this.core.idsOf(names, ids);
+    return Array.from(ids, (id) => (id < 0 ? undefined : id));
   }
 
   /** Removes `name`; false if it was not there. Its nodes, segments and id are freed. */

@@ -70,6 +70,14 @@ export interface TopicTrieCore {
   remove(name: string): boolean;
   /** The id, or -1 when the name is not stored. */
   idOf(name: string): number;
+  /** `idOf` of each name (at least one) into `out`, with -1 for a name not stored: one call for a batch. */
+  idsOf(names: readonly string[], out: Float64Array): void;
+  /**
+   * `add` of each name (at least one) in order, with last activity `timestampsMs[i]` (none where it
+   * is negative), the ids into `out`. Returns -1 when every name was added, else the index of the
+   * first invalid name: the names before it stay added.
+   */
+  addAll(names: readonly string[], timestampsMs: Float64Array, out: Float64Array): number;
   /** `id` is an integer from 0 to 2^32-1. */
   nameOf(id: number): string | undefined;
   readonly size: number;

@@ -7,7 +7,7 @@
 use crate::dialect;
 use crate::guard::{guard_handle, panic_point, Failed};
 use litetopic_core::{ErrorCode, TopicTrie};
-use napi::bindgen_prelude::{External, Uint32ArraySlice};
+use napi::bindgen_prelude::{External, Float64ArraySlice, Uint32ArraySlice};
 use napi::{Env, JsString, Result};
 use napi_derive::napi;
 use std::cell::RefCell;
@@ -145,6 +145,56 @@ pub fn topic_trie_size(
 ) -> Result<u32> {
     guard_handle(Some(&handle.failed), "topic trie", || {
         handle.trie.borrow().len() as u32
+    })
+}
+
+/// The id of each of the NUL-joined `names` into `out`, as far as it has room; `u32::MAX`, which
+/// is never an id (the trie's "no name"), for a name not stored. The lookups of a batch in one call.
+#[napi(catch_unwind)]
+pub fn topic_trie_ids_of(
+    #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
+    names: String,
+    mut out: Uint32ArraySlice,
+) -> Result<()> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        let out = crate::out_slice(&mut out);
+        let trie = handle.trie.borrow();
+        for (slot, name) in out.iter_mut().zip(names.split('\0')) {
+            *slot = trie.id_of(name).unwrap_or(u32::MAX);
+        }
+    })
+}
+
+/// Adds each of the NUL-joined `names` in order, as `topic_trie_add` does, with the last activity
+/// `timestamps_ms[i]` (none where it is negative), and writes its id into `out[i]`. Returns -1 when
+/// every name was added, else the index of the first invalid one: the names before it stay added.
+#[napi(catch_unwind)]
+pub fn topic_trie_add_joined(
+    #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
+    names: String,
+    timestamps_ms: Float64ArraySlice,
+    mut out: Uint32ArraySlice,
+) -> Result<i64> {
+    guard_handle(Some(&handle.failed), "topic trie", || {
+        let out = crate::out_slice(&mut out);
+        let timestamps: &[f64] = &timestamps_ms;
+        let mut trie = handle.trie.borrow_mut();
+        for (index, name) in names.split('\0').enumerate() {
+            let timestamp = timestamps
+                .get(index)
+                .copied()
+                .filter(|t| *t >= 0.0)
+                .map(|t| t as u64);
+            match trie.add(name, timestamp) {
+                Ok(id) => {
+                    if let Some(slot) = out.get_mut(index) {
+                        *slot = id;
+                    }
+                }
+                Err(_) => return index as i64,
+            }
+        }
+        -1
     })
 }
 

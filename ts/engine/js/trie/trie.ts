@@ -284,6 +284,20 @@ export class JsTopicTrie implements TopicTrieCore {
     return this.idle.olderThan(cutoffMs, limit);
   }
 
+  idsOf(names: readonly string[], out: Float64Array): void {
+    for (let i = 0; i < names.length; i++) out[i] = this.idOf(names[i] as string);
+  }
+
+  addAll(names: readonly string[], timestampsMs: Float64Array, out: Float64Array): number {
+    for (let i = 0; i < names.length; i++) {
+      const timestamp = timestampsMs[i] as number;
+      const id = this.add(names[i] as string, timestamp >= 0 ? timestamp : undefined);
+      if (id < 0) return i;
+      out[i] = id;
+    }
+    return -1;
+  }
+
   clear(): void {
     this.reset();
   }
