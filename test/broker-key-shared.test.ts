@@ -2,13 +2,13 @@
  * Key-shared groups (docs/BROKER.md, "Key-shared groups"): hash vectors, the bucket assignment's balance and
  * stability, single client ≡ plain FIFO, join under load, leave and crash, stuck clients and keys,
  * late acks, nacks and dead letters, flapping ownership, more clients than buckets, bounded memory
- * and admin, on every engine with a manual clock. Restart: broker-keyshared-restart.test.ts.
+ * and admin, on every engine with a manual clock. Restart: broker-key-shared-restart.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { assignBuckets, bucketOf, keyHash } from '../ts/broker/key-shared.js';
 import type { Broker, Consumer, PoppedMessage } from '../ts/index.js';
 import { bodies, openBroker } from './broker-helpers.js';
-import { bucketOfKey, owners, sendKeyed, seq } from './broker-keyshared-helpers.js';
+import { bucketOfKey, owners, sendKeyed, seq } from './broker-key-shared-helpers.js';
 import { ENGINES } from './engines.js';
 
 const HOT = 'hot';
