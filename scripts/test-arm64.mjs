@@ -39,7 +39,7 @@ const overlay = join(cache, 'node_modules');
 const SUBSET = [
   'test/platform.test.ts',
   'test/engine.test.ts',
-  'test/index.test.ts',
+  'test/pattern-index.test.ts',
   'test/pattern.test.ts',
   'test/trie.test.ts',
   'test/log.test.ts',

@@ -1,4 +1,4 @@
-//! The commit log handle: free functions over an `External` (see index.rs for why not a class).
+//! The commit log handle: free functions over an `External` (see pattern_index.rs for why not a class).
 //! Quick calls run on the JavaScript thread; opening, segment preparation, sync, checkpoints, file
 //! removal and closing are `AsyncTask`s on the libuv thread pool.
 //!
