@@ -190,7 +190,7 @@ pub fn decode(file: &Arc<CheckpointFile>) -> Result<Checkpoint, CheckpointProble
     let invalid = CheckpointProblem::Invalid;
     let bytes = &file.map[..];
     if bytes.len() < HEADER_BYTES || bytes[..6] != CHECKPOINT_MAGIC[..6] {
-        return Err(invalid("no checkpoint magic"));
+        return Err(invalid("no checkpoint header"));
     }
     let version = u32_at(bytes, 8).unwrap_or(0);
     if bytes[..8] != CHECKPOINT_MAGIC || version != CHECKPOINT_VERSION {
