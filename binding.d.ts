@@ -101,7 +101,7 @@ export declare function matcherMatches(handle: ExternalObject<'Matcher'>, topic:
 
 /**
  * Compiles `pattern` into a handle kept alive on the native side (an `External`, for the reason
- * given in `index.rs`); throws if it is invalid (the caller validates first for a typed error).
+ * given in `pattern_index.rs`); throws if it is invalid (the caller validates first for a typed error).
  */
 export declare function matcherNew(pattern: string, dialectId: number): ExternalObject<'Matcher'>
 

@@ -35,7 +35,7 @@ export interface PatternIndexStats {
   approximateBytes: number;
 }
 
-/** The reverse index as an engine implements it. */
+/** The pattern index as an engine implements it. */
 export interface PatternIndexCore {
   /** 1 added, 0 already present, -1 invalid pattern (nothing changed). */
   add(pattern: string, id: number): 1 | 0 | -1;

@@ -2,7 +2,7 @@
 //! every dialect's names), ids in caller-owned typed arrays.
 //!
 //! Exported as free functions over an `External` handle rather than as a class, as the pattern
-//! index is (see index.rs): napi-rs 3.16 class methods cost about twice a free function per call.
+//! index is (pattern_index.rs says why).
 
 use crate::dialect;
 use crate::guard::{guard_handle, panic_point, Failed};

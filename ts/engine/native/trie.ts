@@ -3,7 +3,7 @@
  * NUL-joined strings (NUL is invalid in every dialect's names), ids and node positions in typed
  * arrays, so a bulk call crosses the boundary once whatever the size of its answer (`expand` once
  * more per 60 KiB of new names, see `topicTrieExpandFirst`). The binding exports free functions
- * over the handle (see native/napi/src/index.rs for why). A panic in the binding arrives as
+ * over the handle (see native/napi/src/pattern_index.rs for why). A panic in the binding arrives as
  * `INTERNAL_ERROR` and leaves the handle failed; every method rethrows it typed (`toTypedError`).
  */
 
