@@ -134,7 +134,8 @@ export class TopicTrie {
     if (order.length === 0) return ids;
     const sorted = order.map((at) => names[at] as string);
     const timestamps = new Float64Array(order.length).fill(-1);
-    if (timestampsMs !== undefined) order.forEach((at, i) => (timestamps[i] = timestampsMs[at] as number));
+    if (timestampsMs !== undefined)
+      for (let i = 0; i < order.length; i++) timestamps[i] = timestampsMs[order[i] as number] as number;
     const added = new Float64Array(order.length);
     const failed = this.core.addAll(sorted, timestamps, added);
     const done = failed < 0 ? order.length : failed;
