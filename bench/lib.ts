@@ -11,6 +11,8 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type * as Format from '../ts/cli/format.js';
+import type * as Stats from '../ts/cli/stats.js';
 import type * as Api from '../ts/index.js';
 
 /** True when running as dist/bench/*.js (compiled), false as bench/*.ts (through tsx). */
@@ -31,6 +33,13 @@ export function distModule<T>(relative: string): T {
 }
 
 export const lib = distModule<typeof Api>('index.js');
+
+/**
+ * The command line's statistics and text formats (ts/cli/stats.ts, ts/cli/format.ts), which the
+ * suites share with it: one median, one quantile, one table renderer.
+ */
+export const stats = distModule<typeof Stats>('cli/stats.js');
+export const format = distModule<typeof Format>('cli/format.js');
 
 /**
  * Node arguments that run the suite script `name` (e.g. `'pattern-memory'`) in a child process:

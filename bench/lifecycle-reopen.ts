@@ -18,7 +18,7 @@ import { createInterface } from 'node:readline';
 import type { Broker, CommitLogStats, SendMessage } from '../ts/index.js';
 import { lib } from './lib.js';
 import { diskUsage, removeDir, tempDir } from './log-disk.js';
-import { figure } from './measure.js';
+import { figure } from './table.js';
 import { mulberry32 } from './workload.js';
 
 export const ENGINES = ['native', 'js'] as const;

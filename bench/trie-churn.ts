@@ -14,9 +14,10 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { TopicTrie } from '../ts/index.js';
-import { lib } from './lib.js';
-import { median } from './measure.js';
+import { lib, stats } from './lib.js';
 import { distinctNames } from './trie-memory.js';
+
+const { median } = stats;
 
 const ENGINES = ['native', 'js'] as const;
 type EngineName = (typeof ENGINES)[number];
