@@ -220,10 +220,3 @@ export async function runBrokerBench(options: { quick: boolean }): Promise<Broke
   printBrokerResult({ config, targets });
   return { config, throughput, latency, targets };
 }
-
-if (require.main === module) {
-  runBrokerBench({ quick: process.argv.includes('--quick') }).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
-}

@@ -191,10 +191,3 @@ export async function runKeySharedBench(options: { quick: boolean }): Promise<Ke
   console.log(failed.length === 0 ? '\nkey-shared: PASS' : `\nkey-shared: FAIL (${failed.join('; ')})`);
   return result;
 }
-
-if (require.main === module) {
-  runKeySharedBench({ quick: process.argv.includes('--quick') }).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
-}

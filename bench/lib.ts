@@ -51,6 +51,18 @@ export function scriptArgs(name: string): string[] {
 }
 
 /**
+ * Runs a child script's `main` when its file is the one node was started with (`module` is the
+ * caller's), printing what it throws and exiting with 1.
+ */
+export function runIfMain(module: NodeModule, main: () => Promise<void>): void {
+  if (require.main !== module) return;
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
+}
+
+/**
  * The workload seed: `LITETOPIC_BENCH_SEED` (what `litetopic bench --seed n` sets) or the suite's
  * own default, so a published figure names the seed that reproduces it.
  */

@@ -101,10 +101,3 @@ export async function runLifecycleBench(options: { quick: boolean }): Promise<Li
   printLifecycleResult({ config, targets });
   return { config, reopen, expiry, targets };
 }
-
-if (require.main === module) {
-  runLifecycleBench({ quick: process.argv.includes('--quick') }).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
-}

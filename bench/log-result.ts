@@ -42,7 +42,7 @@ export interface LogBenchConfig {
   /** The many-LMQ probe (bench/log-lmqs.ts): LMQs of one record each, then the first `scaleExtraLmqs` get 9 more. */
   scaleLmqs: number;
   scaleExtraLmqs: number;
-  /** The descriptor limit the probe runs under where a shell can lower it (issue 4 names 20,000). */
+  /** The descriptor limit the probe runs under where a shell can lower it (20,000: the target's limit). */
   scaleOpenFilesLimit: number;
 }
 

@@ -1,5 +1,5 @@
 /**
- * The commit-log suite (issue 4, "Figures"): litetopic's CommitLog on both engines next to lmdb,
+ * The commit-log suite: litetopic's CommitLog on both engines next to lmdb,
  * better-sqlite3 and a plain append file, side by side in one run. 1,000,000 records (100 B and
  * 1 KiB bodies) over 10,000 LMQs, appended in batches of 1,000 without durability, then every LMQ
  * read back while warm; the first 200,000 appended with durability; bytes on disk; memory and native calls per record in fresh
@@ -373,17 +373,4 @@ export async function runLogBench(options: LogBenchOptions): Promise<LogBenchRes
   const targets = checkLogTargets(partial);
   printLogResult({ config, targets });
   return { ...partial, targets };
-}
-
-function recoverMibArgument(argv: readonly string[]): number | undefined {
-  const flag = argv.find((a) => a.startsWith('--recover-mib='));
-  return flag === undefined ? undefined : Number(flag.slice('--recover-mib='.length));
-}
-
-if (require.main === module) {
-  const argv = process.argv.slice(2);
-  runLogBench({ quick: argv.includes('--quick'), recoverMib: recoverMibArgument(argv) }).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
 }

@@ -1,5 +1,5 @@
 /**
- * The trie on a live broker (issue 23): names come and go while wildcard subscriptions expand.
+ * The trie on a live broker: names come and go while wildcard subscriptions expand.
  * One trie per engine holds `names` distinct workload names; the first `expand` of a session, an
  * agent and a tenant is timed right after they were added. Then each round adds 1,000 new names
  * and removes 1,000 live ones (the same names in both engines), and expands the three patterns

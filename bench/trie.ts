@@ -205,10 +205,3 @@ export async function runTrieBench(opts: { quick: boolean }): Promise<TrieBenchR
   printTrieResult({ targets });
   return { ...partial, targets };
 }
-
-if (require.main === module) {
-  runTrieBench({ quick: process.argv.includes('--quick') }).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
-}

@@ -107,7 +107,7 @@ export function makeTopics(n: number, seed: number, shape: WorkloadShape = AGENT
   return topics;
 }
 
-/** The wildcard shapes of the issue, filled in from one draw. */
+/** The wildcard shapes of the workload, filled in from one draw. */
 const WILDCARD_SHAPES: readonly ((d: Draw) => string)[] = [
   (d) => `${d.tenant}__${d.agent}__${d.session}__*`,
   (d) => `${d.tenant}__${d.agent}__**`,
