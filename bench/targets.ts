@@ -29,9 +29,13 @@ function withUnit(value: number, unit: string): string {
   return attached(unit) ? `${figure(value)}${unit}` : `${figure(value)} ${unit}`;
 }
 
-/** A bar as the target states it, the number as written: `≥ 1.5×`, `< 2 ms`, `≤ 5,000 ms`. */
+/**
+ * A bar as the target states it: a bar set as a round number as written (`≥ 1.5×`, `< 2 ms`,
+ * `≤ 5,000 ms`), one computed from the run's figures as a figure (`≤ 2,344 ms`).
+ */
 export function bar(comparison: '≥' | '>' | '≤' | '<', value: number, unit: string): string {
-  const number = value.toLocaleString('en-US', { maximumFractionDigits: 3 });
+  const round = Math.abs(value * 100 - Math.round(value * 100)) < 1e-9;
+  const number = round ? value.toLocaleString('en-US') : figure(value);
   return `${comparison} ${number}${attached(unit) ? '' : ' '}${unit}`;
 }
 

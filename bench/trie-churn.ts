@@ -17,7 +17,7 @@ import type { TopicTrie } from '../ts/index.js';
 import { lib, stats } from './lib.js';
 import { distinctNames } from './trie-memory.js';
 
-const { median } = stats;
+const { median, roundRatios } = stats;
 
 const ENGINES = ['native', 'js'] as const;
 type EngineName = (typeof ENGINES)[number];
@@ -189,11 +189,10 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
   const rows = patterns.map(({ kind, pattern }, p): ChurnRow => {
     const [nativeChanged, jsChanged] = changed[p] as [number[], number[]];
     const [nativeUnchanged, jsUnchanged] = unchanged[p] as [number[], number[]];
-    const ratios = (a: number[], b: number[]) => a.map((x, round) => x / (b[round] as number));
-    const nativeRatios = ratios(nativeChanged, nativeUnchanged);
-    const jsRatios = ratios(jsChanged, jsUnchanged);
-    const overChanged = ratios(nativeChanged, jsChanged);
-    const overUnchanged = ratios(nativeUnchanged, jsUnchanged);
+    const nativeRatios = roundRatios(nativeChanged, nativeUnchanged);
+    const jsRatios = roundRatios(jsChanged, jsUnchanged);
+    const overChanged = roundRatios(nativeChanged, jsChanged);
+    const overUnchanged = roundRatios(nativeUnchanged, jsUnchanged);
     return {
       kind,
       pattern,

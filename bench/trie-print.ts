@@ -174,8 +174,8 @@ export function trieTables(result: Partial<TrieBenchResult>): Table[] {
     tables.push(
       targetsTable(
         result.targets,
-        'Churn ratios are paired by round (median round, or the worst where the name says so); the unchanged-trie ' +
-          'expands compare the medians of the expand table above.',
+        'Ratios are paired by round (the median round, or the worst where the name says so); a record made before ' +
+          'the unchanged-trie expands kept their pair compares the medians of the expand table above.',
       ),
     );
   }

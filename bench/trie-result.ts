@@ -34,6 +34,8 @@ export interface ExpandRow {
   /** Scan time over expand time (names), paired by round (see `pairedSpeedup`). */
   nativeSpeedup: number;
   jsSpeedup: number;
+  /** js time over native time (names), paired by round; absent from runs recorded before it was. */
+  nativeOverJsSpeedup?: number;
   /** Whether the pattern is selective (one name, session, agent or tenant of ordinary size). */
   selective: boolean;
 }

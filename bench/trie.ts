@@ -118,6 +118,7 @@ async function benchExpand(names: readonly string[], timing: Timing): Promise<Ex
       scanNs: scan.medianNs,
       nativeSpeedup: pairedSpeedup(native, scan),
       jsSpeedup: pairedSpeedup(js, scan),
+      nativeOverJsSpeedup: pairedSpeedup(native, js),
       selective: selective.has(pattern),
     });
   }

@@ -38,13 +38,18 @@ export function spreadPercent(values: readonly number[]): number {
   return ((Math.max(...values) - Math.min(...values)) / median(values)) * 100;
 }
 
+/** `numerators[round] / denominators[round]` for each round: two cases' figures paired by round. */
+export function roundRatios(numerators: readonly number[], denominators: readonly number[]): number[] {
+  return numerators.map((value, round) => value / (denominators[round] ?? Number.NaN));
+}
+
 /**
  * The median over rounds of `numerators[round] / denominators[round]`. Two cases measured back to
  * back in a round see nearly the same machine speed while a shared machine drifts between rounds:
  * pairing keeps that drift out of the ratio, where a ratio of overall medians would carry it.
  */
 export function pairedRatio(numerators: readonly number[], denominators: readonly number[]): number {
-  return median(numerators.map((value, round) => value / (denominators[round] ?? Number.NaN)));
+  return median(roundRatios(numerators, denominators));
 }
 
 /**
