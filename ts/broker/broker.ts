@@ -816,8 +816,8 @@ export class Broker extends EventEmitter {
       if (progress === undefined || progress.removed) {
         progress = group.progress.get(liteTopic);
         if (progress === undefined) {
-          if (!group.interested(liteTopic)) continue;
           // No progress means no holder (subscribing makes progress): only catch-all clients want it.
+          if (group.catchAll.size === 0) continue;
           progress = newProgress(group.config, liteTopic, offset);
           this.dispatcher.startsAtStored(progress);
           group.progress.set(liteTopic, progress);

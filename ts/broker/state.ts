@@ -254,12 +254,7 @@ export class GroupState {
     return this.progress.get(liteTopic)?.holders;
   }
 
-  /** Whether any live client of the group wants `liteTopic`. */
-  interested(liteTopic: string): boolean {
-    return this.catchAll.size > 0 || this.wantedBy(this.holdersOf(liteTopic));
-  }
-
-  /** `interested` for a lite topic whose holders (`TopicProgress.holders`) the caller already has. */
+  /** Whether any client of the group wants a lite topic held by `holders` (`TopicProgress.holders`). */
   wantedBy(holders: ReadonlySet<ClientState> | undefined): boolean {
     return this.catchAll.size > 0 || (holders !== undefined && holders.size > 0);
   }
