@@ -268,12 +268,6 @@ export declare function topicTrieIdleSinceJoined(handle: ExternalObject<'TopicTr
 /** The id, or -1 when the name is not stored. */
 export declare function topicTrieIdOf(handle: ExternalObject<'TopicTrie'>, name: string): number
 
-/**
- * The id of each of the NUL-joined `names` into `out`, as far as it has room; `u32::MAX`, which
- * is never an id (the trie's "no name"), for a name not stored. The lookups of a batch in one call.
- */
-export declare function topicTrieIdsOf(handle: ExternalObject<'TopicTrie'>, names: string, out: Uint32Array): void
-
 /** One page of names in list order; `limit` `u32::MAX` means no limit. */
 export declare function topicTrieListJoined(handle: ExternalObject<'TopicTrie'>, prefix: string, limitNames: number, after?: string | undefined | null): NativeListPage
 

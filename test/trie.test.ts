@@ -463,30 +463,6 @@ describe.each(ENGINES)('%s engine: addMany', (engine) => {
   });
 });
 
-describe.each(ENGINES)('%s engine: idsOf', (engine) => {
-  it('gives the id of each stored name and undefined for the others, as idOf does', () => {
-    const trie = new TopicTrie({ engine });
-    const stored = Array.from({ length: 600 }, (_, i) => `t${i % 7}__a${i % 13}__s${i}`);
-    for (const name of stored) trie.add(name);
-    trie.remove('t3__a3__s3');
-    const asked = [...stored.slice(0, 300), 't3__a3__s3', 'nowhere', 't1', 't1__a1__s1', 'bad name', 'x\0y', ''];
-    const ids = trie.idsOf(asked);
-    expect(ids).toEqual(asked.map((name) => trie.idOf(name)));
-    expect(ids[0]).toBe(trie.idOf('t0__a0__s0'));
-    expect(ids.slice(300)).toEqual([
-      undefined,
-      undefined,
-      undefined,
-      trie.idOf('t1__a1__s1'),
-      undefined,
-      undefined,
-      undefined,
-    ]);
-    expect(trie.idsOf([])).toEqual([]);
-    expect(() => trie.idsOf(['a', 3 as unknown as string])).toThrow(InvalidArgumentError);
-  });
-});
-
 describe.runIf(ENGINES.length > 1)('engines agree on addMany', () => {
   it('gives the same ids for the same history', () => {
     const names = Array.from({ length: 300 }, (_, i) => `t${(i * 7) % 5}__a${(i * 3) % 11}__s${i % 17}`);

@@ -145,18 +145,6 @@ export class TopicTrie {
     return ids;
   }
 
-  /**
-   * The id of each of `names`, undefined for a name not stored (as `idOf`), looked up in one engine
-   * call for all of them.
-   */
-  idsOf(names: readonly string[]): (number | undefined)[] {
-    if (!Array.isArray(names)) throw new InvalidArgumentError('names must be an array of strings', { value: names });
-    for (const name of names) requireString(name, 'name');
-    if (names.length === 0) return [];
-    const ids = new Float64Array(names.length);
-    this.core.idsOf(names, ids);
-    return Array.from(ids, (id) => (id < 0 ? undefined : id));
-  }
 
   /** Removes `name`; false if it was not there. Its nodes, segments and id are freed. */
   remove(name: string): boolean {

@@ -576,18 +576,14 @@ export class Broker extends EventEmitter {
     // A failed journal could not keep the groups' starting offsets of new lite topics: refused
     // before anything below changes.
     this.context.journal.check();
-    // A kept info means an existing lite topic (`ParentTopic.lite`): no trie lookup for those; the
-    // others are looked up in one engine call.
+    // A kept info means an existing lite topic (`ParentTopic.lite`): no trie lookup for those.
     const kept = names.map((name) => parent.lite.get(name));
-    const unkept = new Set<string>();
-    for (let i = 0; i < names.length; i++) if (kept[i] === undefined) unkept.add(names[i] as string);
-    let created: string[] = [];
-    if (unkept.size > 0) {
-      const candidates = [...unkept];
-      const ids = parent.trie.idsOf(candidates);
-      created = candidates.filter((_, i) => ids[i] === undefined);
+    const newNames = new Set<string>();
+    for (let i = 0; i < names.length; i++) {
+      const name = names[i] as string;
+      if (kept[i] === undefined && !newNames.has(name) && !parent.trie.has(name)) newNames.add(name);
     }
-    const newNames = new Set(created);
+    const created = [...newNames];
     if (created.length > 0) {
       let existing = 0;
       for (const p of this.parents.values()) existing += p.trie.size;
@@ -597,7 +593,7 @@ export class Broker extends EventEmitter {
     // In the trie before the append, so concurrent sends count them against the quota too; every
     // name's last write is recorded before the append, so expiry never picks a lite topic being
     // written to (it checks `LiteTopicInfo.lastWrite` before it expires what the trie calls idle).
-    if (created.length > 0) parent.trie.addMany(created, new Array<number>(created.length).fill(now));
+    for (const name of created) parent.trie.add(name, now);
     const infos = names.map((name, i) => kept[i] ?? keptLite(parent, name));
     for (const info of infos) info.written(now);
     for (const name of created) (parent.lite.get(name) as LiteTopicInfo).touched = now;

@@ -70,8 +70,6 @@ export interface TopicTrieCore {
   remove(name: string): boolean;
   /** The id, or -1 when the name is not stored. */
   idOf(name: string): number;
-  /** `idOf` of each name (at least one) into `out`, with -1 for a name not stored: one call for a batch. */
-  idsOf(names: readonly string[], out: Float64Array): void;
   /**
    * `add` of each name (at least one) in order, with last activity `timestampsMs[i]` (none where it
    * is negative), the ids into `out`. Returns -1 when every name was added, else the index of the

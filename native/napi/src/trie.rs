@@ -148,23 +148,6 @@ pub fn topic_trie_size(
     })
 }
 
-/// The id of each of the NUL-joined `names` into `out`, as far as it has room; `u32::MAX`, which
-/// is never an id (the trie's "no name"), for a name not stored. The lookups of a batch in one call.
-#[napi(catch_unwind)]
-pub fn topic_trie_ids_of(
-    #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
-    names: String,
-    mut out: Uint32ArraySlice,
-) -> Result<()> {
-    guard_handle(Some(&handle.failed), "topic trie", || {
-        let out = crate::out_slice(&mut out);
-        let trie = handle.trie.borrow();
-        for (slot, name) in out.iter_mut().zip(names.split('\0')) {
-            *slot = trie.id_of(name).unwrap_or(u32::MAX);
-        }
-    })
-}
-
 /// Adds each of the NUL-joined `names` in order, as `topic_trie_add` does, with the last activity
 /// `timestamps_ms[i]` (none where it is negative), and writes its id into `out[i]`. Returns -1 when
 /// every name was added, else the index of the first invalid one: the names before it stay added.

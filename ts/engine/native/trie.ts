@@ -16,10 +16,8 @@ type Handle = ReturnType<NativeBinding['topicTrieNew']>;
 
 /** Room for the ends of this many names, less one, before `expand` grows its array. */
 const INITIAL_EXPAND_ENDS = 1024;
-/** Room for this many ids in the batch calls (`idsOf`, `addAll`) before their array grows. */
+/** Room for this many ids in `addAll` before its array grows. */
 const INITIAL_BATCH_IDS = 256;
-/** What `topicTrieIdsOf` writes for a name not stored: the trie never hands out this id. */
-const ABSENT = 0xffff_ffff;
 /** Room for this many runs of node positions before `expand` grows its run array. */
 const INITIAL_EXPAND_RUNS = 256;
 /** `topicTrieExpandRuns` writes the layout epoch and the number of runs before the runs. */
@@ -79,7 +77,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
    */
   private runNames = new Map<number, string[]>();
   private epoch = -1;
-  /** Reused by `idsOf` and `addAll`. */
+  /** Reused by `addAll`. */
   private ids = new Uint32Array(INITIAL_BATCH_IDS);
 
   constructor(
@@ -121,26 +119,6 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     } catch (error) {
       throw toTypedError(error);
     }
-  }
-
-  /**
-   * One call for the batch; names holding NUL, the separator (invalid in every dialect, so never
-   * stored), are looked up one by one.
-   */
-  idsOf(names: readonly string[], out: Float64Array): void {
-    if (names.some((name) => name.includes('\0'))) {
-      names.forEach((name, i) => {
-        out[i] = this.idOf(name);
-      });
-      return;
-    }
-    const ids = this.batchIds(names.length);
-    try {
-      this.binding.topicTrieIdsOf(this.handle, names.join('\0'), ids);
-    } catch (error) {
-      throw toTypedError(error);
-    }
-    for (let i = 0; i < names.length; i++) out[i] = ids[i] === ABSENT ? -1 : (ids[i] as number);
   }
 
   /** One call for the batch; a name holding NUL is invalid, so the names before it are added alone. */

@@ -284,10 +284,6 @@ export class JsTopicTrie implements TopicTrieCore {
     return this.idle.olderThan(cutoffMs, limit);
   }
 
-  idsOf(names: readonly string[], out: Float64Array): void {
-    for (let i = 0; i < names.length; i++) out[i] = this.idOf(names[i] as string);
-  }
-
   addAll(names: readonly string[], timestampsMs: Float64Array, out: Float64Array): number {
     for (let i = 0; i < names.length; i++) {
       const timestamp = timestampsMs[i] as number;
