@@ -154,7 +154,10 @@ pub fn topic_trie_expand_plan<'env>(
             return Ok(None);
         };
         let header = [plan.ops.len() as u32, count as u32];
-        for (slot, value) in out.iter_mut().zip(header.into_iter().chain(plan.ops.iter().copied())) {
+        for (slot, value) in out
+            .iter_mut()
+            .zip(header.into_iter().chain(plan.ops.iter().copied()))
+        {
             *slot = value;
         }
         let text = &plan.text;
