@@ -100,6 +100,14 @@ impl Plan {
     }
 }
 
+/// A run of a kept list that `lay_down` will copy.
+#[derive(Clone, Copy, Default)]
+struct Run {
+    list: u32,
+    offset: u32,
+    count: u32,
+}
+
 /// The walk state of one level of `lay_down`.
 struct Level {
     node: u32,
@@ -217,6 +225,8 @@ impl TopicTrie {
             plan.as_deref_mut(),
         );
         let separator = self.dialect.separator();
+        // Unchanged blocks lying one after another in the same list are copied as one run.
+        let mut run = Run::default();
         let mut child = self.nodes[top as usize].first_child;
         while let Some(&Level {
             node: parent,
@@ -252,6 +262,7 @@ impl TopicTrie {
                     }
                     path.push_str(self.segment_text(child));
                 }
+                self.flush_run(&mut run, &mut ids, plan.as_deref_mut());
                 let start = ids.len() as u32;
                 self.set_delta(child, start - parent_start);
                 self.enter(child, &mut levels, old, &mut ids, &path, plan.as_deref_mut());
@@ -266,15 +277,21 @@ impl TopicTrie {
                 }
                 None => (parent_list, parent_offset + (n.kept & LOW_BITS)),
             };
-            let start = ids.len() as u32;
-            let source = &self.lists[list as usize];
-            ids.extend_from_slice(&source.ids[offset as usize..(offset + n.names) as usize]);
-            if let Some(plan) = plan.as_deref_mut() {
-                self.copy_into_plan(plan, list, offset, n.names);
+            let start = ids.len() as u32 + run.count;
+            if run.count > 0 && run.list == list && run.offset + run.count == offset {
+                run.count += n.names;
+            } else {
+                self.flush_run(&mut run, &mut ids, plan.as_deref_mut());
+                run = Run {
+                    list,
+                    offset,
+                    count: n.names,
+                };
             }
             self.set_delta(child, start - parent_start);
             child = n.next_sibling;
         }
+        self.flush_run(&mut run, &mut ids, plan.as_deref_mut());
         assert_eq!(
             ids.len(),
             size as usize,
@@ -294,6 +311,23 @@ impl TopicTrie {
         if let Some(plan) = plan {
             self.announce_frees(plan);
         }
+    }
+
+    /// Copies the pending run of unchanged blocks into `ids` (and `plan`) and empties it.
+    fn flush_run(&mut self, run: &mut Run, ids: &mut Vec<u32>, plan: Option<&mut Plan>) {
+        if run.count == 0 {
+            return;
+        }
+        let Run {
+            list,
+            offset,
+            count,
+        } = *run;
+        ids.extend_from_slice(self.list_ids(list, offset, count));
+        if let Some(plan) = plan {
+            self.copy_into_plan(plan, list, offset, count);
+        }
+        run.count = 0;
     }
 
     /// Enters the changed node `node` in `lay_down`: its level, its own name, and no longer changed

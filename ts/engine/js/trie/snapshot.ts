@@ -131,6 +131,18 @@ function layDown(trie: JsTopicTrie, top: number): void {
     }
     depth++;
   };
+  // Unchanged blocks lying one after another in the same list are copied as one run.
+  let runList = NONE;
+  let runOffset = 0;
+  let runCount = 0;
+  const flush = (): void => {
+    if (runCount === 0) return;
+    const source = trie.keptLists[runList] as KeptList;
+    for (let k = 0; k < runCount; k++) texts[at + k] = source.texts[runOffset + k] as string;
+    ids.set(source.ids.subarray(runOffset, runOffset + runCount), at);
+    at += runCount;
+    runCount = 0;
+  };
   enter(top, -1);
   // The child to visit next at each level is found from the last one visited: a changed child is
   // entered (one level down); an unchanged one is copied whole and the walk goes on to its sibling.
@@ -145,6 +157,7 @@ function layDown(trie: JsTopicTrie, top: number): void {
     }
     const level = depth - 1;
     if (changed[child] !== 0) {
+      flush();
       enter(child, level);
       child = firstChild[child] as number;
       continue;
@@ -160,13 +173,18 @@ function layDown(trie: JsTopicTrie, top: number): void {
       list = oldListStack[level] as number;
       offset = (oldOffsetStack[level] as number) + (delta[child] as number);
     }
-    const source = trie.keptLists[list] as KeptList;
-    for (let k = 0; k < count; k++) texts[at + k] = source.texts[offset + k] as string;
-    ids.set(source.ids.subarray(offset, offset + count), at);
-    delta[child] = at - (startStack[level] as number);
-    at += count;
+    delta[child] = at + runCount - (startStack[level] as number);
+    if (runCount > 0 && runList === list && runOffset + runCount === offset) {
+      runCount += count;
+    } else {
+      flush();
+      runList = list;
+      runOffset = offset;
+      runCount = count;
+    }
     child = nextSibling[child] as number;
   }
+  flush();
   if (at !== size) throw new Error(`trie: laid down ${at} names where the counts say ${size}`);
   for (const list of freed) trie.freeKeptList(list);
   kept[top] = trie.keepList({ texts, ids });
