@@ -7,8 +7,9 @@
  * engines hand out the same ids for the same history. Unlike Rust, the js engine keeps each name's text at its
  * terminal node (the string `add` was given) and in the idle set: `expand` and `idleSince` read the
  * texts where the walk already is instead of looking each up by id, at the cost of holding the
- * strings. As in Rust, walks first lay the nodes out again in depth-first order when many were placed
- * since the last time (trie-compact.ts). Walks live in trie-walk.ts and trie-list.ts.
+ * strings. As in Rust, a trailing wildcard copies a kept list of the subtree's names (snapshot.ts), and
+ * walks through many scattered nodes eventually lay the nodes out again in depth-first order
+ * (compact.ts). Walks live in walk.ts and list.ts.
  */
 
 import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from '../../../common/dialect.js';

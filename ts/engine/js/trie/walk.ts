@@ -3,8 +3,9 @@
  * literal token is one edge lookup, the one-segment wildcard takes each child, and the trailing
  * wildcard takes a whole subtree without matching any name (counted in O(1) from the per-node name
  * counts). The order of levels and children is Rust's, so both engines return names in the same
- * order. As in Rust, a walk first lays the nodes out again in walk order when many were placed since
- * the last time (trie-compact.ts), which changes its speed, not its answers.
+ * order. As in Rust, a trailing wildcard copies the subtree's kept list (snapshot.ts), and a walk
+ * first lays the nodes out again in walk order once walks have visited enough scattered nodes
+ * (compact.ts), which changes its speed, not its answers.
  */
 import { validatePattern } from '../../../common/dialect.js';
 import { blockOf, type KeptList } from './snapshot.js';
