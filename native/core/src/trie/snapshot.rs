@@ -318,11 +318,7 @@ impl TopicTrie {
         if run.count == 0 {
             return;
         }
-        let Run {
-            list,
-            offset,
-            count,
-        } = *run;
+        let Run { list, offset, count } = *run;
         ids.extend_from_slice(self.list_ids(list, offset, count));
         if let Some(plan) = plan {
             self.copy_into_plan(plan, list, offset, count);
