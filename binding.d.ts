@@ -228,36 +228,19 @@ export declare function topicTrieClear(handle: ExternalObject<'TopicTrie'>): voi
 export declare function topicTrieCount(handle: ExternalObject<'TopicTrie'>, pattern: string): number
 
 /**
- * The matching names as strings of whole NUL-joined names: the first here (`""` for none), the
- * others from `topic_trie_expand_next`; `null` for an invalid pattern. The names are written
- * during the walk, so the answer is complete after this call. `ends[0]` receives the number of
- * names and `ends[1..]`, as far as there is room, where each name ends in its string, in UTF-16
- * code units, so the caller cuts the names out with `slice` instead of searching for separators;
- * a string's last name ends at its length. Up to `EXPAND_SPLIT_MAX_BYTES` of answer, each string
- * holds at most `EXPAND_CHUNK_BYTES` of names: V8 places a larger string in its large-object
- * space, which cost several times the copy (about 0.6 ms for 700 KB against 0.1 ms in 64 KB
- * pieces). An ASCII string (every lite answer) crosses as Latin-1, which V8 copies without
- * decoding, straight from the answer's buffer. `positions` receives, as far as there is room,
- * the node position of each name (see `topic_trie_expand_runs`).
- */
-export declare function topicTrieExpandFirst(handle: ExternalObject<'TopicTrie'>, pattern: string, ends: Uint32Array, positions: Uint32Array): string | null
-
-/**
  * Writes the matching ids into `out` as far as it has room and returns how many there are in
  * all, or -1 for an invalid pattern.
  */
 export declare function topicTrieExpandInto(handle: ExternalObject<'TopicTrie'>, pattern: string, out: Uint32Array): number
 
-/** The next string of names of the last `topic_trie_expand_first`, or `null` after the last. */
-export declare function topicTrieExpandNext(handle: ExternalObject<'TopicTrie'>): string | null
-
 /**
- * Where the matching names sit, as runs of node positions (`TopicTrie::expand_runs`): returns
- * how many names match, or -1 for an invalid pattern. `out[0]` receives the layout epoch the
- * positions belong to, `out[1]` the number of runs, and `out[2..]` the runs as
- * `(start, end, names)` triples as far as there is room.
+ * The answer to `pattern` as a plan (`TopicTrie::expand_plan`): `out[0]` receives the plan's
+ * length in words, `out[1]` the number of names, and `out[2..]` the plan as far as there is room
+ * (the rest from `topic_trie_plan_copy`). Returns the texts of the names the plan hands out for
+ * the first time, NUL-joined (Latin-1 when ASCII, which V8 copies without decoding), or `null` for
+ * an invalid pattern.
  */
-export declare function topicTrieExpandRuns(handle: ExternalObject<'TopicTrie'>, pattern: string, out: Uint32Array): number
+export declare function topicTrieExpandPlan(handle: ExternalObject<'TopicTrie'>, pattern: string, out: Uint32Array): string | null
 
 /**
  * Names idle since before `cutoff_ms`, oldest first, NUL-joined; `limit` `u32::MAX` means no
@@ -276,9 +259,12 @@ export declare function topicTrieNameOf(handle: ExternalObject<'TopicTrie'>, id:
 /** `max_name_bytes` applies to lite names only. */
 export declare function topicTrieNew(dialectId: number, maxNameBytes: number): ExternalObject<'TopicTrie'>
 
+/** Copies the last plan's words from `from` on into `out`, as far as there is room. */
+export declare function topicTriePlanCopy(handle: ExternalObject<'TopicTrie'>, out: Uint32Array, from: number): void
+
 /**
- * The node position the removed name ended at (which a later name may take from now on), or -1
- * when it was not stored.
+ * The id the removed name had (which a later name may take from now on), or -1 when it was not
+ * stored.
  */
 export declare function topicTrieRemove(handle: ExternalObject<'TopicTrie'>, name: string): number
 

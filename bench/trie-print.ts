@@ -50,9 +50,10 @@ function expandTable(rows: TrieBenchResult['expand']): Table {
       'keeps; names it does not have yet cross as one NUL-joined string), `expandIds` fills ' +
       'a reused Uint32Array. The scan runs a compiled js Matcher over every stored name. The × columns are scan time ' +
       'over expand (names) time, paired by round. The tries do not change while they are measured: the first expand of a ' +
-      'subtree of 32 names or more keeps its list of names (both engines; the native adapter holds the strings), ' +
-      'which later calls copy (docs/TRIE.md); "first" is one call of the pattern before the timed ones (after the ' +
-      'patterns above it, whose names and lists it may share), which builds those lists and strings.',
+      'subtree keeps its list of names (both engines; the native adapter holds the strings), which later calls copy, ' +
+      'and walks through many nodes lay the trie out again once they have visited as many nodes as it holds ' +
+      '(docs/TRIE.md); "first" is one call of the pattern before the timed ones (after the patterns above it, whose ' +
+      'names and lists it may share), which builds those lists and strings.',
     headers: [
       'pattern',
       'matched',

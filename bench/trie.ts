@@ -61,7 +61,7 @@ async function benchExpand(names: readonly string[], timing: Timing): Promise<Ex
   // The first four are selective (one name, session, agent, tenant); the leading wildcard is not.
   const selective = new Set(five.slice(0, 4));
   const patterns = [...five, 'tenant0__**'];
-  // Nothing is laid out on a walk (docs/TRIE.md); one count warms the walk's code.
+  // A count walks down one node and lays nothing out (docs/TRIE.md); it warms the walk's code.
   for (const trie of tries) trie.count('**');
   for (const pattern of patterns) {
     const matcher = lib.compilePattern(pattern, { engine: 'js' });

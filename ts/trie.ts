@@ -145,7 +145,6 @@ export class TopicTrie {
     return ids;
   }
 
-
   /** Removes `name`; false if it was not there. Its nodes, segments and id are freed. */
   remove(name: string): boolean {
     return this.core.remove(requireString(name, 'name'));

@@ -30,4 +30,6 @@ pub use dialect::Dialect;
 pub use error::{ErrorCode, Reason, Violation};
 pub use pattern::pattern_index::PatternIndex;
 pub use pattern::Pattern;
-pub use trie::TopicTrie;
+pub use trie::{
+    Plan, TopicTrie, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NEW_NAME,
+};
