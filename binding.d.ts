@@ -26,7 +26,7 @@ export declare function limits(): Array<[string, number]>
  * Writes records `from..count` of an encoded batch (see `EncodedBatch` in ts/engine/contract.ts)
  * in one crossing, sealing them in `bytes`; returns the index after the last record written. The
  * arrays come as slices: an owned typed-array argument creates and deletes a reference to its
- * array on every call, which for five arrays took a one-record append from 1.7 to 2.0–2.7 µs.
+ * array on every call, which for five arrays costs more than a small append itself.
  */
 export declare function logAppend(handle: ExternalObject<'Log'>, bytes: Uint8Array, starts: Uint32Array, lmqStarts: Uint32Array, from: number, count: number, storeTimestampMs: number, positions: Float64Array, offsets: Float64Array): number
 
@@ -101,7 +101,7 @@ export declare function matcherMatches(handle: ExternalObject<'Matcher'>, topic:
 
 /**
  * Compiles `pattern` into a handle kept alive on the native side (an `External`, for the reason
- * given in `index.rs`); throws if it is invalid (the caller validates first for a typed error).
+ * given in `pattern_index.rs`); throws if it is invalid (the caller validates first for a typed error).
  */
 export declare function matcherNew(pattern: string, dialectId: number): ExternalObject<'Matcher'>
 
@@ -215,25 +215,17 @@ export declare function patternIndexStats(handle: ExternalObject<'PatternIndex'>
  */
 export declare function topicTrieAdd(handle: ExternalObject<'TopicTrie'>, name: string, timestampMs?: number | undefined | null): number
 
+/**
+ * Adds each of the NUL-joined `names` in order, as `topic_trie_add` does, with the last activity
+ * `timestamps_ms[i]` (none where it is negative), and writes its id into `out[i]`. Returns -1 when
+ * every name was added, else the index of the first invalid one: the names before it stay added.
+ */
+export declare function topicTrieAddJoined(handle: ExternalObject<'TopicTrie'>, names: string, timestampsMs: Float64Array, out: Uint32Array): number
+
 export declare function topicTrieClear(handle: ExternalObject<'TopicTrie'>): void
 
 /** How many names match, or -1 for an invalid pattern. */
 export declare function topicTrieCount(handle: ExternalObject<'TopicTrie'>, pattern: string): number
-
-/**
- * The matching names as strings of whole NUL-joined names: the first here (`""` for none), the
- * others from `topic_trie_expand_next`; `null` for an invalid pattern. The names are written
- * during the walk, so the answer is complete after this call. `ends[0]` receives the number of
- * names and `ends[1..]`, as far as there is room, where each name ends in its string, in UTF-16
- * code units, so the caller cuts the names out with `slice` instead of searching for separators;
- * a string's last name ends at its length. Up to `EXPAND_SPLIT_MAX_BYTES` of answer, each string
- * holds at most `EXPAND_CHUNK_BYTES` of names: V8 places a larger string in its large-object
- * space, which cost several times the copy (about 0.6 ms for 700 KB against 0.1 ms in 64 KB
- * pieces). An ASCII string (every lite answer) crosses as Latin-1, which V8 copies without
- * decoding, straight from the answer's buffer. `positions` receives, as far as there is room,
- * the node position of each name (see `topic_trie_expand_runs`).
- */
-export declare function topicTrieExpandFirst(handle: ExternalObject<'TopicTrie'>, pattern: string, ends: Uint32Array, positions: Uint32Array): string | null
 
 /**
  * Writes the matching ids into `out` as far as it has room and returns how many there are in
@@ -241,16 +233,14 @@ export declare function topicTrieExpandFirst(handle: ExternalObject<'TopicTrie'>
  */
 export declare function topicTrieExpandInto(handle: ExternalObject<'TopicTrie'>, pattern: string, out: Uint32Array): number
 
-/** The next string of names of the last `topic_trie_expand_first`, or `null` after the last. */
-export declare function topicTrieExpandNext(handle: ExternalObject<'TopicTrie'>): string | null
-
 /**
- * Where the matching names sit, as runs of node positions (`TopicTrie::expand_runs`): returns
- * how many names match, or -1 for an invalid pattern. `out[0]` receives the layout epoch the
- * positions belong to, `out[1]` the number of runs, and `out[2..]` the runs as
- * `(start, end, names)` triples as far as there is room.
+ * The answer to `pattern` as a plan (`TopicTrie::expand_plan`): `out[0]` receives the plan's
+ * length in words, `out[1]` the number of names, and `out[2..]` the plan as far as there is room
+ * (the rest from `topic_trie_plan_copy`). Returns the texts of the names the plan hands out for
+ * the first time, NUL-joined (Latin-1 when ASCII, which V8 copies without decoding), or `null` for
+ * an invalid pattern.
  */
-export declare function topicTrieExpandRuns(handle: ExternalObject<'TopicTrie'>, pattern: string, out: Uint32Array): number
+export declare function topicTrieExpandPlan(handle: ExternalObject<'TopicTrie'>, pattern: string, out: Uint32Array): string | null
 
 /**
  * Names idle since before `cutoff_ms`, oldest first, NUL-joined; `limit` `u32::MAX` means no
@@ -269,9 +259,12 @@ export declare function topicTrieNameOf(handle: ExternalObject<'TopicTrie'>, id:
 /** `max_name_bytes` applies to lite names only. */
 export declare function topicTrieNew(dialectId: number, maxNameBytes: number): ExternalObject<'TopicTrie'>
 
+/** Copies the last plan's words from `from` on into `out`, as far as there is room. */
+export declare function topicTriePlanCopy(handle: ExternalObject<'TopicTrie'>, out: Uint32Array, from: number): void
+
 /**
- * The node position the removed name ended at (which a later name may take from now on), or -1
- * when it was not stored.
+ * The id the removed name had (which a later name may take from now on), or -1 when it was not
+ * stored.
  */
 export declare function topicTrieRemove(handle: ExternalObject<'TopicTrie'>, name: string): number
 

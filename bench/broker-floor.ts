@@ -3,7 +3,7 @@
  * suite's workload, run by the same harness (producer, flow control, consumer loops, checks) as the
  * real one, so its rate is a ceiling for the real broker on the same machine.
  *
- * What it keeps, because the issue and the API require it: each new lite topic goes into a topic
+ * What it keeps, because the suite's checks and the API require it: each new lite topic goes into a topic
  * trie and is matched against the auditor's patterns; each message is stored as an object the POP
  * can hand out; each group gets one event per lite topic (shared: the least loaded of its clients;
  * exclusive: the holder `sync` named; auditor: its pattern matches), FIFO per lite topic with

@@ -1,22 +1,13 @@
 /**
  * The broker suite's figures as tables: the same headers and cells feed the console (aligned text)
- * and bench/RESULTS.md (markdown), as the other suites' *-print.ts files do.
+ * and bench/RESULTS.md (markdown).
  */
-import type { BrokerBenchResult, LatencyRow, ThroughputRow } from './broker.js';
+import type { BrokerBenchResult, LatencyRow, ThroughputRow } from './broker-result.js';
 import { AUDITOR_PATTERNS } from './broker-workload.js';
-import { figureTargetsTable } from './log-targets.js';
-import { figure, textTable } from './measure.js';
-import type { Table } from './pattern-print.js';
+import { cell, failure, printTables, type Table } from './table.js';
+import { targetsTable } from './targets.js';
 
 type PartialResult = Pick<BrokerBenchResult, 'config'> & Partial<Omit<BrokerBenchResult, 'config'>>;
-
-function cell(value: number, format: (v: number) => string = figure): string {
-  return Number.isFinite(value) ? format(value) : '—';
-}
-
-function failure(error: string | undefined): string {
-  return error === undefined ? '' : `failed: ${error.split('\n')[0]?.slice(0, 120)}`;
-}
 
 const STORE_NAMES: Record<string, string> = {
   memory: 'memory',
@@ -112,19 +103,15 @@ export function brokerTables(result: PartialResult): Table[] {
   if (result.latency) tables.push(latencyTable(result.latency, result.config));
   if (result.targets)
     tables.push(
-      figureTargetsTable(
-        'Targets (issue #5)',
+      targetsTable(
         result.targets,
-        `Groups: planner (shared, 4 catch-all wildcard clients), tools (exclusive, 4 clients with a quarter of the names each), auditor (wildcard: ${AUDITOR_PATTERNS.map((p) => `\`${p}\``).join(', ')}).`,
+        'Ratios to js and to the floor row are paired by round: the median over rounds of the two cases run back to ' +
+          `back in that round. Groups: planner (shared, 4 catch-all wildcard clients), tools (exclusive, 4 clients with a quarter of the names each), auditor (wildcard: ${AUDITOR_PATTERNS.map((p) => `\`${p}\``).join(', ')}).`,
       ),
     );
   return tables;
 }
 
 export function printBrokerResult(result: PartialResult): void {
-  for (const table of brokerTables(result)) {
-    console.log(`\n## ${table.title}`);
-    if (table.note) console.log(table.note);
-    console.log(textTable(table.headers, table.rows));
-  }
+  printTables(brokerTables(result));
 }

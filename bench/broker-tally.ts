@@ -106,10 +106,3 @@ export class GroupTally {
     if (this.problems.length < 3) this.problems.push(text);
   }
 }
-
-/** The `fraction` quantile of `values` (nearest rank), or NaN when empty. */
-export function quantile(sorted: Float64Array, fraction: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(fraction * sorted.length) - 1));
-  return sorted[rank] as number;
-}

@@ -1,5 +1,5 @@
 /**
- * The broker suite (issue 5, "Tests and figures"): end-to-end send → POP → ack over 100,000 lite
+ * The broker suite: end-to-end send → POP → ack over 100,000 lite
  * topics of the parent `agents`, three groups (planner: shared, 4 clients; tools: exclusive, 4
  * clients; auditor: wildcard with patterns), both engines, the in-memory store and the on-disk store
  * (`flush: 'async'`). See broker-scenario.ts for the setup and broker-workload.ts for the traffic.
@@ -14,16 +14,19 @@
  *    resolved − performance.now() just before the `sendBatch` that carried the message.
  *
  * Rounds are interleaved with the order reversed every other round; figures are medians over rounds.
+ * Targets: broker-targets.ts.
  */
 
 import type { EngineName } from '../ts/index.js';
 import { printBrokerResult } from './broker-print.js';
+import type { BrokerBenchConfig, BrokerBenchResult, LatencyRow, ThroughputRow } from './broker-result.js';
 import { type Pace, runBroker, type StoreKind } from './broker-scenario.js';
-import { quantile } from './broker-tally.js';
-import { type BrokerTarget, checkBrokerTargets } from './broker-targets.js';
+import { checkBrokerTargets } from './broker-targets.js';
 import { makeBrokerWorkload } from './broker-workload.js';
-import { benchSeed } from './lib.js';
-import { figure } from './measure.js';
+import { benchSeed, stats } from './lib.js';
+import { figure } from './table.js';
+
+const { median, quantiles, spreadPercent } = stats;
 
 const SEED = benchSeed(20_250_505);
 const CASES: readonly { engine: EngineName; store: StoreKind }[] = [
@@ -38,83 +41,11 @@ const THROUGHPUT_CASES: readonly { engine: EngineName; store: StoreKind }[] = [
   { engine: 'native', store: 'floor' },
 ];
 
-export interface BrokerBenchConfig {
-  quick: boolean;
-  seed: number;
-  topics: number;
-  /** Messages of each throughput run. */
-  messages: number;
-  bodyBytes: number;
-  sendBatch: number;
-  /** Most messages sent but not yet acked by the planner or tools group (flow control). */
-  maxLagMessages: number;
-  /** Largest batch of due messages a paced send carries. */
-  pacedBatch: number;
-  /** Length of the paced (measured) phase of a latency run, s. */
-  pacedSeconds: number;
-  /** Paced rate as a share of the configuration's median throughput. */
-  loadShare: number;
-  rounds: number;
-}
-
-export interface ThroughputRow {
-  engine: EngineName;
-  store: StoreKind;
-  messages: number;
-  deliveries: number;
-  /** End-to-end messages/s per round. */
-  roundRates: number[];
-  messagesPerSecond: number;
-  deliveriesPerSecond: number;
-  /** Messages/s until the last send resolved (the producer's view). */
-  sentPerSecond: number;
-  setupMs: number;
-  /** CPU time of the process per message over the timed phase, µs (median over rounds). */
-  cpuMicrosPerMessage: number;
-  spreadPercent: number;
-  error?: string;
-}
-
-export interface LatencyRow {
-  engine: EngineName;
-  store: StoreKind;
-  /** Rate asked for, messages/s; achieved: timed messages over the paced phase. */
-  rate: number;
-  achievedRate: number;
-  messages: number;
-  deliveries: number;
-  p50Ms: number;
-  p99Ms: number;
-  p999Ms: number;
-  maxMs: number;
-  /** p99 counted from the scheduled send time: includes any lag of the producer behind the pace. */
-  scheduleP99Ms: number;
-  byGroup: { group: string; p50Ms: number; p99Ms: number }[];
-  roundP99Ms: number[];
-  error?: string;
-}
-
-export interface BrokerBenchResult {
-  config: BrokerBenchConfig;
-  throughput: ThroughputRow[];
-  latency: LatencyRow[];
-  targets: BrokerTarget[];
-}
-
 function configFor(quick: boolean): BrokerBenchConfig {
   const common = { seed: SEED, bodyBytes: 128, sendBatch: 100, maxLagMessages: 10_000, pacedBatch: 32, loadShare: 0.5 };
   return quick
     ? { ...common, quick, topics: 10_000, messages: 20_000, pacedSeconds: 1, rounds: 1 }
     : { ...common, quick, topics: 100_000, messages: 150_000, pacedSeconds: 5, rounds: 3 };
-}
-
-export function median(values: readonly number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  if (sorted.length === 0) return Number.NaN;
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
 }
 
 const caseName = (c: { engine: EngineName; store: StoreKind }) => `${c.engine} ${c.store}`;
@@ -173,7 +104,7 @@ async function measureThroughput(config: BrokerBenchConfig): Promise<ThroughputR
       sentPerSecond: error === undefined ? median(runs.map((f) => (f.messages / f.sendMs) * 1000)) : Number.NaN,
       setupMs: median(runs.map((f) => f.setupMs)),
       cpuMicrosPerMessage: median(runs.map((f) => (f.cpuMs / f.timedMessages) * 1000)),
-      spreadPercent: ((Math.max(...rates) - Math.min(...rates)) / rate) * 100,
+      spreadPercent: spreadPercent(rates),
       ...(error === undefined ? {} : { error }),
     };
   });
@@ -191,14 +122,17 @@ interface LatencyRound {
   byGroup: { group: string; p50: number; p99: number }[];
 }
 
-function sortedOf(parts: readonly Float64Array[]): Float64Array {
+/** The values of several tallies in one array, and the largest of them (NaN when there are none). */
+function pooled(parts: readonly Float64Array[]): { all: Float64Array; max: number } {
   const all = new Float64Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
+  let max = Number.NaN;
   for (const part of parts) {
     all.set(part, at);
     at += part.length;
+    for (const value of part) if (!(value <= max)) max = value;
   }
-  return all.sort();
+  return { all, max };
 }
 
 async function measureLatency(config: BrokerBenchConfig, throughput: readonly ThroughputRow[]): Promise<LatencyRow[]> {
@@ -219,19 +153,20 @@ async function measureLatency(config: BrokerBenchConfig, throughput: readonly Th
       warmupMessages: config.topics,
     };
     const f = await runBroker(c.engine, c.store, work, pace);
-    const all = sortedOf(f.tallies.map((t) => t.latencies));
+    const { all, max } = pooled(f.tallies.map((t) => t.latencies));
+    const [p50, p99, p999] = quantiles(all, [0.5, 0.99, 0.999]) as [number, number, number];
     const figures: LatencyRound = {
       achievedRate: (f.timedMessages / f.sendMs) * 1000,
       messages: f.timedMessages,
       deliveries: all.length,
-      p50: quantile(all, 0.5),
-      p99: quantile(all, 0.99),
-      p999: quantile(all, 0.999),
-      max: all[all.length - 1] ?? Number.NaN,
-      scheduleP99: quantile(sortedOf(f.tallies.map((t) => t.scheduleLatencies)), 0.99),
+      p50,
+      p99,
+      p999,
+      max,
+      scheduleP99: quantiles(pooled(f.tallies.map((t) => t.scheduleLatencies)).all, [0.99])[0] as number,
       byGroup: f.tallies.map((t) => {
-        const own = sortedOf([t.latencies]);
-        return { group: t.group, p50: quantile(own, 0.5), p99: quantile(own, 0.99) };
+        const [groupP50, groupP99] = quantiles(t.latencies, [0.5, 0.99]) as [number, number];
+        return { group: t.group, p50: groupP50, p99: groupP99 };
       }),
     };
     console.log(
@@ -284,11 +219,4 @@ export async function runBrokerBench(options: { quick: boolean }): Promise<Broke
   const targets = checkBrokerTargets(throughput, latency);
   printBrokerResult({ config, targets });
   return { config, throughput, latency, targets };
-}
-
-if (require.main === module) {
-  runBrokerBench({ quick: process.argv.includes('--quick') }).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
 }

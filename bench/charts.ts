@@ -1,25 +1,18 @@
 /**
- * One SVG bar chart per benchmark suite, drawn from the generated bench/RESULTS.md: no dependency,
- * no browser, and no coupling to each suite's result types (a new suite gets a chart as soon as its
- * section has a table of implementations with a rate or a time column).
+ * One SVG bar chart per benchmark suite, drawn from the tables its stored record renders to (the
+ * same tables RESULTS.md shows): no dependency, no browser, and no coupling to each suite's result
+ * types (a new suite gets a chart as soon as it has a table of implementations with a rate or a
+ * time column).
  *
- * For each `## Suite` section the first table is chosen that has a column naming what was measured
+ * For each suite the first table is chosen that has a column naming what was measured
  * (implementation, store, engine, client or case) and a rate column (`…/s`, higher is better) or,
  * failing that, a median time column (lower is better). Rows become bars, grouped by the text
  * column before the bar column when there is one (subscriptions, body size, shape). Values spanning
  * more than two decades are drawn on a log scale, which the subtitle says.
- *
- *   tsx bench/charts.ts [RESULTS.md]   redraws the charts/*.svg beside a RESULTS.md (default
- *                                      bench/RESULTS.md; compiled: node dist/bench/charts.js <file>)
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-
-interface ParsedTable {
-  title: string;
-  headers: string[];
-  rows: string[][];
-}
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Table } from './table.js';
 
 interface Bar {
   name: string;
@@ -36,37 +29,6 @@ export interface Chart {
 
 const BAR_COLUMNS = ['implementation', 'store', 'engine', 'client', 'case'];
 
-function cells(line: string): string[] {
-  return line
-    .slice(1, -1)
-    .split(/(?<!\\)\|/)
-    .map((c) => c.trim().replace(/\\\|/g, '|').replace(/`/g, ''));
-}
-
-/** `## heading` → its `### tables`, read from generated markdown. */
-export function parseSections(markdown: string): Map<string, ParsedTable[]> {
-  const sections = new Map<string, ParsedTable[]>();
-  let tables: ParsedTable[] | undefined;
-  let title = '';
-  let current: ParsedTable | undefined;
-  for (const line of markdown.split('\n')) {
-    if (line.startsWith('## ')) {
-      tables = [];
-      sections.set(line.slice(3).trim(), tables);
-      current = undefined;
-    } else if (line.startsWith('### ')) {
-      title = line.slice(4).trim();
-      current = undefined;
-    } else if (line.startsWith('|') && tables !== undefined) {
-      if (current === undefined) {
-        current = { title, headers: cells(line), rows: [] };
-        tables.push(current);
-      } else if (!/^\|[\s:|-]+\|$/.test(line)) current.rows.push(cells(line));
-    } else current = undefined;
-  }
-  return sections;
-}
-
 function numberOf(cell: string | undefined): number {
   const match = /^[\d,]*\.?\d+/.exec((cell ?? '').replace(/\s/g, ''));
   return match === null ? Number.NaN : Number(match[0].replace(/,/g, ''));
@@ -76,7 +38,7 @@ function numberOf(cell: string | undefined): number {
  * The column that splits the bars into groups: the first column before the bar column, or the one
  * right after it when that is a parameter rather than a measurement, whose value changes between rows.
  */
-function groupColumn(table: ParsedTable, bar: number, value: number): number {
+function groupColumn(table: Table, bar: number, value: number): number {
   const candidates = [...Array(bar).keys()];
   const next = table.headers[bar + 1];
   if (next !== undefined && bar + 1 !== value && !/\/s|ms|µs|ns|%|×|Δ/.test(next)) candidates.push(bar + 1);
@@ -88,7 +50,7 @@ function groupColumn(table: ParsedTable, bar: number, value: number): number {
 }
 
 /** The chart a suite's tables support, or undefined when none has a bar and a value column. */
-export function chartOf(section: string, tables: readonly ParsedTable[]): Chart | undefined {
+export function chartOf(section: string, tables: readonly Table[]): Chart | undefined {
   const pick = (test: (h: string) => boolean) => {
     for (const table of tables) {
       const bar = table.headers.findIndex((h) => BAR_COLUMNS.includes(h.toLowerCase()));
@@ -203,25 +165,19 @@ function slug(text: string): string {
     .replace(/^-|-$/g, '');
 }
 
-/** Writes charts/<section>.svg beside `resultsFile` for every section that has a chart; returns the files. */
-export function writeCharts(resultsFile: string, dir = join(dirname(resultsFile), 'charts')): string[] {
-  const sections = parseSections(readFileSync(resultsFile, 'utf8'));
+/** Writes <dir>/<section>.svg for every section that has a table to chart; returns the files. */
+export function writeCharts(sections: readonly { heading: string; tables: readonly Table[] }[], dir: string): string[] {
   mkdirSync(dir, { recursive: true });
   const written: string[] = [];
-  for (const [section, tables] of sections) {
-    const chart = chartOf(section, tables);
+  for (const { heading, tables } of sections) {
+    const chart = chartOf(heading, tables);
     if (chart === undefined) {
-      console.log(`charts: no table to chart in "${section}"`);
+      console.log(`charts: no table to chart in "${heading}"`);
       continue;
     }
-    const file = join(dir, `${slug(section)}.svg`);
+    const file = join(dir, `${slug(heading)}.svg`);
     writeFileSync(file, renderSvg(chart));
     written.push(file);
   }
   return written;
-}
-
-if (require.main === module) {
-  const results = process.argv[2] === undefined ? join(__dirname, 'RESULTS.md') : resolve(process.argv[2]);
-  for (const file of writeCharts(results)) console.log(`wrote ${file}`);
 }

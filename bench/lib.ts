@@ -11,6 +11,8 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type * as Format from '../ts/cli/format.js';
+import type * as Stats from '../ts/cli/stats.js';
 import type * as Api from '../ts/index.js';
 
 /** True when running as dist/bench/*.js (compiled), false as bench/*.ts (through tsx). */
@@ -33,12 +35,31 @@ export function distModule<T>(relative: string): T {
 export const lib = distModule<typeof Api>('index.js');
 
 /**
+ * The command line's statistics and text formats (ts/cli/stats.ts, ts/cli/format.ts), which the
+ * suites share with it: one median, one quantile, one table renderer.
+ */
+export const stats = distModule<typeof Stats>('cli/stats.js');
+export const format = distModule<typeof Format>('cli/format.js');
+
+/**
  * Node arguments that run the suite script `name` (e.g. `'pattern-memory'`) in a child process:
  * the .ts file through tsx in a checkout, the compiled .js file otherwise. Run it with
  * `cwd: PACKAGE_ROOT` (tsx is resolved from there).
  */
 export function scriptArgs(name: string): string[] {
   return COMPILED ? [join(__dirname, `${name}.js`)] : ['--import', 'tsx', join(__dirname, `${name}.ts`)];
+}
+
+/**
+ * Runs a child script's `main` when its file is the one node was started with (`module` is the
+ * caller's), printing what it throws and exiting with 1.
+ */
+export function runIfMain(module: NodeModule, main: () => Promise<void>): void {
+  if (require.main !== module) return;
+  main().catch((error: unknown) => {
+    console.error(error);
+    process.exitCode = 1;
+  });
 }
 
 /**

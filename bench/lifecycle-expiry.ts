@@ -1,5 +1,5 @@
 /**
- * Expiry of idle lite topics (issue 6, "Figures"): a broker on disk holds `topics` lite topics, one in
+ * Expiry of idle lite topics: a broker on disk holds `topics` lite topics, one in
  * ten of them (every index that is a multiple of 10) written two hours ago and the rest just now,
  * under `liteTopicExpirationMs` of one hour. The clock is the system
  * clock plus a skew the benchmark sets (−2 h while it writes the idle ones), with real timers, so
@@ -17,10 +17,12 @@
  */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Broker, Consumer } from '../ts/index.js';
-import { lib } from './lib.js';
+import { lib, stats } from './lib.js';
 import { BODY_BYTES, type Engine, liteTopicName, PARENT } from './lifecycle-reopen.js';
 import { removeDir, tempDir } from './log-disk.js';
-import { figure } from './measure.js';
+import { figure } from './table.js';
+
+const { quantile, quantiles } = stats;
 
 const HOUR_MS = 3_600_000;
 const GROUP = 'planner';
@@ -74,15 +76,6 @@ export interface ExpiryRow {
   unsubscribedEvents: number;
   phases: PhaseLatency[];
   error?: string;
-}
-
-function percentile(sorted: Float64Array | number[], p: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] as number;
-}
-
-function sorted(values: number[]): Float64Array {
-  return Float64Array.from(values).sort();
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -278,27 +271,29 @@ export async function benchExpiry(engine: Engine, config: ExpiryConfig): Promise
     while (load.received.subarray(0, load.sent).includes(0) && performance.now() < drainUntil) await sleep(10);
     running = false;
     await Promise.all(consumers);
-    const s = sorted(sweepMs);
-    row.sweeps = s.length;
-    row.sweepP50Ms = percentile(s, 50);
-    row.sweepP99Ms = percentile(s, 99);
-    row.sweepMaxMs = percentile(s, 100);
+    const [sweepP50, sweepP99, sweepMax] = quantiles(sweepMs, [0.5, 0.99, 1]) as [number, number, number];
+    row.sweeps = sweepMs.length;
+    row.sweepP50Ms = sweepP50;
+    row.sweepP99Ms = sweepP99;
+    row.sweepMaxMs = sweepMax;
     row.phases = (['expiry off', 'sweeping'] as const).map((name, i) => {
-      const lat = sorted(load.latency[i as 0 | 1]);
+      const latency = load.latency[i as 0 | 1];
+      const [p50Ms, p99Ms, maxMs] = quantiles(latency, [0.5, 0.99, 1]) as [number, number, number];
       const windowP99Ms: number[] = [];
       for (let w = i; w < load.byWindow.length; w += 2) {
         const inWindow = load.byWindow[w];
-        if (inWindow !== undefined && inWindow.length > 0) windowP99Ms.push(percentile(sorted(inWindow), 99));
+        if (inWindow !== undefined && inWindow.length > 0) windowP99Ms.push(quantile(inWindow, 0.99));
       }
       return {
         phase: name,
         windows: windows[i] as number,
-        deliveries: lat.length,
-        p50Ms: percentile(lat, 50),
-        p99Ms: percentile(lat, 99),
-        maxMs: percentile(lat, 100),
+        deliveries: latency.length,
+        p50Ms,
+        p99Ms,
+        maxMs,
         windowP99Ms,
-        medianWindowP99Ms: percentile(sorted(windowP99Ms), 50),
+        // The lower middle of an even count: a window's own figure, not a mean of two.
+        medianWindowP99Ms: quantile(windowP99Ms, 0.5),
         loopP99Ms: Math.max(...loopP99[i as 0 | 1]),
         loopMaxMs: Math.max(...loopMax[i as 0 | 1]),
       };

@@ -1,26 +1,10 @@
 /**
  * The lifecycle suite's targets and tables: the same headers and cells feed the console (aligned
- * text) and bench/RESULTS.md (markdown), as the other suites' *-print.ts files do.
+ * text) and bench/RESULTS.md (markdown).
  */
-import type { LifecycleBenchResult } from './lifecycle.js';
-import type { ExpiryRow } from './lifecycle-expiry.js';
-import type { ReopenRow } from './lifecycle-reopen.js';
-import { figureTargetsTable, type LogTarget } from './log-targets.js';
-import { figure, textTable } from './measure.js';
-import type { Table } from './pattern-print.js';
-
-export const CLEAN_REOPEN_MS = 1000;
-export const KILLED_REOPEN_MS = 5000;
-/**
- * "No effect on p99": the p99 while sweeping may exceed the p99 with expiry off by at most this
- * share of it or `P99_SLACK_MS`, whichever is larger (the machine is shared and noisy). Each side is
- * the median over its windows of the window's own p99: the p99 over all of a phase's deliveries
- * follows its worst window, and on a shared machine one window of either phase can take a stall
- * that has nothing to do with expiry (the recorded runs had one phase's pooled p99 several times
- * the other's in both directions).
- */
-export const P99_SLACK_SHARE = 0.25;
-export const P99_SLACK_MS = 1;
+import type { ExpiryRow, LifecycleBenchResult, ReopenRow } from './lifecycle-result.js';
+import { failure as failureCell, figure, printTables, type Table } from './table.js';
+import { targetsTable } from './targets.js';
 
 type PartialResult = Pick<LifecycleBenchResult, 'config'> & Partial<Omit<LifecycleBenchResult, 'config'>>;
 
@@ -28,47 +12,7 @@ type PartialResult = Pick<LifecycleBenchResult, 'config'> & Partial<Omit<Lifecyc
 const cell = (value: number, format: (v: number) => string = figure) =>
   Number.isFinite(value) ? (Number.isInteger(value) ? value.toLocaleString('en-US') : format(value)) : '—';
 const mib = (bytes: number) => cell(bytes / 2 ** 20);
-const failure = (error: string | undefined) =>
-  error === undefined ? '' : `failed: ${error.split('\n')[0]?.slice(0, 160)}`;
-
-function limitTarget(name: string, ms: number, limit: number, failed: boolean): LogTarget {
-  const known = Number.isFinite(ms) && !failed;
-  return {
-    name,
-    ratio: limit / ms,
-    target: 1,
-    strict: true,
-    pass: known ? ms < limit : null,
-    measured: known ? `${figure(ms)} ms` : '—',
-    required: `< ${figure(limit)} ms`,
-  };
-}
-
-export function checkLifecycleTargets(reopen: readonly ReopenRow[], expiry: readonly ExpiryRow[]): LogTarget[] {
-  const out: LogTarget[] = [];
-  for (const r of reopen) {
-    const what = r.shutdown === 'clean' ? 'clean reopen' : 'reopen after SIGKILL';
-    const limit = r.shutdown === 'clean' ? CLEAN_REOPEN_MS : KILLED_REOPEN_MS;
-    const size = `${figure(r.messages / 1e6)} M messages, ${r.liteTopics.toLocaleString('en-US')} lite topics`;
-    out.push(limitTarget(`${what}, ${r.engine}, ${size}`, r.openMs, limit, r.error !== undefined));
-  }
-  for (const r of expiry) {
-    const off = r.phases.find((p) => p.phase === 'expiry off')?.medianWindowP99Ms ?? Number.NaN;
-    const on = r.phases.find((p) => p.phase === 'sweeping')?.medianWindowP99Ms ?? Number.NaN;
-    const bar = off + Math.max(P99_SLACK_MS, off * P99_SLACK_SHARE);
-    const known = Number.isFinite(off) && Number.isFinite(on) && r.error === undefined;
-    out.push({
-      name: `send-to-pop p99 while expiring idle lite topics, ${r.engine}`,
-      ratio: bar / on,
-      target: 1,
-      strict: false,
-      pass: known ? on <= bar : null,
-      measured: known ? `${figure(on)} ms sweeping, ${figure(off)} ms expiry off (median window p99)` : '—',
-      required: `≤ ${figure(bar)} ms (off + max(${P99_SLACK_MS} ms, ${P99_SLACK_SHARE * 100}%))`,
-    });
-  }
-  return out;
-}
+const failure = (error: string | undefined) => failureCell(error, 160);
 
 function reopenTable(rows: readonly ReopenRow[]): Table {
   return {
@@ -206,14 +150,10 @@ export function lifecycleTables(result: PartialResult): Table[] {
   const tables: Table[] = [];
   if (result.reopen) tables.push(reopenTable(result.reopen));
   if (result.expiry) tables.push(sweepTable(result.expiry, result.config), latencyTable(result.expiry, result.config));
-  if (result.targets) tables.push(figureTargetsTable('Targets (issue #6)', result.targets));
+  if (result.targets) tables.push(targetsTable(result.targets));
   return tables;
 }
 
 export function printLifecycleResult(result: PartialResult): void {
-  for (const table of lifecycleTables(result)) {
-    console.log(`\n## ${table.title}`);
-    if (table.note) console.log(table.note);
-    console.log(textTable(table.headers, table.rows));
-  }
+  printTables(lifecycleTables(result));
 }

@@ -1,5 +1,5 @@
 /**
- * Reopen time of a large broker directory (issue 6, "Figures"), reusing the log suite's approach
+ * Reopen time of a large broker directory, reusing the log suite's approach
  * (bench/log-recovery.ts): a child process opens a broker, sends `messages` messages over `topics`
  * lite topics with `sendBatch`, gives one shared group progress on every lite topic (consumers
  * subscribe from `min`, POP and ack some, leaving some in flight), reports what it holds, and waits to
@@ -16,9 +16,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Broker, CommitLogStats, SendMessage } from '../ts/index.js';
-import { lib } from './lib.js';
+import { lib, runIfMain } from './lib.js';
 import { diskUsage, removeDir, tempDir } from './log-disk.js';
-import { figure } from './measure.js';
+import { figure } from './table.js';
 import { mulberry32 } from './workload.js';
 
 export const ENGINES = ['native', 'js'] as const;
@@ -263,9 +263,4 @@ function main(argv: readonly string[]): Promise<void> {
   return write(engine as Engine, dir, messages, topics, seed);
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
-}
+runIfMain(module, () => main(process.argv.slice(2)));

@@ -1,5 +1,5 @@
 /**
- * The lifecycle suite (issue 6, "Figures"): how long a broker directory with 10,000,000 messages over
+ * The lifecycle suite: how long a broker directory with 10,000,000 messages over
  * 100,000 lite topics takes to reopen after SIGKILL and after a clean close, on both engines
  * (bench/lifecycle-reopen.ts); and expiry of 100,000 idle lite topics among 1,000,000 — time per
  * `runMaintenance()` sweep and send-to-pop latency while sweeping next to expiry off, in the same run
@@ -10,11 +10,12 @@
 
 import { loadavg } from 'node:os';
 import { benchSeed } from './lib.js';
-import { benchExpiry, type ExpiryConfig, type ExpiryRow } from './lifecycle-expiry.js';
-import { checkLifecycleTargets, printLifecycleResult } from './lifecycle-print.js';
-import { benchReopen, ENGINES, type ReopenRow } from './lifecycle-reopen.js';
+import { benchExpiry, type ExpiryConfig } from './lifecycle-expiry.js';
+import { printLifecycleResult } from './lifecycle-print.js';
+import { benchReopen, ENGINES } from './lifecycle-reopen.js';
+import type { ExpiryRow, LifecycleBenchConfig, LifecycleBenchResult, ReopenRow } from './lifecycle-result.js';
+import { checkLifecycleTargets } from './lifecycle-targets.js';
 import { freeBytes } from './log-disk.js';
-import type { LogTarget } from './log-targets.js';
 
 const SEED = benchSeed(20_250_606);
 const GIB = 2 ** 30;
@@ -22,25 +23,6 @@ const GIB = 2 ** 30;
 const BYTES_PER_MESSAGE = 256;
 /** Preallocated segments (the active one and a spare) plus room left free. */
 const DISK_OVERHEAD_BYTES = 0.5 * GIB + 2 * GIB;
-
-export interface LifecycleBenchConfig {
-  quick: boolean;
-  seed: number;
-  messages: number;
-  liteTopics: number;
-  /** Why `messages` is below what was asked, when it is. */
-  scaleNote?: string;
-  expiry: ExpiryConfig;
-  /** 1-minute load average before the suite and after it (the machine is shared; 2 cores here). */
-  loadAverage?: [number, number];
-}
-
-export interface LifecycleBenchResult {
-  config: LifecycleBenchConfig;
-  reopen: ReopenRow[];
-  expiry: ExpiryRow[];
-  targets: LogTarget[];
-}
 
 function configFor(quick: boolean): LifecycleBenchConfig {
   const expiry: ExpiryConfig = quick
@@ -118,11 +100,4 @@ export async function runLifecycleBench(options: { quick: boolean }): Promise<Li
   console.log(`\nload average (1 min): ${config.loadAverage.map((l) => l.toFixed(1)).join(' before, ')} after`);
   printLifecycleResult({ config, targets });
   return { config, reopen, expiry, targets };
-}
-
-if (require.main === module) {
-  runLifecycleBench({ quick: process.argv.includes('--quick') }).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
 }

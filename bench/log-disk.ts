@@ -18,7 +18,9 @@ import {
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { median } from './measure.js';
+import { stats } from './lib.js';
+
+const { median } = stats;
 
 /** A fresh directory under os.tmpdir(); remove it with `removeDir`. */
 export function tempDir(label: string): string {

@@ -11,6 +11,7 @@
  * wrappers cost time, which is why this runs apart from the timed cases.
  */
 import { readFileSync } from 'node:fs';
+import { runIfMain } from './lib.js';
 import { removeDir, tempDir } from './log-disk.js';
 import { type AppendShape, openStore, STORES, type StoreName } from './log-stores.js';
 import { makeLogWorkload } from './log-workload.js';
@@ -154,9 +155,4 @@ async function main(argv: readonly string[]): Promise<void> {
   process.stdout.write(`${JSON.stringify(await sample(store as StoreName, records, lmqs, bodyBytes, seed))}\n`);
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
-}
+runIfMain(module, () => main(process.argv.slice(2)));

@@ -1,25 +1,20 @@
 /**
  * The log suite's figures as tables: the same headers and cells feed the console (aligned text) and
- * bench/RESULTS.md (markdown), as pattern-print.ts and trie-print.ts do for their suites.
+ * bench/RESULTS.md (markdown).
  */
-import type { AppendRow, FootprintSample, LmqScaleSample, LogBenchResult, ReadFloorRow, ReadRow } from './log.js';
-import { figureTargetsTable, perLmqAndMessage } from './log-targets.js';
-import { figure, textTable } from './measure.js';
-import type { Table } from './pattern-print.js';
+import type {
+  AppendRow,
+  FootprintSample,
+  LmqScaleSample,
+  LogBenchResult,
+  ReadFloorRow,
+  ReadRow,
+} from './log-result.js';
+import { perLmqAndMessage } from './log-targets.js';
+import { cell, failure, figure, mebibytes, printTables, type Table, times } from './table.js';
+import { targetsTable } from './targets.js';
 
 const MIB = 2 ** 20;
-
-function mebibytes(bytes: number | null): string {
-  return bytes === null || !Number.isFinite(bytes) ? '—' : `${figure(bytes / MIB)} MiB`;
-}
-
-function cell(value: number, format: (v: number) => string = figure): string {
-  return Number.isFinite(value) ? format(value) : '—';
-}
-
-function failure(error: string | undefined): string {
-  return error === undefined ? '' : `failed: ${error.split('\n')[0]?.slice(0, 120)}`;
-}
 
 function diskTable(result: Pick<LogBenchResult, 'config' | 'disk'>): Table {
   const { disk } = result;
@@ -65,7 +60,7 @@ function appendTable(rows: readonly AppendRow[], durable: boolean, config: LogBe
       cell(r.recordsPerSecond),
       cell(r.payloadBytesPerSecond / 1e6),
       cell(r.measurement?.spreadPercent ?? Number.NaN),
-      cell(r.nativeSpeedup, (x) => `${figure(x)}×`),
+      cell(r.nativeSpeedup, times),
       ...(durable ? [] : [cell(r.allocatedBytes / r.payloadBytes)]),
       failure(r.error),
     ]),
@@ -78,7 +73,7 @@ function readTable(rows: readonly ReadRow[], floors: readonly ReadFloorRow[]): T
     String(r.bodyBytes),
     cell(r.recordsPerSecond),
     cell(r.measurement?.spreadPercent ?? Number.NaN),
-    cell(r.nativeShare, (x) => `${figure(x)}×`),
+    cell(r.nativeShare, times),
     failure(r.error),
   ]);
   return {
@@ -98,7 +93,7 @@ function readTable(rows: readonly ReadRow[], floors: readonly ReadFloorRow[]): T
         String(r.bodyBytes),
         cell(r.recordsPerSecond),
         cell(r.measurement?.spreadPercent ?? Number.NaN),
-        cell(r.nativeSpeedup, (x) => `${figure(x)}×`),
+        cell(r.nativeSpeedup, times),
         failure(r.error),
       ]),
       ...floorRows,
@@ -266,8 +261,7 @@ export function logTables(result: Partial<LogBenchResult> & Pick<LogBenchResult,
   if (result.recovery) tables.push(recoveryTable({ config: result.config, recovery: result.recovery }));
   if (result.targets)
     tables.push(
-      figureTargetsTable(
-        'Targets (issue #23)',
+      targetsTable(
         result.targets,
         'Every share of a floor is paired by round with the floor measured in the same run. An expectation without a ' +
           'number is reported, not counted as a target.',
@@ -277,9 +271,5 @@ export function logTables(result: Partial<LogBenchResult> & Pick<LogBenchResult,
 }
 
 export function printLogResult(result: Partial<LogBenchResult> & Pick<LogBenchResult, 'config'>): void {
-  for (const table of logTables(result)) {
-    console.log(`\n## ${table.title}`);
-    if (table.note) console.log(table.note);
-    console.log(textTable(table.headers, table.rows));
-  }
+  printTables(logTables(result));
 }

@@ -12,7 +12,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { AppendRecord } from '../ts/index.js';
-import { lib, PACKAGE_ROOT, scriptArgs } from './lib.js';
+import { lib, PACKAGE_ROOT, runIfMain, scriptArgs } from './lib.js';
 import { diskUsage, removeDir, tempDir } from './log-disk.js';
 import { bodySource, lmqName } from './log-workload.js';
 import { mulberry32 } from './workload.js';
@@ -153,9 +153,4 @@ function main(argv: readonly string[]): Promise<void> {
   return writeUntil(engine as Engine, dir, size, every, seedNumber);
 }
 
-if (require.main === module) {
-  main(process.argv.slice(2)).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
-}
+runIfMain(module, () => main(process.argv.slice(2)));

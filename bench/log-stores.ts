@@ -45,7 +45,7 @@ function required<T>(name: string): T {
 
 export interface AppendShape {
   durable: boolean;
-  /** Records per append call, transaction or write when nothing is in flight (1,000 in the issue). */
+  /** Records per append call, transaction or write when nothing is in flight (1,000 in the suite). */
   batchRecords: number;
   /** Durable only: records per concurrent append call, and how many such calls may be outstanding. */
   callRecords: number;

@@ -1,22 +1,13 @@
 /**
- * The log suite's targets (issue 23), checked against one run: the native engine as a share of the
- * floors the machine sets, measured in the same rounds and paired by round (a plain file for
- * appends, with one fdatasync per batch when durable; a copy-plus-checksum of the same records for
- * the warm read), and the memory of an idle LMQ. The issue-4 check that a million LMQs work under
- * the descriptor and mapping limits stays.
+ * The log suite's targets, checked against one run: the native engine as a share of the floors the
+ * machine sets, measured in the same rounds and paired by round (a plain file for appends, with one
+ * fdatasync per batch when durable; a copy-plus-checksum of the same records for the warm read),
+ * the memory of an idle LMQ, and a million LMQs working under the descriptor and mapping limits.
  */
-import type { AppendRow, LogBenchResult } from './log.js';
-import { figure, pairedSpeedup } from './measure.js';
-import type { TargetCheck } from './pattern.js';
-import type { Table } from './pattern-print.js';
-
-/** A target with its figure and its bar as text, for the report. */
-export interface LogTarget extends TargetCheck {
-  measured: string;
-  required: string;
-  /** An expectation the issue states without a number; reported, not a target. */
-  expectation?: boolean;
-}
+import type { AppendRow, LogBenchResult } from './log-result.js';
+import { pairedSpeedup } from './measure.js';
+import { figure } from './table.js';
+import { ratioTarget, type Target } from './targets.js';
 
 /** Native append as a share of the plain file's speed, durable or not. */
 const APPEND_SHARE_OF_FLOOR = 0.8;
@@ -25,20 +16,6 @@ const READ_SHARE_OF_FLOOR = 0.7;
 /** What an idle LMQ may cost natively, bytes of resident memory. */
 const IDLE_LMQ_BYTES = 100;
 
-function target(name: string, value: number, bar: number, measured: string, required: string): LogTarget {
-  const known = Number.isFinite(value);
-  return {
-    name,
-    ratio: value / bar,
-    target: 1,
-    strict: false,
-    pass: known ? value >= bar : null,
-    measured: known ? measured : '—',
-    required,
-  };
-}
-
-const times = (value: number) => `${figure(value)}×`;
 const count = (value: number | null) => (value === null ? '—' : value.toLocaleString('en-US'));
 
 function appendRow(rows: readonly AppendRow[], store: string, bodyBytes: number, durable: boolean) {
@@ -51,36 +28,34 @@ export function perLmqAndMessage(lmqs: number, extra: number, afterLmqs: number,
   return { perLmq: (afterLmqs - perMessage * lmqs) / lmqs, perMessage };
 }
 
-export function checkLogTargets(result: Omit<LogBenchResult, 'targets'>): LogTarget[] {
-  const out: LogTarget[] = [];
+export function checkLogTargets(result: Omit<LogBenchResult, 'targets'>): Target[] {
+  const out: Target[] = [];
   for (const durable of [false, true]) {
     const floor = durable ? 'plain file + fdatasync' : 'plain file';
     for (const bodyBytes of result.config.bodySizes) {
       // The plain file's row says how many times faster native was than it: native's share of it.
       const x = appendRow(result.append, 'fs append', bodyBytes, durable)?.nativeSpeedup ?? Number.NaN;
       const name = `${durable ? 'durable' : 'non-durable'} append, native / ${floor}, ${bodyBytes} B`;
-      out.push(target(name, x, APPEND_SHARE_OF_FLOOR, times(x), `≥ ${times(APPEND_SHARE_OF_FLOOR)}`));
+      out.push(ratioTarget(name, x, APPEND_SHARE_OF_FLOOR));
     }
   }
   for (const floor of result.readFloor ?? []) {
     const x = floor.nativeShare;
     const name = `warm read by LMQ, native / copy + checksum, ${floor.bodyBytes} B`;
-    out.push(target(name, x, READ_SHARE_OF_FLOOR, times(x), `≥ ${times(READ_SHARE_OF_FLOOR)}`));
+    out.push(ratioTarget(name, x, READ_SHARE_OF_FLOOR));
   }
   for (const sample of result.lmqScale ?? []) {
     out.push(lmqScaleTarget(result.config, sample));
     if (sample.engine === 'native' && !('error' in sample)) out.push(idleLmqTarget(sample));
   }
-  // The issue expects the js engine ahead of sqlite without naming a factor.
+  // The js engine is expected ahead of sqlite, without a factor named.
   for (const bodyBytes of result.config.bodySizes) {
     const js = appendRow(result.append, 'litetopic js', bodyBytes, false);
     const sqlite = appendRow(result.append, 'better-sqlite3', bodyBytes, false);
     if (js?.measurement && sqlite?.measurement) {
       const x = pairedSpeedup(js.measurement, sqlite.measurement);
-      out.push({
-        ...target(`non-durable append, js / sqlite, ${bodyBytes} B`, x, 1, times(x), '> 1× (expected)'),
-        expectation: true,
-      });
+      const expected = ratioTarget(`non-durable append, js / sqlite, ${bodyBytes} B`, x, 1, true);
+      out.push({ ...expected, required: `${expected.required} (expected)`, expectation: true });
     }
   }
   return out;
@@ -90,7 +65,7 @@ export function checkLogTargets(result: Omit<LogBenchResult, 'targets'>): LogTar
  * An idle LMQ's cost: the probe's resident growth per LMQ once the growth its messages explain
  * (the second phase's per message) is taken out, so what is left is what holding a name costs.
  */
-function idleLmqTarget(sample: Exclude<NonNullable<LogBenchResult['lmqScale']>[number], { error: string }>): LogTarget {
+function idleLmqTarget(sample: Exclude<NonNullable<LogBenchResult['lmqScale']>[number], { error: string }>): Target {
   const rss = perLmqAndMessage(sample.lmqs, sample.extraRecords, sample.rssAfterLmqs, sample.rssAfterExtra).perLmq;
   const index = perLmqAndMessage(
     sample.lmqs,
@@ -119,7 +94,7 @@ function idleLmqTarget(sample: Exclude<NonNullable<LogBenchResult['lmqScale']>[n
 function lmqScaleTarget(
   config: LogBenchResult['config'],
   sample: NonNullable<LogBenchResult['lmqScale']>[number],
-): LogTarget {
+): Target {
   const maxMaps = 65_530;
   const name = `${figure(config.scaleLmqs)} LMQs under ulimit -n ${figure(config.scaleOpenFilesLimit)}, ${sample.engine}`;
   const required = `works; descriptors < ${figure(config.scaleOpenFilesLimit)}, mappings < ${figure(maxMaps)}`;
@@ -141,20 +116,5 @@ function lmqScaleTarget(
       ? `${count(sample.descriptors)} descriptors, ${count(sample.mappings)} mappings`
       : `not counted: ran under ulimit -n ${count(sample.openFilesLimit)}`,
     required,
-  };
-}
-
-/** The targets table every suite with `LogTarget`s prints: figure, bar and verdict per target. */
-export function figureTargetsTable(title: string, targets: readonly LogTarget[], note?: string): Table {
-  const verdict = (t: LogTarget) => {
-    if (t.pass === null) return 'n/a (failed)';
-    if (t.expectation) return t.pass ? 'as expected' : 'not as expected';
-    return t.pass ? 'PASS' : 'FAIL';
-  };
-  return {
-    title,
-    ...(note === undefined ? {} : { note }),
-    headers: ['target', 'measured', 'required', 'result'],
-    rows: targets.map((t) => [t.name, t.measured, t.required, verdict(t)]),
   };
 }

@@ -1,6 +1,6 @@
 /**
  * The seeded commit-log workload: records of one body size spread over agent LMQs named
- * `%LMQ%$agents$t<i>__a<j>` (100 tenants × 100 agents for the 10,000 LMQs of issue 4), each record
+ * `%LMQ%$agents$t<i>__a<j>` (100 tenants × 100 agents for the suite's 10,000 LMQs), each record
  * in one LMQ drawn uniformly. Bodies are views into one random pool, so a million 1 KiB records cost
  * no gigabyte of memory while every body still differs. The same (records, bodyBytes, seed) always
  * yields the same records.

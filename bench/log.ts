@@ -1,5 +1,5 @@
 /**
- * The commit-log suite (issue 4, "Figures"): litetopic's CommitLog on both engines next to lmdb,
+ * The commit-log suite: litetopic's CommitLog on both engines next to lmdb,
  * better-sqlite3 and a plain append file, side by side in one run. 1,000,000 records (100 B and
  * 1 KiB bodies) over 10,000 LMQs, appended in batches of 1,000 without durability, then every LMQ
  * read back while warm; the first 200,000 appended with durability; bytes on disk; memory and native calls per record in fresh
@@ -18,111 +18,27 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { EngineName } from '../ts/index.js';
-import { benchSeed, PACKAGE_ROOT, scriptArgs } from './lib.js';
-import { type DiskProbe, diskUsage, freeBytes, probeDisk, removeDir, tempDir } from './log-disk.js';
+import { benchSeed, PACKAGE_ROOT, scriptArgs, stats } from './lib.js';
+import { diskUsage, freeBytes, probeDisk, removeDir, tempDir } from './log-disk.js';
 import { floorProgram, readFloor } from './log-floor.js';
 import type { FootprintSample } from './log-footprint.js';
 import type { LmqScaleSample } from './log-lmqs.js';
 import { printLogResult } from './log-print.js';
-import { benchRecovery, type RecoveryRow } from './log-recovery.js';
+import { benchRecovery } from './log-recovery.js';
+import type { AppendRow, LogBenchConfig, LogBenchResult, ReadFloorRow, ReadRow } from './log-result.js';
 import { type AppendShape, installedStores, LMDB_WINDOW, openStore, type StoreName } from './log-stores.js';
-import { checkLogTargets, type LogTarget } from './log-targets.js';
+import { checkLogTargets } from './log-targets.js';
 import { batchesOf, type LogWorkload, makeLogWorkload, prefixOf } from './log-workload.js';
-import { figure, type Measurement, median, pairedSpeedup } from './measure.js';
+import { fromRounds, type Measurement, pairedSpeedup } from './measure.js';
+import { figure } from './table.js';
 
-export type { FootprintSample, LmqScaleSample, LogTarget, RecoveryRow };
+const { median } = stats;
 
 const SEED = benchSeed(20_250_504);
 const MIB = 2 ** 20;
 const GIB = 2 ** 30;
 /** Space left free beside the recovery log, so the benchmark never fills the disk. */
 const FREE_MARGIN_BYTES = 2 * GIB;
-
-export interface LogBenchConfig {
-  quick: boolean;
-  seed: number;
-  records: number;
-  /**
-   * Records of the durable cases (the workload's first ones): a synced append runs at the disk's sync
-   * rate, which a shorter run measures as well, and lmdb's synced 1 KiB rate would otherwise take
-   * minutes per round.
-   */
-  durableRecords: number;
-  lmqs: number;
-  batchRecords: number;
-  bodySizes: number[];
-  rounds: number;
-  /** Full read passes per store and round (the round's figure is their median). */
-  readPasses: number;
-  /** Durable appends: records per concurrent call and calls in flight (1,000 records in flight). */
-  callRecords: number;
-  inFlightCalls: number;
-  /** Non-durable lmdb: batches issued before the oldest is awaited (see log-stores.ts). */
-  lmdbWindowBatches: number;
-  recoverBytes: number;
-  /** Why `recoverBytes` is below what was asked, when it is. */
-  recoverNote?: string;
-  checkpointBytes: number;
-  probeBytes: number;
-  /** The many-LMQ probe (bench/log-lmqs.ts): LMQs of one record each, then the first `scaleExtraLmqs` get 9 more. */
-  scaleLmqs: number;
-  scaleExtraLmqs: number;
-  /** The descriptor limit the probe runs under where a shell can lower it (issue 4 names 20,000). */
-  scaleOpenFilesLimit: number;
-}
-
-export interface AppendRow {
-  store: StoreName;
-  bodyBytes: number;
-  durable: boolean;
-  /** Records appended per run. */
-  records: number;
-  /** Per-record figures; null when the store failed (see `error`). */
-  measurement: Measurement | null;
-  recordsPerSecond: number;
-  /** Body bytes per second. */
-  payloadBytesPerSecond: number;
-  /** How many times faster litetopic native was, paired by round. */
-  nativeSpeedup: number;
-  /** What the store left on disk after closing, in the first round. */
-  apparentBytes: number;
-  allocatedBytes: number;
-  payloadBytes: number;
-  error?: string;
-}
-
-export interface ReadRow {
-  store: StoreName;
-  bodyBytes: number;
-  measurement: Measurement | null;
-  recordsPerSecond: number;
-  nativeSpeedup: number;
-  error?: string;
-}
-
-/** The copy-plus-checksum floor under the native warm read (bench/log-floor.ts), one body size. */
-export interface ReadFloorRow {
-  bodyBytes: number;
-  measurement: Measurement | null;
-  recordsPerSecond: number;
-  /** The native read's speed as a share of the floor's, paired by round. */
-  nativeShare: number;
-  error?: string;
-}
-
-export interface LogBenchResult {
-  config: LogBenchConfig;
-  disk: DiskProbe & { freeBytes: number };
-  append: AppendRow[];
-  read: ReadRow[];
-  /** Absent from runs recorded before the floor was measured in the suite. */
-  readFloor?: ReadFloorRow[];
-  footprint: (FootprintSample | { store: StoreName; error: string })[];
-  /** Absent from runs recorded before the probe existed. */
-  lmqScale?: (LmqScaleSample | { engine: EngineName; error: string })[];
-  recovery: RecoveryRow[];
-  targets: LogTarget[];
-}
 
 export interface LogBenchOptions {
   quick: boolean;
@@ -170,20 +86,6 @@ function configFor(options: LogBenchOptions): LogBenchConfig {
         scaleLmqs: 1_000_000,
         scaleExtraLmqs: 100_000,
       };
-}
-
-/** A measure.ts `Measurement` from one timed figure (ns per record) per round. */
-export function fromRounds(name: string, roundNs: readonly number[]): Measurement {
-  const medianNs = median(roundNs);
-  return {
-    name,
-    medianNs,
-    meanNs: roundNs.reduce((a, b) => a + b, 0) / roundNs.length,
-    opsPerSecond: 1e9 / medianNs,
-    spreadPercent: ((Math.max(...roundNs) - Math.min(...roundNs)) / medianNs) * 100,
-    samples: roundNs.length,
-    roundMediansNs: [...roundNs],
-  };
 }
 
 /** Timings of one body size: ns per record per round, by case, and the first round's disk usage. */
@@ -471,17 +373,4 @@ export async function runLogBench(options: LogBenchOptions): Promise<LogBenchRes
   const targets = checkLogTargets(partial);
   printLogResult({ config, targets });
   return { ...partial, targets };
-}
-
-function recoverMibArgument(argv: readonly string[]): number | undefined {
-  const flag = argv.find((a) => a.startsWith('--recover-mib='));
-  return flag === undefined ? undefined : Number(flag.slice('--recover-mib='.length));
-}
-
-if (require.main === module) {
-  const argv = process.argv.slice(2);
-  runLogBench({ quick: argv.includes('--quick'), recoverMib: recoverMibArgument(argv) }).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
 }

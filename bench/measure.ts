@@ -8,6 +8,9 @@
  * tens of percent over seconds, and running one case after another would turn that into ratios.
  */
 import { Bench, type Task } from 'tinybench';
+import { stats } from './lib.js';
+
+const { median, pairedRatio, spreadPercent } = stats;
 
 export interface Timing {
   /** Time budget per case over all rounds, ms. */
@@ -45,14 +48,11 @@ export interface Measurement {
 }
 
 /**
- * How many times faster `ours` is than `theirs`, paired by round: the median over rounds of the
- * ratio of the two cases' medians in that round. Cases of one round run back to back, so a pair
- * sees nearly the same machine speed, while the VM's speed drifts between rounds; pairing keeps
- * that drift out of the ratio, where a ratio of overall medians would carry it.
+ * How many times faster `ours` is than `theirs`, paired by round (see `pairedRatio`): the median
+ * over rounds of the ratio of the two cases' medians in that round.
  */
 export function pairedSpeedup(ours: Measurement, theirs: Measurement): number {
-  const ratios = ours.roundMediansNs.map((ns, round) => (theirs.roundMediansNs[round] as number) / ns);
-  return median(ratios);
+  return pairedRatio(theirs.roundMediansNs, ours.roundMediansNs);
 }
 
 interface RoundFigures {
@@ -99,29 +99,37 @@ async function runRound(cases: readonly Case[], timing: Timing, round: number): 
   return cases.map((c) => roundFigures(bench.getTask(c.name), c));
 }
 
-/** The median of the finite values (the mean of the middle two for an even count); NaN when there are none. */
-export function median(values: readonly number[]): number {
-  const sorted = [...values].filter(Number.isFinite).sort((a, b) => a - b);
-  if (sorted.length === 0) return Number.NaN;
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1
-    ? (sorted[mid] as number)
-    : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
-}
-
-function combine(name: string, rounds: readonly RoundFigures[]): Measurement {
-  const medians = rounds.map((r) => r.medianNs);
-  const medianNs = median(medians);
-  const samples = rounds.reduce((sum, r) => sum + r.samples, 0);
+/**
+ * A case's figures from one time per operation per round, ns; `meanNs` and `samples` default to
+ * the rounds' own mean and count (for cases timed once per round).
+ */
+export function fromRounds(
+  name: string,
+  roundNs: readonly number[],
+  meanNs = roundNs.reduce((a, b) => a + b, 0) / roundNs.length,
+  samples = roundNs.length,
+): Measurement {
+  const medianNs = median(roundNs);
   return {
     name,
     medianNs,
-    meanNs: rounds.reduce((sum, r) => sum + r.meanNs * r.samples, 0) / samples,
+    meanNs,
     opsPerSecond: 1e9 / medianNs,
-    spreadPercent: ((Math.max(...medians) - Math.min(...medians)) / medianNs) * 100,
+    spreadPercent: spreadPercent(roundNs),
     samples,
-    roundMediansNs: medians,
+    roundMediansNs: [...roundNs],
   };
+}
+
+function combine(name: string, rounds: readonly RoundFigures[]): Measurement {
+  const samples = rounds.reduce((sum, r) => sum + r.samples, 0);
+  const meanNs = rounds.reduce((sum, r) => sum + r.meanNs * r.samples, 0) / samples;
+  return fromRounds(
+    name,
+    rounds.map((r) => r.medianNs),
+    meanNs,
+    samples,
+  );
 }
 
 /** Runs the cases in interleaved rounds and returns their figures in the order given. */
@@ -134,34 +142,6 @@ export async function measure(cases: readonly Case[], timing: Timing): Promise<M
       rounds.map((figures) => figures[i] as RoundFigures),
     ),
   );
-}
-
-/** Formats a figure for a table: whole from 100 up, else one or two decimals; thousands separated. */
-export function figure(value: number): string {
-  if (!Number.isFinite(value)) return String(value);
-  const digits = Math.abs(value) >= 100 ? 0 : Math.abs(value) >= 10 ? 1 : 2;
-  return value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-}
-
-/** A column of figures (blank and `—` cells allowed), to be right-aligned. */
-export function isNumericColumn(cells: readonly string[]): boolean {
-  const filled = cells.filter((cell) => cell !== '' && cell !== '—');
-  return filled.length > 0 && filled.every((cell) => /^[-+]?[\d.,]+( ?(×|%|MiB))?$/.test(cell));
-}
-
-/** Aligned plain-text table: text columns left, numbers right. */
-export function textTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const numeric = headers.map((_, i) => isNumericColumn(rows.map((r) => r[i] ?? '')));
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((cell, i) => {
-        const width = widths[i] ?? 0;
-        return numeric[i] ? cell.padStart(width) : cell.padEnd(width);
-      })
-      .join('  ')
-      .trimEnd();
-  return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 
 /**

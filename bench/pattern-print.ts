@@ -2,19 +2,9 @@
  * The pattern suite's figures as tables: the same headers and cells feed the console (aligned text)
  * and bench/RESULTS.md (markdown), so the two never disagree.
  */
-import { figure, textTable } from './measure.js';
-import type { PatternBenchResult, TargetCheck } from './pattern.js';
-
-export interface Table {
-  title: string;
-  note?: string;
-  headers: string[];
-  rows: string[][];
-}
-
-function mebibytes(bytes: number | null): string {
-  return bytes === null ? '—' : `${figure(bytes / 2 ** 20)} MiB`;
-}
+import type { PatternBenchResult } from './pattern-result.js';
+import { figure, mebibytes, printTables, type Table } from './table.js';
+import { targetsTable } from './targets.js';
 
 function singleTable(rows: PatternBenchResult['singleMatch']): Table {
   const regexpOf = (shape: string) => rows.find((r) => r.shape === shape && r.implementation.startsWith('RegExp'));
@@ -131,23 +121,9 @@ function savedByBatching(operations: readonly string[], of: (operation: string, 
   return ['matchInto − matchCounts per topic', figure(saved('native')), figure(saved('js')), ''];
 }
 
-export function targetText(t: TargetCheck): string {
-  return `${t.strict ? '>' : '≥'} ${figure(t.target)}×`;
-}
-
-export function targetsTable(rows: readonly TargetCheck[], title = 'Targets (issue #2)'): Table {
-  return {
-    title,
-    note: 'Speed ratios are paired by round: the median over rounds of the ratio of the two cases measured back to back in that round, which keeps the VM’s drift between rounds out of the comparison (the tables above divide overall medians instead).',
-    headers: ['target', 'measured', 'required', 'result'],
-    rows: rows.map((t) => [
-      t.name,
-      Number.isNaN(t.ratio) ? '—' : `${figure(t.ratio)}×`,
-      targetText(t),
-      t.pass === null ? 'n/a (noise)' : t.pass ? 'PASS' : 'MISS',
-    ]),
-  };
-}
+/** How the paired ratios of the targets table are taken. */
+export const PAIRED_NOTE =
+  'Speed ratios are paired by round: the median over rounds of the ratio of the two cases measured back to back in that round, which keeps the VM’s drift between rounds out of the comparison (the tables above divide overall medians instead).';
 
 /** The tables for whichever sections `result` holds, in suite order. */
 export function patternTables(result: Partial<PatternBenchResult>): Table[] {
@@ -156,14 +132,10 @@ export function patternTables(result: Partial<PatternBenchResult>): Table[] {
   if (result.reverse) tables.push(reverseTable(result.reverse));
   if (result.memory) tables.push(memoryTable(result.memory));
   if (result.crossing) tables.push(crossingTable(result.crossing));
-  if (result.targets) tables.push(targetsTable(result.targets));
+  if (result.targets) tables.push(targetsTable(result.targets, PAIRED_NOTE));
   return tables;
 }
 
 export function printPatternResult(result: Partial<PatternBenchResult>): void {
-  for (const table of patternTables(result)) {
-    console.log(`\n## ${table.title}`);
-    if (table.note) console.log(table.note);
-    console.log(textTable(table.headers, table.rows));
-  }
+  printTables(patternTables(result));
 }

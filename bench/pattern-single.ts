@@ -1,6 +1,6 @@
 /**
  * Section 1: one compiled pattern, many topics. The js engine's Matcher against a precompiled
- * RegExp (the bar the issue sets), mqtt-match (a peer: left out when not installed), and the native
+ * RegExp (the bar of the suite's target), mqtt-match (a peer: left out when not installed), and the native
  * Matcher, whose figure is mostly the cost of crossing Node-API once per call.
  */
 import assert from 'node:assert/strict';

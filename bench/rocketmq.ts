@@ -16,7 +16,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import type { Broker, RemoteBroker } from '../ts/index.js';
 import { lib } from './lib.js';
-import type { Table } from './pattern-print.js';
+import type { Table } from './table.js';
 
 const BODY_BYTES = 128;
 const SEND_CONCURRENCY = 64;

@@ -6,17 +6,21 @@
  * in <out>/results/<suite>.json and regenerates <out>/RESULTS.md and <out>/charts/*.svg from them.
  * <out> is bench/ in a source checkout and ./litetopic-bench (under the current directory) when
  * compiled, unless --out names another; a quick run only prints unless --out is given.
+ * `--render` runs nothing: it regenerates RESULTS.md and the charts from the stored results.
  */
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { COMPILED, PACKAGE_ROOT, takeSkippedPeers } from './lib.js';
-import { environment, readRecords, type SuiteRecord, writeRecord, writeResultsMarkdown } from './report.js';
+import { environment, readRecords, type SuiteRecord, writeRecord } from './record.js';
+import { writeResultsMarkdown } from './report.js';
 
-const SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle', 'keyshared', 'rocketmq'] as const;
+const SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle', 'key-shared', 'rocketmq'] as const;
 type Suite = (typeof SUITES)[number];
 
 interface Options {
   suites: Suite[];
   quick: boolean;
+  /** Only regenerate RESULTS.md and the charts from the stored results. */
+  render: boolean;
   recoverMib: number | undefined;
   /** Where results go; undefined for a quick run without --out, which writes nothing. */
   out: string | undefined;
@@ -31,22 +35,27 @@ const USAGE_EXIT = 2;
 function parse(argv: readonly string[]): Options | string {
   const suites: Suite[] = [];
   let quick = false;
+  let render = false;
   let recoverMib: number | undefined;
   let out: string | undefined;
   for (const arg of argv) {
     if (arg === '--quick') quick = true;
+    else if (arg === '--render') render = true;
     else if (arg.startsWith('--out=') && arg.length > '--out='.length) out = resolve(arg.slice('--out='.length));
     else if (arg.startsWith('--recover-mib=')) {
       recoverMib = Number(arg.slice('--recover-mib='.length));
       if (!Number.isSafeInteger(recoverMib) || recoverMib < 1)
         return `--recover-mib takes a whole number of MiB (got "${arg}")`;
     } else if ((SUITES as readonly string[]).includes(arg)) suites.push(arg as Suite);
-    else if (arg.startsWith('-')) return `unknown option "${arg}"; options: --quick, --recover-mib=N, --out=DIR`;
+    else if (arg.startsWith('-'))
+      return `unknown option "${arg}"; options: --quick, --render, --recover-mib=N, --out=DIR`;
     else return `unknown suite "${arg}"; known suites: ${SUITES.join(', ')}`;
   }
+  if (render && (quick || suites.length > 0)) return '--render takes no suite and no --quick';
   return {
     suites: suites.length > 0 ? [...new Set(suites)] : [...SUITES],
     quick,
+    render,
     recoverMib,
     out: out ?? (quick ? undefined : DEFAULT_OUT),
   };
@@ -90,8 +99,8 @@ async function result(suite: Suite, options: Options): Promise<SuiteRecord> {
     const { runLifecycleBench } = await import('./lifecycle.js');
     return { suite, ...record, result: await runLifecycleBench({ quick }) };
   }
-  if (suite === 'keyshared') {
-    const { runKeySharedBench } = await import('./keyshared.js');
+  if (suite === 'key-shared') {
+    const { runKeySharedBench } = await import('./key-shared.js');
     return { suite, ...record, result: await runKeySharedBench({ quick }) };
   }
   if (suite === 'rocketmq') {
@@ -111,14 +120,27 @@ async function runSuite(suite: Suite, options: Options): Promise<void> {
   console.log(`\nwrote ${writeRecord(record, options.out)}`);
 }
 
+/** Regenerates <out>/RESULTS.md and its charts from <out>/results/*.json, running nothing. */
+function render(out: string): number {
+  const records = readRecords(SUITES, out);
+  if (records.length === 0) {
+    console.error(`bench: there are no results in ${join(out, 'results')} to render; run a suite first`);
+    return 1;
+  }
+  console.log(`wrote ${writeResultsMarkdown(records, out)} and its charts from ${records.length} stored results`);
+  return 0;
+}
+
 async function main(): Promise<number> {
   const options = parse(process.argv.slice(2));
   if (typeof options === 'string') {
     console.error(
-      `bench: ${options}\nusage: tsx bench/run.ts [${SUITES.join('|')}...] [--quick] [--recover-mib=N] [--out=DIR]`,
+      `bench: ${options}\nusage: tsx bench/run.ts [${SUITES.join('|')}...] [--quick] [--recover-mib=N] [--out=DIR]\n` +
+        '       tsx bench/run.ts --render [--out=DIR]',
     );
     return USAGE_EXIT;
   }
+  if (options.render) return render(options.out ?? DEFAULT_OUT);
   const started = performance.now();
   printEnvironment();
   for (const suite of options.suites) await runSuite(suite, options);

@@ -1,5 +1,5 @@
 /**
- * The trie on a live broker (issue 23): names come and go while wildcard subscriptions expand.
+ * The trie on a live broker: names come and go while wildcard subscriptions expand.
  * One trie per engine holds `names` distinct workload names; the first `expand` of a session, an
  * agent and a tenant is timed right after they were added. Then each round adds 1,000 new names
  * and removes 1,000 live ones (the same names in both engines), and expands the three patterns
@@ -14,9 +14,10 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import type { TopicTrie } from '../ts/index.js';
-import { lib } from './lib.js';
-import { median } from './measure.js';
+import { lib, stats } from './lib.js';
 import { distinctNames } from './trie-memory.js';
+
+const { median, roundRatios } = stats;
 
 const ENGINES = ['native', 'js'] as const;
 type EngineName = (typeof ENGINES)[number];
@@ -188,11 +189,10 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
   const rows = patterns.map(({ kind, pattern }, p): ChurnRow => {
     const [nativeChanged, jsChanged] = changed[p] as [number[], number[]];
     const [nativeUnchanged, jsUnchanged] = unchanged[p] as [number[], number[]];
-    const ratios = (a: number[], b: number[]) => a.map((x, round) => x / (b[round] as number));
-    const nativeRatios = ratios(nativeChanged, nativeUnchanged);
-    const jsRatios = ratios(jsChanged, jsUnchanged);
-    const overChanged = ratios(nativeChanged, jsChanged);
-    const overUnchanged = ratios(nativeUnchanged, jsUnchanged);
+    const nativeRatios = roundRatios(nativeChanged, nativeUnchanged);
+    const jsRatios = roundRatios(jsChanged, jsUnchanged);
+    const overChanged = roundRatios(nativeChanged, jsChanged);
+    const overUnchanged = roundRatios(nativeUnchanged, jsUnchanged);
     return {
       kind,
       pattern,

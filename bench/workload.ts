@@ -6,11 +6,9 @@
  *
  * It also translates lite patterns for the peers: an exact RegExp, qlobber's syntax and MQTT's.
  */
-import type * as Format from '../ts/cli/format.js';
-import { distModule } from './lib.js';
+import { format } from './lib.js';
 
-// From the build, like the API (./lib.ts): the compiled suites (dist/bench) have no ts/ beside them.
-const { seededRandom } = distModule<typeof Format>('cli/format.js');
+const { seededRandom } = format;
 
 /** A source of uniform numbers in [0, 1). */
 export type Random = () => number;
@@ -109,7 +107,7 @@ export function makeTopics(n: number, seed: number, shape: WorkloadShape = AGENT
   return topics;
 }
 
-/** The wildcard shapes of the issue, filled in from one draw. */
+/** The wildcard shapes of the workload, filled in from one draw. */
 const WILDCARD_SHAPES: readonly ((d: Draw) => string)[] = [
   (d) => `${d.tenant}__${d.agent}__${d.session}__*`,
   (d) => `${d.tenant}__${d.agent}__**`,

@@ -33,13 +33,13 @@ const overlay = join(cache, 'node_modules');
  * no native surface of their own (all of them run natively in `npm test`): the files built on child
  * processes, each an emulated Node started through tsx (cli alone took six minutes with tests past
  * the 60 s timeout, log-crash two and a half, broker-crash one; also cli-demo, examples, log-lock,
- * broker-keyshared-restart), and the property and model files, which repeat the same calls
+ * broker-key-shared-restart), and the property and model files, which repeat the same calls
  * thousands of times. The subset took about six minutes on a busy two-core machine.
  */
 const SUBSET = [
   'test/platform.test.ts',
   'test/engine.test.ts',
-  'test/index.test.ts',
+  'test/pattern-index.test.ts',
   'test/pattern.test.ts',
   'test/trie.test.ts',
   'test/log.test.ts',
@@ -49,7 +49,7 @@ const SUBSET = [
   'test/broker.test.ts',
   'test/broker-consume.test.ts',
   'test/broker-pop.test.ts',
-  'test/broker-keyshared.test.ts',
+  'test/broker-key-shared.test.ts',
   'test/broker-lifecycle.test.ts',
   'test/broker-metrics.test.ts',
   'test/broker-readonly.test.ts',

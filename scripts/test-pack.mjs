@@ -642,18 +642,21 @@ function checkCommand(consumer, env) {
       return problems.length === 0 ? undefined : `${problems.join('\n')}\n${processOutput(result)}`;
     },
   );
-  check('npx litetopic bench --charts: results default to ./litetopic-bench; --out redraws the charts there', () => {
-    const missing = npx(['bench', '--charts']);
-    const expected = `there is no ${join(consumer, 'litetopic-bench', 'RESULTS.md')} to draw from`;
-    if (missing.status !== 1 || !missing.stderr.includes(expected)) {
-      return `expected exit 1 and "${expected}"\n${processOutput(missing)}`;
-    }
-    const chart = join(scratch, 'bench-out', 'charts', 'pattern-engine.svg');
-    rmSync(chart, { force: true });
-    const redrawn = npx(['bench', '--charts', '--out', join(scratch, 'bench-out')]);
-    if (redrawn.status !== 0) return processOutput(redrawn);
-    return existsSync(chart) ? undefined : `--charts did not redraw ${chart}\n${processOutput(redrawn)}`;
-  });
+  check(
+    'npx litetopic bench --render: results default to ./litetopic-bench; --out renders the page and charts there',
+    () => {
+      const missing = npx(['bench', '--render']);
+      const expected = `there is no ${join(consumer, 'litetopic-bench', 'results')} to render from`;
+      if (missing.status !== 1 || !missing.stderr.includes(expected)) {
+        return `expected exit 1 and "${expected}"\n${processOutput(missing)}`;
+      }
+      const chart = join(scratch, 'bench-out', 'charts', 'pattern-engine.svg');
+      rmSync(chart, { force: true });
+      const rendered = npx(['bench', '--render', '--out', join(scratch, 'bench-out')]);
+      if (rendered.status !== 0) return processOutput(rendered);
+      return existsSync(chart) ? undefined : `--render did not redraw ${chart}\n${processOutput(rendered)}`;
+    },
+  );
 }
 
 try {

@@ -15,8 +15,11 @@ import {
   JOURNAL_HEADER_BYTES,
   JOURNAL_VERSION,
   RECORD_HEADER_BYTES,
+  StateJournal,
 } from '../ts/broker/journal.js';
 import { type JournalStorage, nodeJournalStorage } from '../ts/broker/journal-storage.js';
+import { journalRecorder, type StateRecord } from '../ts/broker/persist.js';
+import { decodeHot } from '../ts/broker/snapshot.js';
 import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
 import { ManualClock } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
@@ -478,5 +481,44 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(outcome.sent.size).toBe(6);
     expect(outcome.acked.size).toBe(2);
     await check(engine, dir, outcome, undefined, 'after close');
+  });
+});
+
+// The journal itself holds no engine state: it is the same code under both engines, tested once.
+describe('state journal', () => {
+  it('writes records built in place and framed ones in the order appended, across chunk boundaries', async () => {
+    const path = join(tempDir(), STATE_FILE);
+    const { journal } = await StateJournal.open(path, { flush: 'sync' });
+    const recorder = journalRecorder(journal);
+    const expected: unknown[] = [];
+    const long = 'x'.repeat(3000);
+    // Enough hot records to fill several in-place chunks, with JSON records between them, and
+    // deliver records of every size up to past a chunk of their own.
+    for (let i = 0; i < 4000; i++) {
+      const lite = `lite-${i}-${i % 7 === 0 ? long : ''}`;
+      const numbers = Array.from({ length: (i % 5) * 3 }, (_, k) => i + k);
+      const hot: StateRecord[] = [
+        ['start', 'g', lite, i],
+        ['deliver', 'g', lite, numbers],
+        ['ack', 'g', lite, i + 1],
+      ];
+      for (const record of hot) recorder.record(record);
+      expected.push(...hot);
+      if (i % 97 === 0) {
+        recorder.record(['drop', 'agents', lite]);
+        expected.push(['drop', 'agents', lite]);
+      }
+      if (i % 1000 === 999) await recorder.durable();
+    }
+    const big: StateRecord = ['deliver', 'g', 'big', Array.from({ length: 40_000 }, (_, k) => k)];
+    recorder.record(big);
+    expected.push(big);
+    await recorder.durable();
+    await journal.close();
+    const { records } = decodeJournal(readFileSync(path), path);
+    const decoded = records.map((record) =>
+      record instanceof Uint8Array ? (decodeHot(record) as unknown[]) : (record as unknown[]),
+    );
+    expect(decoded).toEqual(expected);
   });
 });

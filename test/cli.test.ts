@@ -166,18 +166,18 @@ describe('inspect reads without changing, repair is explicit', () => {
 });
 
 describe('bench', () => {
-  it('--charts takes neither suites nor --quick', async () => {
-    const r = await cli(['bench', '--charts', '--quick']);
+  it('--render takes neither suites nor --quick', async () => {
+    const r = await cli(['bench', '--render', '--quick']);
     expect(r.code).toBe(USAGE);
-    expect(oneLine(r.stderr)).toMatch(/--charts takes no suite and no --quick/);
+    expect(oneLine(r.stderr)).toMatch(/--render takes no suite and no --quick/);
   });
 
-  it('--charts without a RESULTS.md in --out is one line, exit 1', async () => {
+  it('--render without stored results in --out is one line, exit 1', async () => {
     const out = scratch();
-    const r = await cli(['bench', '--charts', '--out', out]);
+    const r = await cli(['bench', '--render', '--out', out]);
     expect(r.code).toBe(FAILURE);
     expect(oneLine(r.stderr)).toBe(
-      `litetopic bench: there is no ${join(out, 'RESULTS.md')} to draw from; run litetopic bench first`,
+      `litetopic bench: there is no ${join(out, 'results')} to render from; run litetopic bench first`,
     );
   });
 
@@ -197,6 +197,13 @@ describe('bench', () => {
       // In a checkout every peer is installed: nothing is skipped.
       expect(record.skippedPeers).toBeUndefined();
       expect(existsSync(join(out, 'results', 'trie.json'))).toBe(false);
+      // --render regenerates the page and the chart from the stored results alone.
+      rmSync(join(out, 'RESULTS.md'));
+      rmSync(join(out, 'charts'), { recursive: true });
+      const rendered = await cli(['bench', '--render', '--out', out]);
+      expect(rendered.code, rendered.stderr).toBe(OK);
+      expect(readFileSync(join(out, 'RESULTS.md'), 'utf8')).toContain('## Pattern engine');
+      expect(readFileSync(join(out, 'charts', 'pattern-engine.svg'), 'utf8')).toMatch(/^<svg /);
     },
     180_000,
   );

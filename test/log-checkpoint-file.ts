@@ -1,7 +1,7 @@
 /**
  * Test-side readers of the checkpoint file, written from docs/FORMAT.md rather than from the engines:
- * the LMQ directory of a version 2 file (to damage one LMQ's block), and the same checkpoint
- * re-encoded as version 1, as releases before version 2 wrote it (to check such files still open).
+ * the LMQ directory of a version 2 file (to damage one LMQ's block), and the same checkpoint with
+ * its directory reordered (still valid).
  */
 import { crc32c } from '../ts/common/crc32c.js';
 
@@ -47,33 +47,6 @@ export function checkpointDirectory(bytes: Buffer): { entries: DirectoryEntry[];
     at += 40;
   }
   return { entries, directoryEnd };
-}
-
-/** The version 1 file of the same checkpoint: LMQs and their entries interleaved, one CRC at the end. */
-export function checkpointToV1(bytes: Buffer): Buffer {
-  const { entries } = checkpointDirectory(bytes);
-  const segments = bytes.readUInt32LE(32);
-  const header = Buffer.alloc(48 + 16 * segments);
-  header.write('LTCKPT01', 0, 'latin1');
-  header.writeUInt32LE(1, 8);
-  bytes.copy(header, 16, 16, 40); // position, creation time, segment count
-  header.writeBigUInt64LE(BigInt(entries.length), 40);
-  bytes.copy(header, 48, 64, 64 + 16 * segments);
-  const parts: Buffer[] = [header];
-  for (const entry of entries) {
-    const name = Buffer.from(entry.name, 'utf8');
-    const head = Buffer.alloc(2 + name.length + 24);
-    head.writeUInt16LE(name.length, 0);
-    name.copy(head, 2);
-    head.writeBigUInt64LE(BigInt(entry.min), 2 + name.length);
-    head.writeBigUInt64LE(BigInt(entry.next), 10 + name.length);
-    head.writeBigUInt64LE(BigInt(entry.lastWrite), 18 + name.length);
-    parts.push(head, bytes.subarray(entry.at, entry.at + 24 * (entry.next - entry.min)));
-  }
-  const body = Buffer.concat(parts);
-  const crc = Buffer.alloc(4);
-  crc.writeUInt32LE(crc32c(body), 0);
-  return Buffer.concat([body, crc]);
 }
 
 /** The same version 2 checkpoint with its directory (and blocks) in reverse order: still valid. */

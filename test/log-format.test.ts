@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { crc32c } from '../ts/common/crc32c.js';
 import { type CommitLog, LogCorruptError, MIN_SEGMENT_BYTES, UnsupportedFormatError } from '../ts/index.js';
 import { ENGINES, WRITER_READER_PAIRS } from './engines.js';
-import { checkpointDirectory, checkpointReversed, checkpointToV1 } from './log-checkpoint-file.js';
+import { checkpointDirectory, checkpointReversed } from './log-checkpoint-file.js';
 import { bodyFor, flipByte, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';
 
 /** Writes the same varied history with any engine: rolls, multi-LMQ records, a deletion. */
@@ -102,23 +102,6 @@ describe.each(WRITER_READER_PAIRS)('written by %s, opened by %s', (writer, reade
     expect(second.stats().recovery).toMatchObject({ checkpoint: 'loaded', replayedRecords: 0 });
     expect(second.listLmqs().lmqs).toEqual(names);
     expect(snapshot(second)).toEqual(written);
-  });
-
-  it('opens a version 1 checkpoint written by an earlier release', async () => {
-    const dir = tempDir();
-    const clock = new ManualClock();
-    const first = await openLog(dir, writer, { segmentBytes: MIN_SEGMENT_BYTES, clock });
-    await writeHistory(first, clock, 0, 80);
-    const written = snapshot(first);
-    await first.close();
-    const path = join(dir, 'checkpoint');
-    writeFileSync(path, checkpointToV1(readFileSync(path)));
-    const second = await openLog(dir, reader, { segmentBytes: MIN_SEGMENT_BYTES, clock });
-    expect(second.stats().recovery).toMatchObject({ checkpoint: 'loaded', replayedRecords: 0 });
-    expect(snapshot(second)).toEqual(written);
-    await second.close();
-    // Its closing checkpoint is version 2 again.
-    expect(readFileSync(path).toString('latin1', 0, 8)).toBe('LTCKPT02');
   });
 });
 
@@ -332,6 +315,19 @@ describe.each(ENGINES)('%s engine, damaged files', (engine) => {
       code: 'UNSUPPORTED_FORMAT',
       version: 9,
     });
+  });
+
+  it('refuses a version 1 checkpoint, a format no release reads, and leaves it as it is', async () => {
+    const { dir } = await written();
+    const path = join(dir, 'checkpoint');
+    const checkpoint = readFileSync(path);
+    checkpoint.write('LTCKPT01', 0, 'latin1');
+    checkpoint.writeUInt32LE(1, 8);
+    writeFileSync(path, checkpoint);
+    const error = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UnsupportedFormatError);
+    expect(error).toMatchObject({ code: 'UNSUPPORTED_FORMAT', version: 1 });
+    expect(readFileSync(path)).toEqual(checkpoint);
   });
 
   it('restores a last segment left short by an interrupted cut, keeping every record', async () => {

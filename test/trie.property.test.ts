@@ -167,3 +167,56 @@ describe.each(DIALECT_NAMES)('%s dialect: trie ≡ model', (dialect) => {
     );
   });
 });
+
+/**
+ * A live broker's shape: a few tenants, agents and sessions, names added and removed in bursts
+ * between expands of a whole subtree at every level (which lay down and patch kept lists) and walks
+ * through many nodes (which eventually compact the trie under them). Every answer is checked against
+ * the model, and the engines against each other in order.
+ */
+describe('lite dialect: trie ≡ model under churn', () => {
+  const name = fc
+    .tuple(
+      fc.integer({ min: 0, max: 2 }),
+      fc.integer({ min: 0, max: 3 }),
+      fc.integer({ min: 0, max: 4 }),
+      fc.integer({ min: -1, max: 1 }),
+    )
+    .map(([t, a, s, x]) => `t${t}__a${a}__s${s}${x < 0 ? '' : `__x${x}`}`);
+  const pattern = fc.constantFrom(
+    '**',
+    't0__**',
+    't1__a1__**',
+    't2__a3__s4__**',
+    't0__a0__s0__**',
+    '*__a1__**',
+    't0__*__s1',
+    '*__*__*__x0',
+    't1__a2__s3',
+  );
+  const burst = fc.record({
+    adds: fc.array(name, { maxLength: 12 }),
+    removes: fc.array(name, { maxLength: 12 }),
+    patterns: fc.array(pattern, { minLength: 1, maxLength: 4 }),
+  });
+  it('when bursts of adds and removes come between expands', () => {
+    fc.assert(
+      fc.property(fc.array(burst, { minLength: 1, maxLength: 25 }), (bursts) => {
+        const tries = ENGINES.map((engine) => new TopicTrie({ engine }));
+        const live = new Set<string>();
+        for (const { adds, removes, patterns } of bursts) {
+          for (const added of adds) {
+            for (const trie of tries) trie.add(added);
+            live.add(added);
+          }
+          for (const removed of removes) {
+            for (const trie of tries) expect(trie.remove(removed)).toBe(live.has(removed));
+            live.delete(removed);
+          }
+          for (const p of patterns) checkExpand('lite', tries, [...live], p);
+        }
+      }),
+      { numRuns: 200 },
+    );
+  });
+});

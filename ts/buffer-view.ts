@@ -1,8 +1,7 @@
 /**
  * Buffer views over an ArrayBuffer, made for every message a read decodes. `Buffer.from(arrayBuffer,
  * offset, length)` checks its arguments and dispatches on their types before it constructs the
- * view, which costs two to three times what the view itself does (about 45–55 ns against 20 ns per
- * view on this project's machines). `BufferView` constructs it directly: a subclass of Uint8Array
+ * view, which costs several times what the view itself does. `BufferView` constructs it directly: a subclass of Uint8Array
  * whose prototype chain runs through `Buffer.prototype`, so a view is a Buffer in every respect a
  * caller can see: `Buffer.isBuffer` and `instanceof Buffer` hold, every Buffer method is there and
  * `constructor` is `Buffer` (the subclass's own `constructor` property is removed).

@@ -167,7 +167,7 @@ export function expand(patterns: readonly string[], candidates: readonly string[
 }
 
 /**
- * The reverse index: subscriptions (pattern, id) in, "which ids match this topic?" out, without
+ * The pattern index: subscriptions (pattern, id) in, "which ids match this topic?" out, without
  * scanning the patterns. An id may be added under several patterns; it is reported once.
  */
 export class PatternIndex {

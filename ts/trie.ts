@@ -131,7 +131,17 @@ export class TopicTrie {
       return x < y ? -1 : x > y ? 1 : a - b;
     });
     const ids = new Uint32Array(names.length);
-    for (const at of order) ids[at] = this.add(names[at] as string, timestampsMs?.[at]);
+    if (order.length === 0) return ids;
+    const sorted = order.map((at) => names[at] as string);
+    const timestamps = new Float64Array(order.length).fill(-1);
+    if (timestampsMs !== undefined)
+      for (let i = 0; i < order.length; i++) timestamps[i] = timestampsMs[order[i] as number] as number;
+    const added = new Float64Array(order.length);
+    const failed = this.core.addAll(sorted, timestamps, added);
+    const done = failed < 0 ? order.length : failed;
+    for (let i = 0; i < done; i++) ids[order[i] as number] = added[i] as number;
+    // The first invalid name in that order: `add` throws its typed error.
+    if (failed >= 0) this.add(sorted[failed] as string, timestampsMs?.[order[failed] as number]);
     return ids;
   }
 

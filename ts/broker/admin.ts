@@ -199,7 +199,7 @@ export class Admin {
     const lmq = lmqName(topic.name, liteTopic);
     const subscribers: { group: string; clientId: string }[] = [];
     for (const group of topic.groups) {
-      for (const client of group.subscribers.get(liteTopic) ?? [])
+      for (const client of group.holdersOf(liteTopic) ?? [])
         subscribers.push({ group: group.name, clientId: client.clientId });
       for (const client of group.catchAll) subscribers.push({ group: group.name, clientId: client.clientId });
     }

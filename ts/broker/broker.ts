@@ -421,7 +421,7 @@ export class Broker extends EventEmitter {
     }
   }
 
-  private snapshotRecords(): unknown[] {
+  private snapshotRecords(): Buffer[] {
     return snapshot(this.context.epoch, this.parents.values(), this.groups.values(), (parent) =>
       topicAttributes(parent.liteTopicExpirationMs),
     );
@@ -825,9 +825,9 @@ export class Broker extends EventEmitter {
       if (progress === undefined || progress.removed) {
         progress = group.progress.get(liteTopic);
         if (progress === undefined) {
-          if (!group.interested(liteTopic)) continue;
+          // No progress means no holder (subscribing makes progress): only catch-all clients want it.
+          if (group.catchAll.size === 0) continue;
           progress = newProgress(group.config, liteTopic, offset);
-          progress.holders = group.subscribers.get(liteTopic);
           this.dispatcher.startsAtStored(progress);
           group.progress.set(liteTopic, progress);
           this.context.journal.record(['start', group.name, liteTopic, offset]);

@@ -222,17 +222,18 @@ export class Dispatcher {
   /** Moves one event away from `client` (it no longer holds the lite topic, or it is leaving). */
   move(client: ClientState, liteTopic: string): void {
     const progress = client.group.progress.get(liteTopic);
-    if (progress === undefined || !client.events.has(progress)) return;
-    this.dequeue(client, progress);
-    this.ready(client.group, liteTopic, undefined, 0, progress);
+    if (progress !== undefined && client.events.has(progress)) this.requeue(client, progress);
   }
 
   /** Moves all of `client`'s events to others, at once (close, stall). */
   withdraw(client: ClientState): void {
-    for (const progress of [...client.events]) {
-      this.dequeue(client, progress);
-      this.ready(client.group, progress.liteTopic, undefined, 0, progress);
-    }
+    for (const progress of [...client.events]) this.requeue(client, progress);
+  }
+
+  /** Takes the event of `progress` off `client`'s queue and offers it to the group again. */
+  private requeue(client: ClientState, progress: TopicProgress): void {
+    this.dequeue(client, progress);
+    this.ready(client.group, progress.liteTopic, undefined, 0, progress);
   }
 
   /**

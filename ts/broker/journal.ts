@@ -45,6 +45,8 @@ const ASYNC_SYNC_INTERVAL_MS = 200;
  */
 export const ASYNC_PENDING_MAX_MS = 10;
 export const ASYNC_PENDING_MAX_BYTES = 64 * 1024;
+/** Size of the chunks records written in place (`StateJournal.claim`) go into. */
+const CHUNK_BYTES = 256 * 1024;
 
 function header(): Buffer {
   const bytes = Buffer.alloc(JOURNAL_HEADER_BYTES);
@@ -78,6 +80,35 @@ export function sealRecord(bytes: Buffer): Buffer {
   bytes.writeUInt32LE(bytes.length - RECORD_HEADER_BYTES, 0);
   bytes.writeUInt32LE(crc32c(bytes, RECORD_HEADER_BYTES), 4);
   return bytes;
+}
+
+/** Records run together into one write up to this size; a larger one is written as it is. */
+const WRITE_RUN_BYTES = 1024 * 1024;
+
+/**
+ * Writes `records` one after another from the start of `file` without copying the large ones (a
+ * compaction's progress batches): small ones are joined into writes of up to `WRITE_RUN_BYTES`.
+ * Returns the bytes written.
+ */
+async function writeRecords(file: JournalFile, records: readonly Uint8Array[]): Promise<number> {
+  let at = 0;
+  let run: Uint8Array[] = [];
+  let runBytes = 0;
+  const writeRun = async () => {
+    if (run.length === 0) return;
+    const bytes = run.length === 1 ? (run[0] as Uint8Array) : Buffer.concat(run, runBytes);
+    await writeFully(file, bytes, at);
+    at += bytes.length;
+    run = [];
+    runBytes = 0;
+  };
+  for (const record of records) {
+    if (runBytes + record.length > WRITE_RUN_BYTES) await writeRun();
+    run.push(record);
+    runBytes += record.length;
+  }
+  await writeRun();
+  return at;
 }
 
 /**
@@ -216,6 +247,18 @@ export class StateJournal {
   /** Bytes of the pending records, and when the oldest of them was appended (`performance.now()`). */
   private pendingBytes = 0;
   private pendingSince = 0;
+  /**
+   * Records written in place (`claim`) go into this chunk: those from `chunkTaken` to `chunkUsed`
+   * are pending after the ones in `pending`. The writer takes them as one slice of the chunk, and
+   * later records go after it in the same chunk: no buffer per record, no joining of them.
+   */
+  private chunk = Buffer.allocUnsafe(CHUNK_BYTES);
+  private chunkUsed = 0;
+  private chunkTaken = 0;
+  /** Where the record being written in place (`claim`) starts in `chunk`; -1 when none is. */
+  private claimed = -1;
+  /** What `claim` returns, reused. */
+  private readonly claimedAt = { buffer: this.chunk, at: 0 };
   /** Records appended, written (whole, up to `size`) and synced so far, as counts. */
   private appended = 0;
   private written = 0;
@@ -229,8 +272,11 @@ export class StateJournal {
   private closed = false;
   private readonly storage: JournalStorage;
   private readonly timer: NodeJS.Timeout | undefined;
-  /** Every record describing the current state, for compaction; set by the broker after restore. */
-  snapshot: (() => unknown[]) | undefined;
+  /**
+   * Every record describing the current state, framed (`encodeRecord`, `sealRecord`), for
+   * compaction; set by the broker after restore.
+   */
+  snapshot: (() => Uint8Array[]) | undefined;
 
   private constructor(
     private readonly path: string,
@@ -333,10 +379,60 @@ export class StateJournal {
   appendFramed(bytes: Buffer): void {
     this.appended++;
     if (this.closed || this.failure !== undefined) return;
-    if (this.pending.length === 0) this.pendingSince = performance.now();
+    if (!this.hasPending()) this.pendingSince = performance.now();
+    this.takeChunk();
     this.pending.push(bytes);
     this.pendingBytes += bytes.length;
     this.kick();
+  }
+
+  /**
+   * Starts a record of `payloadBytes` written in place, to be ended by `commit`: returns the buffer
+   * and the position to write its payload at. Nothing else may be appended in between.
+   */
+  claim(payloadBytes: number): { buffer: Buffer; at: number } {
+    const bytes = RECORD_HEADER_BYTES + payloadBytes;
+    if (this.chunkUsed + bytes > this.chunk.length) {
+      this.takeChunk();
+      this.chunk = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, bytes));
+      this.chunkUsed = 0;
+      this.chunkTaken = 0;
+    }
+    this.claimed = this.chunkUsed;
+    this.chunkUsed += bytes;
+    this.claimedAt.buffer = this.chunk;
+    this.claimedAt.at = this.claimed + RECORD_HEADER_BYTES;
+    return this.claimedAt;
+  }
+
+  /** Ends the record `claim` started: frames it and queues it, as `appendFramed` does. */
+  commit(): void {
+    const start = this.claimed;
+    this.claimed = -1;
+    this.appended++;
+    if (this.closed || this.failure !== undefined) {
+      this.chunkUsed = start;
+      return;
+    }
+    const { chunk } = this;
+    const end = this.chunkUsed;
+    chunk.writeUInt32LE(end - start - RECORD_HEADER_BYTES, start);
+    chunk.writeUInt32LE(crc32c(chunk, start + RECORD_HEADER_BYTES, end), start + 4);
+    if (this.pending.length === 0 && start === this.chunkTaken) this.pendingSince = performance.now();
+    this.pendingBytes += end - start;
+    this.kick();
+  }
+
+  /** Whether records wait to be written. */
+  private hasPending(): boolean {
+    return this.pending.length > 0 || this.chunkUsed > this.chunkTaken;
+  }
+
+  /** Moves the records written in place and not yet taken into `pending`, in order. */
+  private takeChunk(): void {
+    const end = this.claimed >= 0 ? this.claimed : this.chunkUsed;
+    if (end > this.chunkTaken) this.pending.push(this.chunk.subarray(this.chunkTaken, end));
+    this.chunkTaken = end;
   }
 
   /** Resolves once every record appended so far is on disk; rejects when it never will be. */
@@ -356,7 +452,7 @@ export class StateJournal {
     const refused = this.refusal();
     if (refused !== undefined) return Promise.reject(refused);
     const late =
-      this.pending.length > 0 &&
+      this.hasPending() &&
       (this.pendingBytes > ASYNC_PENDING_MAX_BYTES || performance.now() - this.pendingSince > ASYNC_PENDING_MAX_MS);
     return late ? this.wait(false) : SETTLED;
   }
@@ -409,18 +505,16 @@ export class StateJournal {
     if (this.running !== undefined || this.closed) return;
     this.running = this.run().finally(() => {
       this.running = undefined;
-      if (this.failure === undefined && (this.pending.length > 0 || this.waiters.length > 0)) this.kick();
+      if (this.failure === undefined && (this.hasPending() || this.waiters.length > 0)) this.kick();
     });
   }
 
   private async run(): Promise<void> {
     try {
-      while (
-        this.failure === undefined &&
-        (this.pending.length > 0 || this.waiters.length > 0 || this.compactOnNextRound)
-      ) {
-        if (this.pending.length > 0) {
+      while (this.failure === undefined && (this.hasPending() || this.waiters.length > 0 || this.compactOnNextRound)) {
+        if (this.hasPending()) {
           const seq = this.appended;
+          this.takeChunk();
           const bytes = this.pending.length === 1 ? (this.pending[0] as Buffer) : Buffer.concat(this.pending);
           this.pending = [];
           this.pendingBytes = 0;
@@ -455,6 +549,7 @@ export class StateJournal {
     this.failure = ioError(this.path, error);
     this.pending = [];
     this.pendingBytes = 0;
+    this.chunkTaken = this.chunkUsed;
     for (const waiter of this.waiters.splice(0)) waiter.reject(this.failure);
     this.options.report?.(this.failure, 'state journal');
   }
@@ -476,18 +571,20 @@ export class StateJournal {
    * (the directory sync failing) fails.
    */
   private async compact(): Promise<void> {
-    const snapshot = this.snapshot as () => unknown[];
+    const snapshot = this.snapshot as () => Uint8Array[];
     const seq = this.appended;
-    const bytes = Buffer.concat([header(), ...snapshot().map(encodeRecord)]);
+    const records = [header(), ...snapshot()];
+    this.takeChunk();
     const covered = this.pending;
     const coveredSince = this.pendingSince;
     this.pending = [];
     this.pendingBytes = 0;
     const tmp = `${this.path}.tmp`;
     let file: JournalFile | undefined;
+    let size = 0;
     try {
       file = await this.storage.create(tmp);
-      await writeFully(file, bytes, 0);
+      size = await writeRecords(file, records);
       await file.datasync();
       await this.storage.rename(tmp, this.path);
     } catch (error) {
@@ -503,8 +600,8 @@ export class StateJournal {
     }
     const old = this.file;
     this.file = file;
-    this.size = bytes.length;
-    this.sizeAfterCompaction = bytes.length;
+    this.size = size;
+    this.sizeAfterCompaction = size;
     this.written = seq;
     await old.close().catch(ignore); // the replaced file: nothing of it is read again
     await this.storage.syncDirectory(dirname(this.path));

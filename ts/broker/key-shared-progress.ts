@@ -657,14 +657,14 @@ export function keyLoader(
 
 /** Calls `visit` for each live client of `group` for `liteTopic`, in the group's own order. */
 function forEachLiveClient(group: GroupState, liteTopic: string, visit: (client: ClientState) => void): void {
-  for (const client of group.subscribers.get(liteTopic) ?? []) if (!client.closed && !client.stalled) visit(client);
+  for (const client of group.holdersOf(liteTopic) ?? []) if (!client.closed && !client.stalled) visit(client);
   for (const client of group.catchAll) if (!client.closed && !client.stalled) visit(client);
 }
 
 /** Whether the live clients of `group` for `liteTopic` are exactly `found`, in that order. */
 function sameLiveClients(group: GroupState, liteTopic: string, found: readonly ClientState[]): boolean {
   let i = 0;
-  for (const client of group.subscribers.get(liteTopic) ?? []) {
+  for (const client of group.holdersOf(liteTopic) ?? []) {
     if (client.closed || client.stalled) continue;
     if (found[i++] !== client) return false;
   }

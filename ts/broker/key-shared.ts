@@ -98,7 +98,7 @@ export function bucketOf(hash: number, buckets: number): number {
  * average), and a join or leave moves few more buckets than the ~N/k that must move, because each
  * client keeps its best-scoring buckets: a join takes the newcomer's best buckets, and the few
  * clients left above their new share hand their worst-scoring buckets on (measured in
- * test/broker-keyshared.test.ts: at most 1.5 × N/(k+1) move). Clients beyond N get none.
+ * test/broker-key-shared.test.ts: at most 1.5 × N/(k+1) move). Clients beyond N get none.
  */
 export function assignBuckets(clientIds: readonly string[], liteTopic: string, buckets: number): Int32Array {
   const owners = new Int32Array(buckets).fill(-1);
@@ -152,7 +152,7 @@ export function keySharedMembers(group: GroupState, liteTopic: string): ClientSt
   const consider = (client: ClientState) => {
     if (!client.closed && !client.stalled) members.push(client);
   };
-  for (const client of group.subscribers.get(liteTopic) ?? []) consider(client);
+  for (const client of group.holdersOf(liteTopic) ?? []) consider(client);
   for (const client of group.catchAll) consider(client);
   members.sort((a, b) => (a.clientId < b.clientId ? -1 : a.clientId > b.clientId ? 1 : 0));
   return members;

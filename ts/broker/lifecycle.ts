@@ -184,7 +184,7 @@ export class Lifecycle {
 
   /**
    * Forgets `names` now; deletes their LMQs once the forgetting is durable, in one store call when
-   * the store can (a sweep's thousand deletions one by one held the event loop for 7-12 ms).
+   * the store can (deleting a sweep's LMQs one by one would hold the event loop once per LMQ).
    */
   private expire(parent: ParentTopic, names: readonly string[]): Promise<void> {
     for (const name of names) {
@@ -199,7 +199,7 @@ export class Lifecycle {
         if (progress !== undefined)
           for (const client of group.clients.values()) this.dispatcher.dequeue(client, progress);
         if (progress !== undefined) group.backlog.delete(progress);
-        for (const client of [...(group.subscribers.get(name) ?? [])]) this.registry.expire(client, name);
+        for (const client of [...(progress?.holders ?? [])]) this.registry.expire(client, name);
       }
       this.context.journal.record(['drop', parent.name, name]);
       this.expiredCount++;

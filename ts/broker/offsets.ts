@@ -156,8 +156,8 @@ export class TopicProgress {
   queuedAt: ClientState | undefined;
   backlogged = false;
   /**
-   * The group's clients holding this lite topic: the registry's set for it (`GroupState.subscribers`),
-   * or undefined while it has none. The registry keeps the two the same, so a dispatch reads the
+   * The group's clients holding this lite topic, or undefined while it has none: the one record of
+   * who holds it (the registry changes it on subscribe and unsubscribe), so a dispatch reads the
    * holders of the lite topic it is deciding on without looking its name up.
    */
   holders: Set<ClientState> | undefined;

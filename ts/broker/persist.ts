@@ -7,7 +7,7 @@
  * not kept: clients subscribe again and resume from their group's progress.
  */
 import { LogCorruptError } from '../errors.js';
-import { RECORD_HEADER_BYTES, SETTLED, type StateJournal, sealRecord } from './journal.js';
+import { encodeRecord, RECORD_HEADER_BYTES, SETTLED, type StateJournal, sealRecord } from './journal.js';
 import { KeySharedProgress, newProgress } from './key-shared-progress.js';
 import type { TopicProgress } from './offsets.js';
 import {
@@ -24,10 +24,11 @@ import {
   checkBinary,
   decodeBinary,
   decodeHot,
-  encodeHot,
   encodeProgress,
+  hotBytes,
   isProgressBatch,
   type ProgressSink,
+  writeHot,
 } from './snapshot.js';
 import type { GroupConfig, GroupState, ParentTopic } from './state.js';
 
@@ -82,9 +83,7 @@ export const noRecorder: JournalRecorder = {
 export function journalRecorder(journal: StateJournal): JournalRecorder {
   return {
     record: (record) => {
-      const framed = framedHot(record);
-      if (framed === undefined) journal.append(record);
-      else journal.appendFramed(sealRecord(framed));
+      if (!appendHot(journal, record)) journal.append(record);
     },
     settle: () => journal.settle(),
     durable: () => journal.durable(),
@@ -93,19 +92,20 @@ export function journalRecorder(journal: StateJournal): JournalRecorder {
 }
 
 /**
- * The binary form of a hot record (snapshot.ts `encodeHot`) in a journal frame still to seal, else
- * undefined: it stays JSON. About 0.4 µs, against 0.9 µs for the JSON record (measured in a loop of
- * start, ack and deliver records).
+ * Appends a hot record (`start`, `ack`, `deliver`) in its binary form (snapshot.ts `writeHot`),
+ * written in place in the journal; false for any other record, or a name too long for the binary
+ * form: it stays JSON.
  */
-function framedHot(record: StateRecord): Buffer | undefined {
-  switch (record[0]) {
-    case 'start':
-    case 'ack':
-    case 'deliver':
-      return encodeHot(record[0], record[1], record[2], record[3], RECORD_HEADER_BYTES);
-    default:
-      return undefined;
-  }
+function appendHot(journal: StateJournal, record: StateRecord): boolean {
+  const kind = record[0];
+  if (kind !== 'start' && kind !== 'ack' && kind !== 'deliver') return false;
+  const [, group, liteTopic, value] = record;
+  const bytes = hotBytes(group, liteTopic, value);
+  if (bytes < 0) return false;
+  const { buffer, at } = journal.claim(bytes);
+  writeHot(buffer, at, kind, group, liteTopic, value);
+  journal.commit();
+  return true;
 }
 
 /** The state a journal describes. */
@@ -341,20 +341,23 @@ function recordKind(item: unknown): string {
 }
 
 /**
- * The records that describe the current state (what compaction writes): epoch, topics and groups as
- * JSON records, every group's progress as binary batches (snapshot.ts), which replay as `progress`
- * records would.
+ * The records that describe the current state (what compaction writes), framed: epoch, topics and
+ * groups as JSON records, every group's progress as binary batches (snapshot.ts) framed in place,
+ * which replay as `progress` records would.
  */
 export function snapshot(
   epoch: string,
   parents: Iterable<ParentTopic>,
   groups: Iterable<GroupState>,
   topicAttributes: (parent: ParentTopic) => TopicAttributes,
-): (StateRecord | Uint8Array)[] {
-  const records: (StateRecord | Uint8Array)[] = [['epoch', epoch]];
+): Buffer[] {
+  const records: StateRecord[] = [['epoch', epoch]];
   for (const parent of parents) records.push(['topic', parent.name, topicAttributes(parent)]);
   const all = [...groups];
   for (const group of all) records.push(['group', group.name, group.config]);
-  for (const group of all) records.push(...encodeProgress(group.name, group.progress));
-  return records;
+  const framed = records.map(encodeRecord);
+  for (const group of all) {
+    for (const batch of encodeProgress(group.name, group.progress, RECORD_HEADER_BYTES)) framed.push(sealRecord(batch));
+  }
+  return framed;
 }

@@ -96,7 +96,7 @@ export function decodeOwnReceipt(
 export function decodeReceipt(handle: unknown): Receipt {
   const invalid = () => new InvalidReceiptError('not a receipt handle of this broker', { value: handle });
   if (typeof handle !== 'string' || handle.length > MAX_HANDLE_LENGTH) throw invalid();
-  if (!handle.startsWith(PREFIX)) return decodeVersion1(handle, invalid);
+  if (!handle.startsWith(PREFIX)) throw invalid();
   const fields: string[] = [];
   let at = PREFIX.length;
   for (let i = 0; i < 2; i++) {
@@ -110,27 +110,4 @@ export function decodeReceipt(handle: unknown): Receipt {
   const receipt = decodeOwnReceipt(handle, handle.slice(0, at), epoch, group);
   if (receipt === undefined) throw invalid();
   return receipt;
-}
-
-/**
- * Handles of litetopic 0.1.0 before this format: base64url of the JSON array
- * `[1, epoch, group, liteTopic, offset, attempt]`. Still accepted, so deliveries in flight across an
- * in-place upgrade can be acked (the broker id is kept across restarts for the same reason).
- */
-function decodeVersion1(handle: string, invalid: () => InvalidReceiptError): Receipt {
-  let fields: unknown;
-  try {
-    fields = JSON.parse(Buffer.from(handle, 'base64url').toString('utf8'));
-  } catch {
-    throw invalid();
-  }
-  if (!Array.isArray(fields) || fields.length !== 6 || fields[0] !== 1) throw invalid();
-  const [, epoch, group, liteTopic, offset, attempt] = fields as unknown[];
-  if (typeof epoch !== 'string' || typeof group !== 'string' || typeof liteTopic !== 'string') throw invalid();
-  if (!isCount(offset) || !isCount(attempt)) throw invalid();
-  return { epoch, group, liteTopic, offset, attempt };
-}
-
-function isCount(value: unknown): value is number {
-  return typeof value === 'number' && Number.isSafeInteger(value) && value >= 0;
 }

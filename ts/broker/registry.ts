@@ -125,7 +125,7 @@ export class Registry {
     let evicted = 0;
     if (client.group.exclusive) {
       for (const liteTopic of added) {
-        for (const holder of client.group.subscribers.get(liteTopic) ?? []) if (holder !== client) evicted++;
+        for (const holder of client.group.holdersOf(liteTopic) ?? []) if (holder !== client) evicted++;
       }
     }
     const total = this.subscriptionCount + added.length - removedCount - evicted;
@@ -146,40 +146,29 @@ export class Registry {
 
   private attach(client: ClientState, liteTopic: string, start: StartPosition): void {
     const group = client.group;
-    if (group.exclusive)
-      for (const holder of [...(group.subscribers.get(liteTopic) ?? [])]) this.detach(holder, liteTopic, 'evicted');
-    let holders = group.subscribers.get(liteTopic);
     let progress = group.progress.get(liteTopic);
-    if (holders === undefined) {
-      holders = new Set();
-      group.subscribers.set(liteTopic, holders);
-      if (progress !== undefined) progress.holders = holders;
-    }
-    holders.add(client);
-    client.topics.add(liteTopic);
-    this.subscriptionCount++;
+    if (group.exclusive && progress?.holders !== undefined)
+      for (const holder of [...progress.holders]) this.detach(holder, liteTopic, 'evicted');
     if (progress === undefined) {
       const lmq = lmqName(group.parent.name, liteTopic);
       // A lite topic being deleted by expiry starts again from nothing.
       const offset = group.parent.expiring.has(liteTopic) ? 0 : startOffset(this.context.store, lmq, start);
       progress = newProgress(group.config, liteTopic, offset);
-      progress.holders = holders;
       group.progress.set(liteTopic, progress);
       // Committed now, so a restart before the first POP still starts where this subscription chose.
       this.context.journal.record(['start', group.name, liteTopic, offset]);
     }
+    progress.holders ??= new Set();
+    progress.holders.add(client);
+    client.topics.add(liteTopic);
+    this.subscriptionCount++;
     this.dispatcher.ready(group, liteTopic, undefined, 0, progress);
   }
 
   private detach(client: ClientState, liteTopic: string, reason: UnsubscribeReason | undefined): void {
-    const group = client.group;
-    const holders = group.subscribers.get(liteTopic);
-    holders?.delete(client);
-    if (holders?.size === 0) {
-      group.subscribers.delete(liteTopic);
-      const progress = group.progress.get(liteTopic);
-      if (progress !== undefined) progress.holders = undefined;
-    }
+    const progress = client.group.progress.get(liteTopic);
+    progress?.holders?.delete(client);
+    if (progress?.holders?.size === 0) progress.holders = undefined;
     client.topics.delete(liteTopic);
     this.subscriptionCount--;
     if (!client.catchAll) this.dispatcher.move(client, liteTopic);

@@ -35,28 +35,32 @@ function deliveryCount(progress: TopicProgress): number {
   return count;
 }
 
-/** The binary records holding `progress` (lite topic → progress) of group `group`. */
-export function encodeProgress(group: string, progress: ReadonlyMap<string, TopicProgress>): Uint8Array[] {
-  const groupName = Buffer.from(group, 'utf8');
-  const records: Uint8Array[] = [];
-  let batch: [Buffer, TopicProgress, number][] = [];
+/**
+ * The binary records holding `progress` (lite topic → progress) of group `group`, each after
+ * `reserve` bytes left for the caller (the journal's frame header), so compaction frames them in
+ * place instead of copying every batch into a frame.
+ */
+export function encodeProgress(group: string, progress: ReadonlyMap<string, TopicProgress>, reserve = 0): Buffer[] {
+  const groupBytes = Buffer.byteLength(group, 'utf8');
+  const records: Buffer[] = [];
+  // The lite topics of the batch being gathered, with their delivery counts.
+  let names: string[] = [];
+  let entries: TopicProgress[] = [];
+  let counts: number[] = [];
   let bytes = 0;
   const flush = () => {
-    const out = Buffer.alloc(4 + groupName.length + 4 + bytes);
-    out[0] = BINARY_RECORD;
-    out[1] = PROGRESS_BATCH;
-    out.writeUInt16LE(groupName.length, 2);
-    groupName.copy(out, 4);
-    let at = 4 + groupName.length;
-    out.writeUInt32LE(batch.length, at);
+    const out = Buffer.allocUnsafe(reserve + 4 + groupBytes + 4 + bytes);
+    out[reserve] = BINARY_RECORD;
+    out[reserve + 1] = PROGRESS_BATCH;
+    let at = writeName(out, reserve + 2, group);
+    out.writeUInt32LE(names.length, at);
     at += 4;
-    for (const [name, entry, count] of batch) {
-      out.writeUInt16LE(name.length, at);
-      name.copy(out, at + 2);
-      at += 2 + name.length;
+    for (let i = 0; i < names.length; i++) {
+      const entry = entries[i] as TopicProgress;
+      at = writeName(out, at, names[i] as string);
       out.writeDoubleLE(entry.committed, at);
       out.writeDoubleLE(entry.next, at + 8);
-      out.writeUInt32LE(count, at + 16);
+      out.writeUInt32LE(counts[i] as number, at + 16);
       at += 20;
       for (let offset = entry.committed; offset < entry.next; offset++) {
         const delivery = entry.delivery(offset);
@@ -69,17 +73,21 @@ export function encodeProgress(group: string, progress: ReadonlyMap<string, Topi
       }
     }
     records.push(out);
-    batch = [];
+    names = [];
+    entries = [];
+    counts = [];
     bytes = 0;
   };
   for (const [liteTopic, entry] of progress) {
-    const name = Buffer.from(liteTopic, 'utf8');
+    const size = Buffer.byteLength(liteTopic, 'utf8');
     const count = deliveryCount(entry);
-    batch.push([name, entry, count]);
-    bytes += TOPIC_FIXED_BYTES + name.length + DELIVERY_BYTES * count;
+    names.push(liteTopic);
+    entries.push(entry);
+    counts.push(count);
+    bytes += TOPIC_FIXED_BYTES + size + DELIVERY_BYTES * count;
     if (bytes >= BATCH_BYTES) flush();
   }
-  if (batch.length > 0) flush();
+  if (names.length > 0) flush();
   return records;
 }
 
@@ -87,60 +95,68 @@ export function encodeProgress(group: string, progress: ReadonlyMap<string, Topi
 export type HotKind = keyof typeof HOT_KINDS;
 const HOT_KIND_NAMES: readonly (HotKind | undefined)[] = [undefined, undefined, 'start', 'ack', 'deliver'];
 
-/** Bytes of a name field (u16 length, UTF-8), or -1 for one too long for it. */
+/** Bytes of a name field's name (UTF-8), or -1 for one too long for its u16 length. */
 function nameBytes(name: string): number {
   const length = Buffer.byteLength(name, 'utf8');
   return length > 0xffff ? -1 : length;
 }
 
-/** Whether `name` is short ASCII, which `writeName` copies byte by byte (no call into C++). */
-function shortAscii(name: string): boolean {
-  if (name.length > 255) return false;
-  for (let i = 0; i < name.length; i++) if (name.charCodeAt(i) >= 0x80) return false;
-  return true;
-}
-
 /** Writes a name field at `at`: u16 length, then the name (UTF-8); returns where it ends. */
-function writeName(out: Buffer, at: number, name: string, bytes: number, ascii: boolean): number {
+function writeName(out: Buffer, at: number, name: string): number {
+  const bytes = out.write(name, at + 2, 'utf8');
   out.writeUInt16LE(bytes, at);
-  if (!ascii) return at + 2 + out.write(name, at + 2, 'utf8');
-  for (let i = 0; i < bytes; i++) out[at + 2 + i] = name.charCodeAt(i);
   return at + 2 + bytes;
 }
 
 /**
- * The binary payload of `[kind, group, liteTopic, value]` (version 3), after `reserve` bytes left
- * for the caller (the journal's frame header): u8 0, u8 kind (2 start, 3 ack, 4 deliver), u16 group
- * length, group (UTF-8), u16 lite topic length, lite topic (UTF-8), then for `start` and `ack` the
- * f64 offset, for `deliver` a u32 count `n` and `n` f64 numbers (offset, attempt, invisible until,
- * ...). Undefined for a name too long for its u16 length: the JSON form then carries it.
+ * Bytes of the binary payload of `[kind, group, liteTopic, value]` (`writeHot`), or -1 when a name
+ * is too long for its u16 length: the JSON form then carries the record.
  */
+export function hotBytes(group: string, liteTopic: string, value: number | readonly number[]): number {
+  const groupBytes = nameBytes(group);
+  const liteBytes = nameBytes(liteTopic);
+  if (groupBytes < 0 || liteBytes < 0) return -1;
+  return 6 + groupBytes + liteBytes + (typeof value === 'number' ? 8 : 4 + 8 * value.length);
+}
+
+/**
+ * Writes the binary payload of `[kind, group, liteTopic, value]` (version 3) at `at`, where
+ * `hotBytes` bytes are free: u8 0, u8 kind (2 start, 3 ack, 4 deliver), u16 group length, group
+ * (UTF-8), u16 lite topic length, lite topic (UTF-8), then for `start` and `ack` the f64 offset, for
+ * `deliver` a u32 count `n` and `n` f64 numbers (offset, attempt, invisible until, ...).
+ */
+export function writeHot(
+  out: Buffer,
+  at: number,
+  kind: HotKind,
+  group: string,
+  liteTopic: string,
+  value: number | readonly number[],
+): void {
+  out[at] = BINARY_RECORD;
+  out[at + 1] = HOT_KINDS[kind];
+  let end = writeName(out, at + 2, group);
+  end = writeName(out, end, liteTopic);
+  if (typeof value === 'number') {
+    out.writeDoubleLE(value, end);
+    return;
+  }
+  out.writeUInt32LE(value.length, end);
+  end += 4;
+  for (const number of value) end = out.writeDoubleLE(number, end);
+}
+
+/** The binary payload of `[kind, group, liteTopic, value]` (`writeHot`), or undefined as `hotBytes` says. */
 export function encodeHot(
   kind: HotKind,
   group: string,
   liteTopic: string,
   value: number | readonly number[],
-  reserve = 0,
 ): Buffer | undefined {
-  const groupAscii = shortAscii(group);
-  const liteAscii = shortAscii(liteTopic);
-  const groupBytes = groupAscii ? group.length : nameBytes(group);
-  const liteBytes = liteAscii ? liteTopic.length : nameBytes(liteTopic);
-  if (groupBytes < 0 || liteBytes < 0) return undefined;
-  const numbers = typeof value === 'number' ? undefined : value;
-  const size = reserve + 6 + groupBytes + liteBytes + (numbers === undefined ? 8 : 4 + 8 * numbers.length);
-  const out = Buffer.allocUnsafe(size);
-  out[reserve] = BINARY_RECORD;
-  out[reserve + 1] = HOT_KINDS[kind];
-  let at = writeName(out, reserve + 2, group, groupBytes, groupAscii);
-  at = writeName(out, at, liteTopic, liteBytes, liteAscii);
-  if (numbers === undefined) {
-    out.writeDoubleLE(value as number, at);
-  } else {
-    out.writeUInt32LE(numbers.length, at);
-    at += 4;
-    for (const number of numbers) at = out.writeDoubleLE(number, at);
-  }
+  const bytes = hotBytes(group, liteTopic, value);
+  if (bytes < 0) return undefined;
+  const out = Buffer.allocUnsafe(bytes);
+  writeHot(out, 0, kind, group, liteTopic, value);
   return out;
 }
 

@@ -198,8 +198,6 @@ export class GroupState {
   readonly clients = new Map<string, ClientState>();
   /** Clients by their pattern-index id. */
   readonly byId = new Map<number, ClientState>();
-  /** Lite topic → clients holding it (at most one in an exclusive group). */
-  readonly subscribers = new Map<string, Set<ClientState>>();
   /** Catch-all clients: wildcard clients without patterns, which receive every lite topic. */
   readonly catchAll = new Set<ClientState>();
   /** Wildcard groups: pattern → client ids, to find the clients of a new lite topic without a scan. */
@@ -247,12 +245,16 @@ export class GroupState {
     return this.config.subModel === 'exclusive';
   }
 
-  /** Whether any live client of the group wants `liteTopic`. */
-  interested(liteTopic: string): boolean {
-    return this.catchAll.size > 0 || this.wantedBy(this.subscribers.get(liteTopic));
+  /**
+   * The clients holding `liteTopic` (at most one in an exclusive group), or undefined when none
+   * does. A held lite topic always has progress: subscribing makes it, and expiry lets every holder
+   * go before it forgets it.
+   */
+  holdersOf(liteTopic: string): ReadonlySet<ClientState> | undefined {
+    return this.progress.get(liteTopic)?.holders;
   }
 
-  /** `interested` for a lite topic whose holders (`subscribers.get`) the caller already has. */
+  /** Whether any client of the group wants a lite topic held by `holders` (`TopicProgress.holders`). */
   wantedBy(holders: ReadonlySet<ClientState> | undefined): boolean {
     return this.catchAll.size > 0 || (holders !== undefined && holders.size > 0);
   }

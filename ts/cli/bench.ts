@@ -8,8 +8,9 @@
  *   package directory is not the user's to write.
  *
  * A written run stores <out>/results/<suite>.json and regenerates <out>/RESULTS.md and one SVG chart
- * per suite in <out>/charts/. Peers (qlobber, mqtt-match, lmdb, better-sqlite3) are devDependencies:
- * a suite leaves out a peer it cannot load, with a note, in its tables and its record.
+ * per suite in <out>/charts/ from those files; `--render` regenerates them without running a suite.
+ * Peers (qlobber, mqtt-match, lmdb, better-sqlite3) are devDependencies: a suite leaves out a peer
+ * it cannot load, with a note, in its tables and its record.
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -22,17 +23,18 @@ export const BENCH_OPTIONS = {
   quick: { kind: 'flag' },
   seed: { kind: 'integer', min: 0, max: 0xffff_ffff },
   out: { kind: 'string' },
-  charts: { kind: 'flag' },
+  render: { kind: 'flag' },
 } as const;
 
 export const BENCH_HELP = `usage: litetopic bench [suite...] [--quick] [--seed n] [--out dir]
-       litetopic bench --charts [--out dir]
+       litetopic bench --render [--out dir]
 
-Runs the benchmark suites (by default all: pattern, trie, log, broker, lifecycle, keyshared, rocketmq) on the
+Runs the benchmark suites (by default all: pattern, trie, log, broker, lifecycle, key-shared, rocketmq) on the
 native and js engines beside the peers people use today (qlobber, mqtt-match, lmdb, better-sqlite3),
 checks that all give the same answers before timing, and prints tables. A full run writes
 <out>/results/<suite>.json and regenerates <out>/RESULTS.md and one SVG bar chart per suite in
-<out>/charts/ (engines and peers as bars). Full runs take minutes per suite; --quick takes seconds.
+<out>/charts/ (engines and peers as bars) from the results of every suite stored there. Full runs
+take minutes per suite; --quick takes seconds.
 
 Where results go (<out>): bench/ in a source checkout (git clone, npm ci; also npm run bench);
 ./litetopic-bench under the current directory when run from an installed package (npx litetopic
@@ -47,7 +49,8 @@ options:
   --seed n       passed to the suites as LITETOPIC_BENCH_SEED; each suite prints the seed it uses
                  (suites with a recorded fixed seed keep it, so figures stay comparable)
   --out dir      write results/, RESULTS.md and charts/ under dir instead (created if missing)
-  --charts       only redraw <out>/charts/*.svg from the current <out>/RESULTS.md
+  --render       run nothing: regenerate <out>/RESULTS.md and <out>/charts/*.svg from the results
+                 stored in <out>/results/*.json
   --verbose      stack traces on errors
   --help         this text
 
@@ -56,9 +59,8 @@ exit codes: 0 ok, 1 a suite failed, 2 usage error (unknown suite or option),
 
 /** Where the suites are run from, and how. */
 interface Suites {
-  /** The entry point (bench/run.ts or dist/bench/run.js) and the chart redrawer beside it. */
+  /** The entry point: bench/run.ts or dist/bench/run.js. */
   runner: string;
-  charts: string;
   /** Node options that let node run the entry point (tsx for the .ts sources). */
   nodeArgs: string[];
   /** The child's working directory. */
@@ -74,7 +76,6 @@ function locateSuites(): Suites {
   if (existsSync(join(source, 'run.ts')) && existsSync(join(PACKAGE_ROOT, 'node_modules', 'tsx', 'package.json'))) {
     return {
       runner: join(source, 'run.ts'),
-      charts: join(source, 'charts.ts'),
       nodeArgs: ['--import', 'tsx'],
       cwd: PACKAGE_ROOT,
       defaultOut: source,
@@ -85,7 +86,6 @@ function locateSuites(): Suites {
   if (existsSync(join(compiled, 'run.js'))) {
     return {
       runner: join(compiled, 'run.js'),
-      charts: join(compiled, 'charts.js'),
       nodeArgs: [],
       cwd: process.cwd(),
       defaultOut: resolve('litetopic-bench'),
@@ -99,7 +99,7 @@ function locateSuites(): Suites {
   );
 }
 
-const FALLBACK_SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle', 'keyshared', 'rocketmq'];
+const FALLBACK_SUITES = ['pattern', 'trie', 'log', 'broker', 'lifecycle', 'key-shared', 'rocketmq'];
 
 /** The suites the runner knows, read from its `SUITES` list (in .ts and compiled .js alike). */
 function knownSuites(runner: string): string[] {
@@ -134,15 +134,16 @@ export async function runBench(args: ParsedArgs, out: Output): Promise<number> {
   const given = text(args, 'out');
   const dir = given === undefined ? undefined : resolve(given);
   const child = { nodeArgs: suites.nodeArgs, cwd: suites.cwd, env: { ...process.env } };
-  if (flag(args, 'charts')) {
+  if (flag(args, 'render')) {
     if (args.positionals.length > 0 || flag(args, 'quick')) {
-      throw new CommandError('--charts takes no suite and no --quick', EXIT.USAGE);
+      throw new CommandError('--render takes no suite and no --quick', EXIT.USAGE);
     }
-    const results = join(dir ?? suites.defaultOut, 'RESULTS.md');
+    const target = dir ?? suites.defaultOut;
+    const results = join(target, 'results');
     if (!existsSync(results)) {
-      throw new CommandError(`there is no ${results} to draw from; run litetopic bench first`, EXIT.FAILURE);
+      throw new CommandError(`there is no ${results} to render from; run litetopic bench first`, EXIT.FAILURE);
     }
-    const code = await runScript(suites.charts, [results], child);
+    const code = await runScript(suites.runner, ['--render', `--out=${target}`], child);
     return code === 0 ? EXIT.OK : EXIT.FAILURE;
   }
   const seed = args.options.get('seed');

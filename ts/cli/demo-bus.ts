@@ -14,7 +14,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Broker, type Consumer, type EngineName } from '../index.js';
-import { quantile, Reservoir, seededRandom } from './format.js';
+import { seededRandom } from './format.js';
+import { quantile, Reservoir } from './stats.js';
 
 export const PARENT_TOPIC = 'agents';
 export const AUDITOR_PATTERNS = ['tenant1__**', '*__*__*__error'] as const;
@@ -251,8 +252,8 @@ class Run {
         delivered: t.delivered,
         acked: t.acked,
         redelivered: t.redelivered,
-        p50Ms: quantile(t.latency.samples(), 0.5),
-        p99Ms: quantile(t.latency.samples(), 0.99),
+        p50Ms: t.latency.count === 0 ? undefined : quantile(t.latency.samples(), 0.5),
+        p99Ms: t.latency.count === 0 ? undefined : quantile(t.latency.samples(), 0.99),
       })),
     };
   }

@@ -1,31 +1,42 @@
 /**
- * Text output helpers for the command line: aligned tables, numbers with thousands separators,
- * durations and percentiles. Plain ASCII padding so the output survives pipes and log files.
+ * Text output helpers for the command line and the benchmark suites: aligned tables, numbers with
+ * thousands separators, durations and sizes. Plain ASCII padding so the output survives pipes and
+ * log files.
  */
 
+/** A table of text cells; `title` and `note` are printed above it when given. */
 export interface TextTable {
   title?: string;
+  note?: string;
   headers: readonly string[];
   rows: readonly (readonly string[])[];
 }
 
-/** A cell is right-aligned when every non-empty value in its column looks like a number. */
-function numericColumn(rows: readonly (readonly string[])[], column: number): boolean {
-  let seen = false;
-  for (const row of rows) {
-    const cell = row[column] ?? '';
-    if (cell === '' || cell === '-') continue;
-    if (!/^[-+]?[\d,.]+\s*(%|×|ms|s|B|KiB|MiB|GiB|\/s)?$/.test(cell)) return false;
-    seen = true;
-  }
-  return seen;
+/** A cell that stands for no figure: empty, or a dash for a figure that could not be measured. */
+const BLANK_CELLS = new Set(['', '-', '—']);
+
+/** A figure, optionally with a unit: `1,234`, `-0.5 ms`, `12%`, `3.2×`, `4.0 MiB`, `250/s`. */
+const NUMERIC_CELL = /^[-+]?[\d,.]+\s*(%|×|ms|s|B|KiB|MiB|GiB|\/s)?$/;
+
+/**
+ * Whether a column is to be right-aligned: every cell that is not blank looks like a figure, and
+ * there is at least one.
+ */
+export function isNumericColumn(cells: readonly string[]): boolean {
+  const filled = cells.filter((cell) => !BLANK_CELLS.has(cell));
+  return filled.length > 0 && filled.every((cell) => NUMERIC_CELL.test(cell));
 }
 
-/** Renders a table with a header rule, columns padded to their widest cell. */
+/** Per column of `table`, whether it is right-aligned (see `isNumericColumn`). */
+export function numericColumns(table: Pick<TextTable, 'headers' | 'rows'>): boolean[] {
+  return table.headers.map((_, i) => isNumericColumn(table.rows.map((row) => row[i] ?? '')));
+}
+
+/** Renders a table with a header rule, columns padded to their widest cell, figures right-aligned. */
 export function renderTable(table: TextTable): string {
   const { headers, rows } = table;
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const numeric = headers.map((_, i) => numericColumn(rows, i));
+  const numeric = numericColumns(table);
   const line = (cells: readonly string[]) =>
     widths
       .map((w, i) => {
@@ -36,6 +47,7 @@ export function renderTable(table: TextTable): string {
       .trimEnd();
   const out: string[] = [];
   if (table.title !== undefined) out.push(table.title);
+  if (table.note !== undefined) out.push(table.note);
   out.push(line(headers), widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows) out.push(line(row));
   if (rows.length === 0) out.push('(none)');
@@ -71,48 +83,6 @@ export function formatBytes(bytes: number): string {
 /** An epoch-milliseconds timestamp as ISO 8601, or "-". */
 export function formatTimestamp(ms: number | undefined): string {
   return ms === undefined || !Number.isFinite(ms) || ms <= 0 ? '-' : new Date(ms).toISOString();
-}
-
-/** The `q` quantile (0..1) of `samples` by nearest rank; sorts a copy. Undefined when empty. */
-export function quantile(samples: ArrayLike<number>, q: number): number | undefined {
-  if (samples.length === 0) return undefined;
-  const sorted = Float64Array.from(samples).sort();
-  const rank = Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1));
-  return sorted[rank];
-}
-
-/**
- * A bounded uniform sample of a stream (reservoir sampling, Vitter's algorithm R), so percentiles
- * of millions of latencies cost a fixed amount of memory. The random source is injected so runs can
- * be repeated.
- */
-export class Reservoir {
-  private readonly values: Float64Array;
-  private seen = 0;
-
-  constructor(
-    readonly capacity: number,
-    private readonly random: () => number,
-  ) {
-    this.values = new Float64Array(capacity);
-  }
-
-  add(value: number): void {
-    if (this.seen < this.capacity) this.values[this.seen] = value;
-    else {
-      const slot = Math.floor(this.random() * (this.seen + 1));
-      if (slot < this.capacity) this.values[slot] = value;
-    }
-    this.seen++;
-  }
-
-  get count(): number {
-    return this.seen;
-  }
-
-  samples(): Float64Array {
-    return this.values.subarray(0, Math.min(this.seen, this.capacity));
-  }
 }
 
 /** A small seeded PRNG (mulberry32): the demo's workload is the same on every run and engine. */

@@ -35,7 +35,7 @@ export interface PatternIndexStats {
   approximateBytes: number;
 }
 
-/** The reverse index as an engine implements it. */
+/** The pattern index as an engine implements it. */
 export interface PatternIndexCore {
   /** 1 added, 0 already present, -1 invalid pattern (nothing changed). */
   add(pattern: string, id: number): 1 | 0 | -1;
@@ -70,6 +70,12 @@ export interface TopicTrieCore {
   remove(name: string): boolean;
   /** The id, or -1 when the name is not stored. */
   idOf(name: string): number;
+  /**
+   * `add` of each name (at least one) in order, with last activity `timestampsMs[i]` (none where it
+   * is negative), the ids into `out`. Returns -1 when every name was added, else the index of the
+   * first invalid name: the names before it stay added.
+   */
+  addAll(names: readonly string[], timestampsMs: Float64Array, out: Float64Array): number;
   /** `id` is an integer from 0 to 2^32-1. */
   nameOf(id: number): string | undefined;
   readonly size: number;

@@ -20,6 +20,10 @@
 //!
 //! Time on a shared machine is noisy; instructions are not. `append_batch` stays out of line so
 //! `valgrind --tool=callgrind --toggle-collect='*append_batch*'` counts the append path alone.
+#![allow(
+    clippy::print_stdout,
+    reason = "printing its figures is what the example is for"
+)]
 
 use litetopic_core::limits::DEFAULT_SEGMENT_BYTES;
 use litetopic_core::log::{LogHandle, LogOptions, RealStorage};
@@ -54,8 +58,9 @@ fn encode(out: &mut Vec<u8>, lmq: &[u8], body: &[u8]) {
 }
 
 fn thread_usage() -> libc::rusage {
-    // SAFETY: getrusage only writes the struct it is given.
+    // SAFETY: `rusage` is a C struct of integers, for which all zero bytes are a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct it is given, which outlives the call.
     unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut usage) };
     usage
 }

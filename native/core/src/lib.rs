@@ -1,11 +1,12 @@
 //! litetopic's engine core, pure Rust with no knowledge of Node.
 //!
 //! Module map (each has a twin of the same name in `ts/engine/js/`):
-//! - [`limits`]: every bound, in one place, mirrored by `ts/shared/limits.ts`.
+//! - [`limits`]: every bound, in one place, mirrored by `ts/common/limits.ts`.
 //! - [`error`]: stable error codes and the validation reasons shared with the js engine.
 //! - [`dialect`]: the three pattern dialects (lite, mqtt, nats), their splitting and topic rules.
-//! - [`pattern`]: validation, compilation and single-pattern matching.
-//! - [`index`]: the reverse pattern index (topic → ids of the subscriptions that match it).
+//! - [`pattern`]: validation, compilation and single-pattern matching, and in
+//!   [`pattern::pattern_index`] the reverse pattern index (topic → ids of the subscriptions that
+//!   match it).
 //! - [`trie`]: the topic-name trie (pattern → stored names, idle names), over the same interner.
 //! - [`hash`]: CRC-32C and MurmurHash3, the checksums and hashes of the on-disk format.
 //! - [`log`]: the memory-mapped commit log, its recovery and checkpoints (docs/FORMAT.md).
@@ -14,7 +15,6 @@
 pub mod dialect;
 pub mod error;
 pub mod hash;
-pub mod index;
 mod interner;
 pub mod limits;
 pub mod log;
@@ -28,6 +28,8 @@ mod test_rng;
 
 pub use dialect::Dialect;
 pub use error::{ErrorCode, Reason, Violation};
-pub use index::PatternIndex;
+pub use pattern::pattern_index::PatternIndex;
 pub use pattern::Pattern;
-pub use trie::TopicTrie;
+pub use trie::{
+    Plan, TopicTrie, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NEW_NAME,
+};

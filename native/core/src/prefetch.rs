@@ -11,7 +11,6 @@ pub fn prefetch(address: *const u8) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: PREFETCHT0 is in SSE, part of every x86-64 CPU; it is a hint that cannot fault or
     // change memory, whatever the address.
-    #[allow(unused_unsafe)]
     unsafe {
         std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(address.cast());
     }

@@ -115,6 +115,10 @@ fn panic_message(payload: Box<dyn std::any::Any + Send>) -> String {
 
 /// Panics when `LITETOPIC_TEST_PANIC_AT` names `point`: the test hook for [`guard`]. The variable
 /// is read on every call (not cached), so a test process can arm and disarm it.
+#[allow(
+    clippy::panic,
+    reason = "the panic is the point: it is how tests reach the guard's handling of one"
+)]
 pub(crate) fn panic_point(point: &str) {
     if std::env::var_os(PANIC_AT_VARIABLE).is_some_and(|wanted| wanted == point) {
         panic!("{PANIC_AT_VARIABLE} reached {point}");

@@ -1,13 +1,14 @@
 //! Node-API binding of `litetopic-core`: argument conversions and long-lived handles, nothing else.
 //! Every export is marked `catch_unwind`, so a panic becomes a JavaScript exception instead of
 //! aborting the process; the log's exports and its thread-pool tasks also run inside `guard`, which
-//! makes the exception the typed `INTERNAL_ERROR` and fails the log (guard.rs). The TypeScript side (`ts/engine/native/*`) is the only caller; it validates
-//! arguments and turns failures into typed errors.
+//! makes the exception the typed `INTERNAL_ERROR` and fails the log (guard.rs). The TypeScript side
+//! (`ts/engine/native/*`) is the only caller; it validates arguments and turns failures into typed
+//! errors.
 
 mod guard;
-mod index;
 mod log;
 mod pattern;
+mod pattern_index;
 mod trie;
 
 use litetopic_core::{Dialect, ErrorCode, Reason};

@@ -1,4 +1,4 @@
-//! The commit log handle: free functions over an `External` (see index.rs for why not a class).
+//! The commit log handle: free functions over an `External` (see pattern_index.rs for why not a class).
 //! Quick calls run on the JavaScript thread; opening, segment preparation, sync, checkpoints, file
 //! removal and closing are `AsyncTask`s on the libuv thread pool.
 //!
@@ -80,9 +80,12 @@ fn invalid(message: &str) -> Error {
 /// Writes records `from..count` of an encoded batch (see `EncodedBatch` in ts/engine/contract.ts)
 /// in one crossing, sealing them in `bytes`; returns the index after the last record written. The
 /// arrays come as slices: an owned typed-array argument creates and deletes a reference to its
-/// array on every call, which for five arrays took a one-record append from 1.7 to 2.0–2.7 µs.
+/// array on every call, which for five arrays costs more than a small append itself.
 #[napi(catch_unwind)]
-#[allow(clippy::too_many_arguments)] // the flat batch: one crossing instead of an object to unpack
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the flat batch: one crossing instead of an object to unpack"
+)]
 pub fn log_append(
     #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
     mut bytes: Uint8ArraySlice,
@@ -109,7 +112,9 @@ pub fn log_append(
             .get_mut(start as usize..end as usize)
             .ok_or_else(|| invalid("starts outside the bytes"))?;
         // SAFETY: as in `crate::out_slice`.
-        let (positions, offsets) = unsafe { (positions.as_mut(), offsets.as_mut()) };
+        let positions = unsafe { positions.as_mut() };
+        // SAFETY: as in `crate::out_slice`.
+        let offsets = unsafe { offsets.as_mut() };
         let (Some(positions), Some(offsets)) =
             (positions.get_mut(from..), offsets.get_mut(first_lmq as usize..))
         else {
@@ -180,8 +185,8 @@ fn read_buffer(env: &Env, total: usize) -> Result<Either<ArrayBuffer<'_>, Buffer
     let mut data = std::ptr::null_mut();
     let mut value = std::ptr::null_mut();
     if total <= SMALL_READ_BYTES {
-        // SAFETY: a valid env on the JavaScript thread; both out-pointers are written by the call.
         check_status!(
+            // SAFETY: a valid env on the JavaScript thread; both out-pointers are written by the call.
             unsafe { sys::napi_create_arraybuffer(env.raw(), total, &mut data, &mut value) },
             "allocating the read's ArrayBuffer"
         )?;
@@ -190,8 +195,8 @@ fn read_buffer(env: &Env, total: usize) -> Result<Either<ArrayBuffer<'_>, Buffer
             ArrayBuffer::from_napi_value(env.raw(), value)?
         }))
     } else {
-        // SAFETY: as above, for a Buffer.
         check_status!(
+            // SAFETY: as above, for a Buffer.
             unsafe { sys::napi_create_buffer(env.raw(), total, &mut data, &mut value) },
             "allocating the read's Buffer"
         )?;
@@ -284,9 +289,9 @@ const NAME_BUFFER_BYTES: usize = MAX_LMQ_NAME_BYTES + 16;
 /// whole name would not.
 fn name_bytes<'b>(env: &Env, name: &JsString, buffer: &'b mut [u8; NAME_BUFFER_BYTES]) -> Result<&'b [u8]> {
     let mut written = 0;
-    // SAFETY: a valid env on the JavaScript thread; the call writes at most `buffer.len()` bytes
-    // (a terminating NUL included) into `buffer` and the count before the NUL into `written`.
     check_status!(
+        // SAFETY: a valid env on the JavaScript thread; the call writes at most `buffer.len()` bytes
+        // (a terminating NUL included) into `buffer` and the count before the NUL into `written`.
         unsafe {
             sys::napi_get_value_string_utf8(
                 env.raw(),

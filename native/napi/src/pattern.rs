@@ -103,7 +103,7 @@ pub fn expand_joined(
 }
 
 /// Compiles `pattern` into a handle kept alive on the native side (an `External`, for the reason
-/// given in `index.rs`); throws if it is invalid (the caller validates first for a typed error).
+/// given in `pattern_index.rs`); throws if it is invalid (the caller validates first for a typed error).
 #[napi(catch_unwind, ts_return_type = "ExternalObject<'Matcher'>")]
 pub fn matcher_new(pattern: String, dialect_id: u32) -> Result<External<Pattern>> {
     guard_handle(None, "matcher", || {

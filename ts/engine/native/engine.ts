@@ -6,9 +6,9 @@
 import { DIALECTS } from '../../common/dialect.js';
 import type { Engine } from '../contract.js';
 import type { NativeBinding } from './binding.js';
-import { NativePatternIndexAdapter } from './index.js';
 import { openNativeLog, toTypedError } from './log.js';
 import { nativeCompile, nativeExpand, toViolation } from './pattern.js';
+import { NativePatternIndexAdapter } from './pattern-index.js';
 import { NativeTopicTrieAdapter } from './trie.js';
 
 export function createNativeEngine(binding: NativeBinding): Engine {

@@ -1,31 +1,25 @@
 //! The index checkpoint (docs/FORMAT.md, "Checkpoint"): every consume queue as of a durable log
-//! position, so reopening replays only the log after it. Version 2 (written) puts a directory of
-//! the LMQs, checksummed on its own, before their entry blocks, each with its own checksum, so a
-//! reopen reads the directory and leaves each block in the mapped file until its LMQ is used
-//! (queue/stored.rs). Version 1 (read only) interleaves them under one checksum and is loaded whole.
+//! position, so reopening replays only the log after it. Version 2, the one format written and read,
+//! puts a directory of the LMQs, checksummed on its own, before their entry blocks, each with its
+//! own checksum, so a reopen reads the directory and leaves each block in the mapped file until its
+//! LMQ is used (queue/stored.rs).
 
 use super::record::{u16_at, u32_at, u64_at};
 use crate::hash::crc32c;
 use crate::queue::{
-    check_entries, decode_entry, encode_entry, CheckpointFile, ConsumeQueue, Entries, Queues, StoredEntries,
-    STORED_ENTRY_BYTES,
+    encode_entry, CheckpointFile, ConsumeQueue, Entries, Queues, StoredEntries, STORED_ENTRY_BYTES,
 };
-use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub const CHECKPOINT_FILE: &str = "checkpoint";
 pub const CHECKPOINT_TMP_FILE: &str = "checkpoint.tmp";
-/// Version 2, the one written.
+/// The magic and version of the one format read and written; any other version is refused.
 pub const CHECKPOINT_MAGIC: [u8; 8] = *b"LTCKPT02";
 pub const CHECKPOINT_VERSION: u32 = 2;
-/// Version 1, still read (a directory written before version 2 opens without a full replay).
-pub const CHECKPOINT_V1_MAGIC: [u8; 8] = *b"LTCKPT01";
-pub const CHECKPOINT_V1_VERSION: u32 = 1;
-const V1_FIXED_BYTES: usize = 48;
-/// Version 2's fixed header.
+/// The fixed header; a shorter file is not a checkpoint, whatever it starts with.
 pub const HEADER_BYTES: usize = 64;
 const ENTRY_BYTES: usize = STORED_ENTRY_BYTES;
-/// Where the LMQ count, the directory's end, its CRC and the header's CRC sit in the v2 header.
+/// Where the LMQ count, the directory's end, its CRC and the header's CRC sit in the header.
 const QUEUE_COUNT_AT: usize = 40;
 const DIRECTORY_END_AT: usize = 48;
 const DIRECTORY_CRC_AT: usize = 56;
@@ -38,7 +32,7 @@ pub struct Checkpoint {
     pub created_ms: u64,
     /// (base, last store timestamp) of each segment that existed at `position`.
     pub segments: Vec<(u64, u64)>,
-    /// Version 2: stored queues, their entries still in the file; version 1: loaded queues.
+    /// Stored queues, their entries still in the file until each is first used.
     pub queues: Queues,
 }
 
@@ -77,14 +71,14 @@ pub struct Encoded {
 impl Encoder {
     pub fn new(position: u64, created_ms: u64, segments: &[(u64, u64)], capacity: usize) -> Encoder {
         let mut head = Vec::with_capacity(HEADER_BYTES + 16 * segments.len() + capacity / 8);
-        write_header_start(
-            &mut head,
-            CHECKPOINT_MAGIC,
-            CHECKPOINT_VERSION,
-            position,
-            created_ms,
-            segments.len(),
-        );
+        // Magic, version, zero, position P, creation time, segment count, zero (docs/FORMAT.md).
+        head.extend_from_slice(&CHECKPOINT_MAGIC);
+        head.extend_from_slice(&CHECKPOINT_VERSION.to_le_bytes());
+        head.extend_from_slice(&0u32.to_le_bytes());
+        head.extend_from_slice(&position.to_le_bytes());
+        head.extend_from_slice(&created_ms.to_le_bytes());
+        head.extend_from_slice(&(segments.len() as u32).to_le_bytes());
+        head.extend_from_slice(&0u32.to_le_bytes());
         // The queue count, the directory's end and the two checksums, set by `finish`.
         head.resize(HEADER_BYTES, 0);
         for &(base, last_store_ms) in segments {
@@ -189,27 +183,20 @@ pub fn encode(position: u64, created_ms: u64, segments: &[(u64, u64)], queues: &
     head
 }
 
-/// Decodes a mapped checkpoint file, checking its magic, version, checksums and layout. A version 2
-/// file gives stored queues whose blocks are checked when loaded; a version 1 file is loaded whole.
+/// Decodes a mapped checkpoint file, checking its magic, version, checksums and layout. It gives
+/// stored queues whose blocks are checked when loaded. A file with the checkpoint magic's `LTCKPT`
+/// prefix but another magic or version is refused: a format this release does not read.
 pub fn decode(file: &Arc<CheckpointFile>) -> Result<Checkpoint, CheckpointProblem> {
-    let bytes = &file.map[..];
-    if bytes.len() < V1_FIXED_BYTES + 4 || bytes[..6] != CHECKPOINT_MAGIC[..6] {
-        return Err(CheckpointProblem::Invalid("no checkpoint magic"));
-    }
-    let version = u32_at(bytes, 8).unwrap_or(0);
-    if bytes[..8] == CHECKPOINT_MAGIC && version == CHECKPOINT_VERSION {
-        decode_v2(file)
-    } else if bytes[..8] == CHECKPOINT_V1_MAGIC && version == CHECKPOINT_V1_VERSION {
-        decode_v1(bytes)
-    } else {
-        Err(CheckpointProblem::Version(version))
-    }
-}
-
-fn decode_v2(file: &Arc<CheckpointFile>) -> Result<Checkpoint, CheckpointProblem> {
     let invalid = CheckpointProblem::Invalid;
     let bytes = &file.map[..];
-    if bytes.len() < HEADER_BYTES || u32_at(bytes, HEADER_CRC_AT) != Some(crc32c(&bytes[..HEADER_CRC_AT])) {
+    if bytes.len() < HEADER_BYTES || bytes[..6] != CHECKPOINT_MAGIC[..6] {
+        return Err(invalid("no checkpoint header"));
+    }
+    let version = u32_at(bytes, 8).unwrap_or(0);
+    if bytes[..8] != CHECKPOINT_MAGIC || version != CHECKPOINT_VERSION {
+        return Err(CheckpointProblem::Version(version));
+    }
+    if u32_at(bytes, HEADER_CRC_AT) != Some(crc32c(&bytes[..HEADER_CRC_AT])) {
         return Err(invalid("checkpoint header checksum mismatch"));
     }
     let position = u64_at(bytes, 16).unwrap_or(0);
@@ -278,7 +265,7 @@ fn read_segments(bytes: &[u8], at: &mut usize, count: usize) -> Result<Vec<(u64,
     Ok(segments)
 }
 
-/// A queue's name, minimum and next offset and last write time (both versions start a queue so).
+/// A directory entry's name, minimum and next offset and last write time.
 fn read_queue_head<'a>(
     bytes: &'a [u8],
     at: &mut usize,
@@ -305,103 +292,4 @@ fn read_queue_head<'a>(
         return Err(invalid("checkpoint queue offsets reversed"));
     }
     Ok((name, min_offset, next_offset, last_write_ms))
-}
-
-fn decode_v1(bytes: &[u8]) -> Result<Checkpoint, CheckpointProblem> {
-    let invalid = CheckpointProblem::Invalid;
-    if bytes.len() < V1_FIXED_BYTES + 4 {
-        return Err(invalid("checkpoint shorter than its header"));
-    }
-    let (body, crc) = bytes.split_at(bytes.len() - 4);
-    if u32_at(crc, 0) != Some(crc32c(body)) {
-        return Err(invalid("checkpoint checksum mismatch"));
-    }
-    let position = u64_at(body, 16).unwrap_or(0);
-    let created_ms = u64_at(body, 24).unwrap_or(0);
-    let segment_count = u32_at(body, 32).unwrap_or(0) as usize;
-    let queue_count = u64_at(body, 40).unwrap_or(0);
-    let mut at = V1_FIXED_BYTES;
-    let segments = read_segments(body, &mut at, segment_count)?;
-    let mut queues = Queues::default();
-    for _ in 0..queue_count {
-        let (name, min_offset, next_offset, last_write_ms) = read_queue_head(body, &mut at)?;
-        let entries_end = usize::try_from(next_offset - min_offset)
-            .ok()
-            .and_then(|count| count.checked_mul(ENTRY_BYTES))
-            .and_then(|bytes| bytes.checked_add(at))
-            .filter(|&end| end <= body.len())
-            .ok_or(invalid("checkpoint entries overrun the file"))?;
-        let entries: VecDeque<_> = body[at..entries_end]
-            .chunks_exact(ENTRY_BYTES)
-            .map(decode_entry)
-            .collect();
-        check_entries(&entries, position).map_err(invalid)?;
-        at = entries_end;
-        let queue = ConsumeQueue {
-            min_offset,
-            last_write_ms,
-            entries: entries.into(),
-        };
-        queues.restore(name, queue);
-    }
-    if at != body.len() {
-        return Err(invalid("checkpoint parts do not add up to its size"));
-    }
-    Ok(Checkpoint {
-        position,
-        created_ms,
-        segments,
-        queues,
-    })
-}
-
-/// The first 40 bytes both versions share: magic, version, zero, position P, creation time, segment
-/// count, zero (docs/FORMAT.md).
-fn write_header_start(
-    out: &mut Vec<u8>,
-    magic: [u8; 8],
-    version: u32,
-    position: u64,
-    created_ms: u64,
-    segments: usize,
-) {
-    out.extend_from_slice(&magic);
-    out.extend_from_slice(&version.to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-    out.extend_from_slice(&position.to_le_bytes());
-    out.extend_from_slice(&created_ms.to_le_bytes());
-    out.extend_from_slice(&(segments as u32).to_le_bytes());
-    out.extend_from_slice(&0u32.to_le_bytes());
-}
-
-/// A version 1 checkpoint of `queues` (all loaded), as releases before version 2 wrote it: tests
-/// check that such files still open.
-pub fn encode_v1(position: u64, created_ms: u64, segments: &[(u64, u64)], queues: &Queues) -> Vec<u8> {
-    let mut out = Vec::new();
-    write_header_start(
-        &mut out,
-        CHECKPOINT_V1_MAGIC,
-        CHECKPOINT_V1_VERSION,
-        position,
-        created_ms,
-        segments.len(),
-    );
-    out.extend_from_slice(&(queues.len() as u64).to_le_bytes());
-    for &(base, last) in segments {
-        out.extend_from_slice(&base.to_le_bytes());
-        out.extend_from_slice(&last.to_le_bytes());
-    }
-    for (name, queue) in queues.iter() {
-        out.extend_from_slice(&(name.len() as u16).to_le_bytes());
-        out.extend_from_slice(name);
-        out.extend_from_slice(&queue.min_offset().to_le_bytes());
-        out.extend_from_slice(&queue.next_offset().to_le_bytes());
-        out.extend_from_slice(&queue.last_write_ms().to_le_bytes());
-        for entry in queue.entries() {
-            encode_entry(&mut out, entry);
-        }
-    }
-    let crc = crc32c(&out);
-    out.extend_from_slice(&crc.to_le_bytes());
-    out
 }

@@ -1,6 +1,7 @@
 //! One compiled pattern and its matcher. Matching never fails: an invalid topic simply does not
 //! match (docs/PATTERNS.md).
 
+pub mod pattern_index;
 #[cfg(test)]
 mod tests;
 

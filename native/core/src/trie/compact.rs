@@ -2,15 +2,18 @@
 //! from consecutive memory instead of one cache miss per node.
 //!
 //! Nodes are placed in order of creation, so the nodes of one tenant of a million names are spread
-//! over the whole node array, and a walk under it costs a cache miss on nearly every node (about
-//! 50 ns a name, where a linear scan costs a few ns a name). After compaction a node's first child
-//! is the next node and a subtree is one run of nodes. Name ids stay as they are: only node
+//! over the whole node array, and a walk down through them costs a cache miss on nearly every node.
+//! After compaction a node's first child is the next node and a subtree is one run of nodes. A
+//! trailing wildcard does not need it (its answers come from kept lists, snapshot.rs), but walks
+//! through many nodes (`*__*__*__code`) do. Name ids and kept lists stay as they are: only node
 //! positions change, and nothing outside the trie sees those.
 //!
-//! Walks compact first when more than a share of the nodes were placed since the last compaction
-//! (`SCATTERED_SHARE_DIVISOR`): a compaction costs the number of nodes, and it runs only after that
-//! many placements, so it is amortized O(1) a placement. Correctness never depends on the layout:
-//! between compactions new nodes are linked in wherever there is room, as before.
+//! A compaction costs a pass over every node, so a walk compacts first only when more than a share
+//! of the nodes were placed since the last compaction (`SCATTERED_SHARE_DIVISOR`) and the walks
+//! since have visited as many nodes as are live: the scattered walking has then cost about what the
+//! compaction costs (the choice of renting or buying skis), and it never comes on the first walks
+//! after a bulk of adds. Correctness never depends on the layout: between compactions new nodes are
+//! linked in wherever there is room.
 
 use super::children::ChildTable;
 use super::{Node, TopicTrie, NONE, ROOT};
@@ -20,16 +23,19 @@ use super::{Node, TopicTrie, NONE, ROOT};
 const SCATTERED_SHARE_DIVISOR: usize = 4;
 
 impl TopicTrie {
-    /// Compacts when enough nodes were placed out of walk order since the last compaction.
+    /// Compacts when enough nodes were placed out of walk order since the last compaction and walks
+    /// have visited as many nodes since.
     pub(super) fn compact_if_scattered(&mut self) {
         let live = self.nodes.len() - self.free_nodes.len();
-        if self.placed_since_compaction * SCATTERED_SHARE_DIVISOR > live {
+        if self.placed_since_compaction * SCATTERED_SHARE_DIVISOR > live
+            && self.walked_since_compaction >= live
+        {
             self.compact();
         }
     }
 
     /// Lays the nodes out in depth-first order (children in their list order) and drops freed
-    /// positions. Name ids, child order and therefore walk results are unchanged.
+    /// positions. Name ids, child order, kept lists and therefore walk results are unchanged.
     pub fn compact(&mut self) {
         let order = self.preorder();
         // Old position → new position, for rewriting the links.
@@ -59,7 +65,7 @@ impl TopicTrie {
         self.free_nodes = Vec::new();
         self.children = ChildTable::rebuilt(&self.children, &self.nodes);
         self.placed_since_compaction = 0;
-        self.layout_epoch = self.layout_epoch.wrapping_add(1);
+        self.walked_since_compaction = 0;
     }
 
     /// Whether every node's first child is the node right after it and the nodes hold no gaps:

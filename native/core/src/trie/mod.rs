@@ -6,10 +6,12 @@
 //! walking parents and `id_of` walks down. Each node keeps an enumerable child list (first child,
 //! next and previous sibling; the first child's `prev_sibling` is the last child, so appends are
 //! O(1)) and the number of names in its subtree (so a trailing wildcard is counted in O(1)). Names
-//! have ids of their own, apart from node positions, because nodes move: a walk after many changes
-//! first lays the nodes out again in depth-first order (compact.rs), so a subtree is read from
-//! consecutive memory. Each name's last activity is also kept in an ordered set for `idle_since`.
-//! See docs/TRIE.md.
+//! have ids of their own, apart from node positions, because nodes move: once walks have visited
+//! enough scattered nodes, a walk first lays the nodes out again in depth-first order (compact.rs),
+//! so a subtree is read from consecutive memory. A trailing wildcard reads a kept list of the
+//! subtree's ids instead, laid down by the first walk that takes the subtree and patched along the
+//! changed paths only (snapshot.rs). Each name's last activity is also kept in an ordered set for
+//! `idle_since`. See docs/TRIE.md.
 
 #[cfg(test)]
 mod tests;
@@ -19,6 +21,7 @@ mod compact;
 mod idle;
 mod list;
 mod nodes;
+mod snapshot;
 mod walk;
 
 use crate::dialect::{validate_lite_topic, Dialect};
@@ -27,6 +30,8 @@ use crate::interner::Interner;
 use crate::prefetch::prefetch;
 use children::ChildTable;
 use idle::IdleSet;
+use snapshot::KeptList;
+pub use snapshot::{Plan, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NEW_NAME};
 
 pub(crate) const NONE: u32 = u32::MAX;
 const ROOT: u32 = 0;
@@ -34,7 +39,7 @@ const ROOT: u32 = 0;
 const SHALLOW_NAME_SEGMENTS: usize = 16;
 /// Names `write_names_joined` loads together, level by level.
 const NAME_BATCH: usize = 32;
-/// A node: 28 bytes. Links are node positions, which change when the trie is compacted; `name` is
+/// A node: 32 bytes. Links are node positions, which change when the trie is compacted; `name` is
 /// the stable id of the name that ends here, if any.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {
@@ -49,6 +54,9 @@ pub(crate) struct Node {
     names: u32,
     /// The id of the name ending here; `NONE` for a prefix that is not itself a name.
     name: u32,
+    /// Kept-list state (snapshot.rs): flag bits `CHANGED` and `KEPT`, and below them where this
+    /// node's block starts in its parent's block or, with `KEPT`, the index of the list it holds.
+    kept: u32,
 }
 
 impl Node {
@@ -61,6 +69,7 @@ impl Node {
             prev_sibling: NONE,
             names: 0,
             name: NONE,
+            kept: snapshot::CHANGED,
         }
     }
 
@@ -88,9 +97,15 @@ pub struct TopicTrie {
     free_nodes: Vec<u32>,
     /// Nodes placed (new or in a freed position) since the last compaction: out of walk order.
     placed_since_compaction: usize,
-    /// Counts the times nodes moved (compactions and `clear`): node positions handed out hold
-    /// while it stays the same.
-    layout_epoch: u32,
+    /// Nodes pattern walks visited on their way down since the last compaction (compact.rs).
+    walked_since_compaction: usize,
+    /// Kept lists by index (snapshot.rs); a freed one is empty and listed in `free_lists`.
+    lists: Vec<KeptList>,
+    free_lists: Vec<u32>,
+    /// Lists freed since the last plan whose copies a plan's reader holds (snapshot.rs).
+    freed_mirrored: Vec<u32>,
+    /// Per name id, one bit: a plan has handed out the name's text since the id was allocated.
+    handed: Vec<u64>,
     /// Per name id: its terminal node (`NONE` for a free id) and its last activity.
     name_nodes: Vec<u32>,
     last_active: Vec<u64>,
@@ -115,7 +130,11 @@ impl TopicTrie {
             nodes: vec![Node::new(NONE, NONE)],
             free_nodes: Vec::new(),
             placed_since_compaction: 0,
-            layout_epoch: 0,
+            walked_since_compaction: 0,
+            lists: Vec::new(),
+            free_lists: Vec::new(),
+            freed_mirrored: Vec::new(),
+            handed: Vec::new(),
             name_nodes: Vec::new(),
             last_active: Vec::new(),
             free_names: Vec::new(),
@@ -171,6 +190,7 @@ impl TopicTrie {
         let id = self.allocate_name(node, timestamp);
         self.idle.insert((timestamp, id));
         self.adjust_counts(node, true);
+        self.mark_changed(node);
         self.names += 1;
         if self.is_dollar(name) {
             self.dollar_names += 1;
@@ -181,22 +201,23 @@ impl TopicTrie {
     /// Removes `name`; false if it was not there. Frees its nodes and segments unless other names
     /// still use them; its id may then be given to a later name.
     pub fn remove(&mut self, name: &str) -> bool {
-        self.remove_at(name).is_some()
+        self.remove_id(name).is_some()
     }
 
-    /// [`remove`](Self::remove), returning the node position the name ended at (which a later
-    /// name may now take), or `None` if it was not stored.
-    pub fn remove_at(&mut self, name: &str) -> Option<u32> {
+    /// [`remove`](Self::remove), returning the id the name had (which a later name may now take),
+    /// or `None` if it was not stored.
+    pub fn remove_id(&mut self, name: &str) -> Option<u32> {
         let id = self.id_of(name)?;
         self.idle.remove((self.last_active[id as usize], id));
         let node = self.free_name(id);
         self.adjust_counts(node, false);
+        self.mark_changed(node);
         self.names -= 1;
         if self.is_dollar(name) {
             self.dollar_names -= 1;
         }
         self.prune(node);
-        Some(node)
+        Some(id)
     }
 
     /// The id of `name`, if stored.
@@ -339,14 +360,7 @@ impl TopicTrie {
 
     /// Removes every name and frees all memory but the root.
     pub fn clear(&mut self) {
-        let epoch = self.layout_epoch.wrapping_add(1);
         *self = TopicTrie::new(self.dialect, self.max_name_bytes);
-        self.layout_epoch = epoch;
-    }
-
-    /// Changes whenever nodes move (see [`expand_runs`](Self::expand_runs)).
-    pub fn layout_epoch(&self) -> u32 {
-        self.layout_epoch
     }
 
     pub fn stats(&self) -> TrieStats {
@@ -356,6 +370,8 @@ impl TopicTrie {
             + self.last_active.capacity() * 8
             + self.free_names.capacity() * 4
             + self.children.approximate_bytes()
+            + self.lists.iter().map(KeptList::approximate_bytes).sum::<usize>()
+            + self.handed.capacity() * 8
             + self.segments.approximate_bytes()
             + self.idle.approximate_bytes();
         TrieStats {

@@ -34,6 +34,9 @@ impl TopicTrie {
         let node = self.name_nodes[id as usize];
         self.nodes[node as usize].name = NONE;
         self.name_nodes[id as usize] = NONE;
+        if let Some(bits) = self.handed.get_mut(id as usize / 64) {
+            *bits &= !(1 << (id % 64));
+        }
         self.free_names.push(id);
         node
     }
@@ -73,6 +76,7 @@ impl TopicTrie {
         self.placed_since_compaction += 1;
         self.children.insert(&self.nodes, child);
         self.link_last(parent, child);
+        self.mark_changed(parent);
         child
     }
 
@@ -117,8 +121,10 @@ impl TopicTrie {
             self.children.remove(&self.nodes, node);
             self.unlink(node);
             self.segments.release(segment);
+            self.drop_kept_list(node);
             self.nodes[node as usize] = Node::new(NONE, NONE);
             self.free_nodes.push(node);
+            self.mark_changed(parent);
             node = parent;
         }
         if self.names == 0 {

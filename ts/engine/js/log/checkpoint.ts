@@ -3,9 +3,9 @@
  * position P, so recovery replays only the log after P. Written to `checkpoint.tmp`, synced, renamed
  * over `checkpoint` and the directory synced: a crash leaves the old file or the new one.
  *
- * Version 2 (written) puts a directory of the LMQs, checksummed on its own, before their entry
- * blocks, each with its own checksum: a reopen reads the directory and leaves each block in the file
- * until its LMQ is used (queue.ts, `StoredEntries`). Version 1 is still read (log-checkpoint-v1.ts).
+ * Version 2, the one format written and read, puts a directory of the LMQs, checksummed on its own,
+ * before their entry blocks, each with its own checksum: a reopen reads the directory and leaves
+ * each block in the file until its LMQ is used (queue.ts, `StoredEntries`).
  * Mirrors native/core/src/log/checkpoint.rs.
  */
 import { join } from 'node:path';
@@ -20,17 +20,24 @@ import {
   STORED_ENTRY_BYTES,
   type StoredEntries,
 } from '../queue.js';
-import { CHECKPOINT_V1_MAGIC, CHECKPOINT_V1_VERSION, type Checkpoint, decodeCheckpointV1 } from './checkpoint-v1.js';
 import { ioError, openForReading, type Segment } from './segment.js';
 import type { Storage } from './storage.js';
 
-export type { Checkpoint } from './checkpoint-v1.js';
+/** A checkpoint read back. */
+export interface Checkpoint {
+  position: number;
+  createdMs: number;
+  /** Newest store timestamp per segment base, for segments that existed at `position`. */
+  segmentTimestamps: Map<number, number>;
+  queues: QueueSet;
+}
 
 export const CHECKPOINT_FILE = 'checkpoint';
 export const CHECKPOINT_TMP_FILE = 'checkpoint.tmp';
+/** The magic and version of the one format read and written; any other version is refused. */
 const CHECKPOINT_VERSION = 2;
 const MAGIC = 'LTCKPT02';
-/** The fixed header of version 2. */
+/** The fixed header; a shorter file is not a checkpoint, whatever it starts with. */
 export const CHECKPOINT_HEADER_BYTES = 64;
 const QUEUE_COUNT_AT = 40;
 const DIRECTORY_END_AT = 48;
@@ -38,8 +45,6 @@ const DIRECTORY_CRC_AT = 56;
 const HEADER_CRC_AT = 60;
 /** A directory entry besides its name: u16 name length, min, next, last write, first position, CRC, zero. */
 const DIRECTORY_ENTRY_BYTES = 2 + 4 * 8 + 4 + 4;
-/** Shortest file that can be a checkpoint of either version. */
-const SHORTEST_BYTES = 52;
 const TWO_32 = 0x1_0000_0000;
 
 /** Bytes the entry blocks are written in: each piece is encoded and written in one go. */
@@ -318,8 +323,8 @@ export async function openCheckpoint(storage: Storage, dir: string): Promise<{ p
 
 /**
  * Reads `dir/checkpoint`: undefined without one, 'invalid' when its magic, checksums or layout are
- * wrong, else the checkpoint (a version 2 file stays open while its stored queues refer to it). A
- * known magic with another version throws `UnsupportedFormatError`.
+ * wrong, else the checkpoint (the file stays open while its stored queues refer to it). A file
+ * with the `LTCKPT` prefix but another magic or version throws `UnsupportedFormatError`.
  */
 export async function readCheckpoint(storage: Storage, dir: string): Promise<Checkpoint | 'invalid' | undefined> {
   const opened = await openCheckpoint(storage, dir);
@@ -331,18 +336,15 @@ export async function readCheckpoint(storage: Storage, dir: string): Promise<Che
     const size = await storage.size(fd);
     const head = readAt(storage, fd, 0, Math.min(size, CHECKPOINT_HEADER_BYTES));
     const magic = Buffer.from(head.buffer, head.byteOffset, Math.min(8, head.length)).toString('latin1');
-    if (size < SHORTEST_BYTES || !magic.startsWith('LTCKPT')) return result;
+    if (size < CHECKPOINT_HEADER_BYTES || !magic.startsWith('LTCKPT')) return result;
     const version = readU32(head, 8);
-    if (magic === MAGIC && version === CHECKPOINT_VERSION) {
-      result = decodeDirectory(storage, fd, file, size, head) ?? 'invalid';
-    } else if (magic === CHECKPOINT_V1_MAGIC && version === CHECKPOINT_V1_VERSION) {
-      result = decodeCheckpointV1(readAt(storage, fd, 0, size)) ?? 'invalid';
-    } else {
-      throw new UnsupportedFormatError(`${path} is checkpoint format version ${version}; this release reads 1 and 2`, {
-        file: path,
-        version,
-      });
+    if (magic !== MAGIC || version !== CHECKPOINT_VERSION) {
+      throw new UnsupportedFormatError(
+        `${path} is checkpoint format version ${version}; this release reads ${CHECKPOINT_VERSION}`,
+        { file: path, version },
+      );
     }
+    result = decodeDirectory(storage, fd, file, size, head) ?? 'invalid';
     return result;
   } catch (error) {
     if (error instanceof UnsupportedFormatError) throw error;
@@ -357,7 +359,7 @@ export async function readCheckpoint(storage: Storage, dir: string): Promise<Che
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-/** Version 2: the header and directory, checked; the queues stay stored in `file`. */
+/** The header and directory, checked; the queues stay stored in `file`. */
 function decodeDirectory(
   storage: Storage,
   fd: number,

@@ -1,9 +1,9 @@
 /**
- * The reverse pattern index, mirroring `native/core/src/index/`: a trie over interned segment ids
- * (a node per pattern prefix), literal edges in a per-node map created only for nodes that have
- * literal children, one `one`-wildcard child per node, and at each node the ids whose pattern ends
- * there (`exact`) or continues with the trailing wildcard (`rest`). A lookup walks only the branches
- * the topic's segments can take; nodes and segments are freed on removal.
+ * The reverse pattern index, mirroring `native/core/src/pattern/pattern_index.rs`: a trie over
+ * interned segment ids (a node per pattern prefix), literal edges in a per-node map created only for
+ * nodes that have literal children, one `one`-wildcard child per node, and at each node the ids
+ * whose pattern ends there (`exact`) or continues with the trailing wildcard (`rest`). A lookup
+ * walks only the branches the topic's segments can take; nodes and segments are freed on removal.
  */
 
 import { type DialectRules, isValidTopic, validatePattern } from '../../../common/dialect.js';

@@ -4,19 +4,15 @@
  * typed array (and of `nodeText`) instead of one cache and TLB miss per node.
  *
  * Nodes are placed in order of creation, so the nodes of one tenant among a million names are spread
- * over the whole arrays: expanding such a tenant cost about 600 ns a name, where a linear scan costs
- * about 40 ns a name. After compaction a node's first child is the next position and a subtree is
- * one run of positions. Walks compact first when more than one in `SCATTERED_SHARE_DIVISOR` live
- * nodes were placed since the last compaction: a compaction costs the number of nodes and runs only
- * after that many placements, so it is amortized O(1) a placement. Name ids, child order and
- * therefore every answer stay the same; nothing outside the trie sees node positions.
- *
- * A compaction also records where each node's subtree ends and lists the names in that order
- * (`preorderTexts`, each node's first at `firstName`). Until a node is placed or freed, or a name
- * added or removed, inside it (`changed`, kept by trie.ts), a subtree is exactly the positions from
- * its node to that end and its names the run of `preorderTexts` from its first: a walk taking a
- * whole subtree copies that run instead of following links (a branch and a dependent load per node).
- * Subtrees changed since are walked by their links, as before.
+ * over the whole arrays: a walk down through them costs a cache and TLB miss per node. After
+ * compaction a node's first child is the next position and a subtree is one run of positions. A
+ * trailing wildcard does not need it (its answers come from kept lists, snapshot.ts), but walks
+ * through many nodes (`*__*__*__code`) do. Compaction costs a pass over every node, so a walk
+ * compacts first only when more than one in `SCATTERED_SHARE_DIVISOR` live nodes were placed since
+ * the last compaction and the walks since have visited as many nodes as are live: the scattered
+ * walking has then cost about what the compaction costs, and it never comes before the first walks
+ * after a bulk of adds. Name ids, child order, kept lists and therefore every answer stay the same;
+ * `changed`, `delta` and `kept` move with their nodes.
  */
 import type { JsTopicTrie } from './trie.js';
 import { NONE, nextAfterSubtree, ROOT } from './walk.js';
@@ -24,9 +20,15 @@ import { NONE, nextAfterSubtree, ROOT } from './walk.js';
 /** Walks compact the trie first when more than one in this many live nodes were placed since. */
 const SCATTERED_SHARE_DIVISOR = 4;
 
-/** Compacts when enough nodes were placed out of walk order since the last compaction. */
+/**
+ * Compacts when enough nodes were placed out of walk order since the last compaction, and the walks
+ * since have visited at least as many nodes on their way down as are live: a compaction costs about
+ * a walk over every node, so it waits until walking the scattered nodes has cost as much (a trie
+ * only added to and expanded under `**` is never laid out again: its answers come from kept lists).
+ */
 export function compactIfScattered(trie: JsTopicTrie): void {
-  if (trie.placedSinceCompaction * SCATTERED_SHARE_DIVISOR > trie.liveNodes()) compact(trie);
+  const live = trie.liveNodes();
+  if (trie.placedSinceCompaction * SCATTERED_SHARE_DIVISOR > live && trie.walkedSinceCompaction >= live) compact(trie);
 }
 
 /** The positions of every live node in depth-first pre-order, the root first. */
@@ -84,29 +86,21 @@ export function compact(trie: JsTopicTrie): void {
   const firstChild = gather(trie.firstChild, true);
   const nextSibling = gather(trie.nextSibling, true);
   const prevSibling = gather(trie.prevSibling, true);
+  const delta = gather(trie.delta, false);
+  const kept = gather(trie.kept, false);
   const changed = new Uint8Array(capacity);
-  const subtreeEnd = new Int32Array(capacity);
-  const firstName = new Int32Array(capacity);
+  for (let from = 0; from < capacity; from++) {
+    const to = moved[from] as number;
+    if (to !== NONE) changed[to] = trie.changed[from] as number;
+  }
   const children: (Map<number, number> | undefined)[] = [];
   for (let at = 0; at < live; at++) {
     const map = trie.children[order[at] as number];
     if (map !== undefined) map.forEach(remap);
     children.push(map);
   }
-  const preorderTexts: string[] = [];
   const nodeText: (string | undefined)[] = [];
-  for (let at = 0; at < live; at++) {
-    const text = trie.nodeText[order[at] as number];
-    nodeText.push(text);
-    subtreeEnd[at] = at + 1;
-    firstName[at] = preorderTexts.length;
-    if (text !== undefined) preorderTexts.push(text);
-  }
-  // Pre-order: a subtree ends where its last descendant's does; children come after their parent.
-  for (let at = live - 1; at > ROOT; at--) {
-    const up = parent[at] as number;
-    if ((subtreeEnd[at] as number) > (subtreeEnd[up] as number)) subtreeEnd[up] = subtreeEnd[at] as number;
-  }
+  for (let at = 0; at < live; at++) nodeText.push(trie.nodeText[order[at] as number]);
   trie.relaidOut(
     {
       parent,
@@ -117,9 +111,8 @@ export function compact(trie: JsTopicTrie): void {
       nextSibling,
       prevSibling,
       changed,
-      subtreeEnd,
-      firstName,
-      preorderTexts,
+      delta,
+      kept,
       children,
       nodeText,
     },

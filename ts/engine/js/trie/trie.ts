@@ -7,8 +7,9 @@
  * engines hand out the same ids for the same history. Unlike Rust, the js engine keeps each name's text at its
  * terminal node (the string `add` was given) and in the idle set: `expand` and `idleSince` read the
  * texts where the walk already is instead of looking each up by id, at the cost of holding the
- * strings. As in Rust, walks first lay the nodes out again in depth-first order when many were placed
- * since the last time (trie-compact.ts). Walks live in trie-walk.ts and trie-list.ts.
+ * strings. As in Rust, a trailing wildcard copies a kept list of the subtree's names (snapshot.ts), and
+ * walks through many scattered nodes eventually lay the nodes out again in depth-first order
+ * (compact.ts). Walks live in walk.ts and list.ts.
  */
 
 import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from '../../../common/dialect.js';
@@ -18,6 +19,7 @@ import { compactIfScattered } from './compact.js';
 import { IdleSet } from './idle.js';
 import { listNames } from './list.js';
 import { linkLast, unlink } from './nodes.js';
+import type { KeptList } from './snapshot.js';
 import { childBySegment, countMatches, expandIdsInto, expandNames, NONE, ROOT, SCANNED_CHILDREN } from './walk.js';
 
 /** Nodes a new trie has room for before its arrays grow. */
@@ -36,18 +38,18 @@ export class JsTopicTrie implements TopicTrieCore {
   /** For a first child: the last child of its parent (appends are O(1), as in Rust). */
   prevSibling = new Int32Array(INITIAL_NODES);
   /**
-   * 1 for a node whose subtree had a node placed or freed, or a name added or removed, since the
-   * last compaction (and for every ancestor of such a node); 0 for one whose subtree is still the run
-   * of positions from it to its `subtreeEnd` and whose names are still the run of `preorderTexts`
-   * from its `firstName`, which a walk then reads straight through (trie-compact.ts).
+   * 1 for a node whose subtree had a node placed or freed, or a name added or removed, since its
+   * block was last laid down in a kept list (and for every ancestor of such a node, and every node
+   * never laid down); 0 for one whose block still lies where it was laid down (snapshot.ts).
    */
   changed = new Uint8Array(INITIAL_NODES);
-  /** The position after a node's subtree as the last compaction laid it out: valid while unchanged. */
-  subtreeEnd = new Int32Array(INITIAL_NODES);
-  /** Where a node's subtree's names start in `preorderTexts`: valid while unchanged. */
-  firstName = new Int32Array(INITIAL_NODES);
-  /** The names in depth-first order as the last compaction found them. */
-  preorderTexts: string[] = [];
+  /** Where a node's block starts within its parent's block, as last laid down: valid while unchanged. */
+  delta = new Int32Array(INITIAL_NODES);
+  /** The kept list a node holds (an index into `keptLists`), `NONE` for most nodes. */
+  kept = new Int32Array(INITIAL_NODES);
+  /** Kept lists by index; freed slots are `undefined` and listed in `freeKeptLists`. */
+  keptLists: (KeptList | undefined)[] = [];
+  private freeKeptLists: number[] = [];
   /**
    * Per node with more than `SCANNED_CHILDREN` children: segment id → child. A node with fewer is
    * searched along its child list, as every lookup reads the first children first anyway.
@@ -68,6 +70,8 @@ export class JsTopicTrie implements TopicTrieCore {
   private freeNodes: number[] = [];
   /** Nodes placed (new or in a freed position) since the last compaction: out of walk order. */
   placedSinceCompaction = 0;
+  /** Nodes pattern walks visited on their way down since the last compaction (compact.ts). */
+  walkedSinceCompaction = 0;
   private idle = new IdleSet();
 
   constructor(
@@ -87,9 +91,10 @@ export class JsTopicTrie implements TopicTrieCore {
     this.nextSibling = new Int32Array(INITIAL_NODES);
     this.prevSibling = new Int32Array(INITIAL_NODES);
     this.changed = new Uint8Array(INITIAL_NODES);
-    this.subtreeEnd = new Int32Array(INITIAL_NODES);
-    this.firstName = new Int32Array(INITIAL_NODES);
-    this.preorderTexts = [];
+    this.delta = new Int32Array(INITIAL_NODES);
+    this.kept = new Int32Array(INITIAL_NODES);
+    this.keptLists = [];
+    this.freeKeptLists = [];
     this.children = [];
     this.nodeText = [undefined];
     this.nameNodes = [];
@@ -106,7 +111,9 @@ export class JsTopicTrie implements TopicTrieCore {
     this.segment[ROOT] = NONE;
     this.nodeName[ROOT] = NONE;
     this.firstChild[ROOT] = NONE;
-    this.subtreeEnd[ROOT] = ROOT + 1;
+    this.kept[ROOT] = NONE;
+    this.changed[ROOT] = 1;
+    this.walkedSinceCompaction = 0;
   }
 
   get size(): number {
@@ -142,9 +149,8 @@ export class JsTopicTrie implements TopicTrieCore {
       | 'nextSibling'
       | 'prevSibling'
       | 'changed'
-      | 'subtreeEnd'
-      | 'firstName'
-      | 'preorderTexts'
+      | 'delta'
+      | 'kept'
       | 'children'
       | 'nodeText'
     >,
@@ -160,9 +166,8 @@ export class JsTopicTrie implements TopicTrieCore {
       nextSibling: this.nextSibling,
       prevSibling: this.prevSibling,
       changed: this.changed,
-      subtreeEnd: this.subtreeEnd,
-      firstName: this.firstName,
-      preorderTexts: this.preorderTexts,
+      delta: this.delta,
+      kept: this.kept,
       children: this.children,
       nodeText: this.nodeText,
     } = nodes);
@@ -174,6 +179,19 @@ export class JsTopicTrie implements TopicTrieCore {
     this.nodeCount = live;
     this.freeNodes = [];
     this.placedSinceCompaction = 0;
+    this.walkedSinceCompaction = 0;
+  }
+
+  /** Stores a new kept list and returns its index. */
+  keepList(list: KeptList): number {
+    const index = this.freeKeptLists.pop() ?? this.keptLists.length;
+    this.keptLists[index] = list;
+    return index;
+  }
+
+  freeKeptList(index: number): void {
+    this.keptLists[index] = undefined;
+    this.freeKeptLists.push(index);
   }
 
   /** 0 when valid, else -1 (invalid lite name) or -2 (invalid MQTT or NATS topic). */
@@ -284,6 +302,16 @@ export class JsTopicTrie implements TopicTrieCore {
     return this.idle.olderThan(cutoffMs, limit);
   }
 
+  addAll(names: readonly string[], timestampsMs: Float64Array, out: Float64Array): number {
+    for (let i = 0; i < names.length; i++) {
+      const timestamp = timestampsMs[i] as number;
+      const id = this.add(names[i] as string, timestamp >= 0 ? timestamp : undefined);
+      if (id < 0) return i;
+      out[i] = id;
+    }
+    return -1;
+  }
+
   clear(): void {
     this.reset();
   }
@@ -337,6 +365,8 @@ export class JsTopicTrie implements TopicTrieCore {
     this.nextSibling[child] = NONE;
     this.children[child] = undefined;
     this.changed[child] = 1;
+    this.delta[child] = 0;
+    this.kept[child] = NONE;
     this.markChanged(parent);
     linkLast(this, parent, child);
     this.indexChild(parent, child, segment);
@@ -389,8 +419,8 @@ export class JsTopicTrie implements TopicTrieCore {
     const changed = new Uint8Array(capacity);
     changed.set(this.changed);
     this.changed = changed;
-    this.subtreeEnd = grown(this.subtreeEnd, (n) => new Int32Array(n));
-    this.firstName = grown(this.firstName, (n) => new Int32Array(n));
+    this.delta = grown(this.delta, (n) => new Int32Array(n));
+    this.kept = grown(this.kept, (n) => new Int32Array(n));
   }
 
   /** Frees `node` and its ancestors while they are neither names nor prefixes of names. */
@@ -407,6 +437,11 @@ export class JsTopicTrie implements TopicTrieCore {
       this.segments.release(this.segment[node] as number);
       this.children[node] = undefined;
       this.parent[node] = NONE;
+      const list = this.kept[node] as number;
+      if (list !== NONE) {
+        this.freeKeptList(list);
+        this.kept[node] = NONE;
+      }
       this.freeNodes.push(node);
       this.changed[node] = 1;
       this.markChanged(parent);

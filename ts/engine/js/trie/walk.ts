@@ -3,10 +3,12 @@
  * literal token is one edge lookup, the one-segment wildcard takes each child, and the trailing
  * wildcard takes a whole subtree without matching any name (counted in O(1) from the per-node name
  * counts). The order of levels and children is Rust's, so both engines return names in the same
- * order. As in Rust, a walk first lays the nodes out again in walk order when many were placed since
- * the last time (trie-compact.ts), which changes its speed, not its answers.
+ * order. As in Rust, a trailing wildcard copies the subtree's kept list (snapshot.ts), and a walk
+ * first lays the nodes out again in walk order once walks have visited enough scattered nodes
+ * (compact.ts), which changes its speed, not its answers.
  */
 import { validatePattern } from '../../../common/dialect.js';
+import { blockOf, type KeptList } from './snapshot.js';
 import type { JsTopicTrie } from './trie.js';
 
 /** No node: a missing child or the root's parent. */
@@ -118,6 +120,7 @@ function reach(trie: JsTopicTrie, pattern: string): Reached {
     reachedNodes = nextNodes;
     nextNodes = swap;
     length = next;
+    trie.walkedSinceCompaction += length;
   }
   return { nodes: reachedNodes, length, rest: false };
 }
@@ -137,63 +140,18 @@ export function nextAfterSubtree(trie: JsTopicTrie, from: number, top: number): 
 }
 
 /**
- * Writes the id of every name in the subtree of `top`, `top` included, into `out` from position
- * `start`, depth first, children in order; returns the position after the last. Follows the parent
- * and sibling links instead of keeping a stack, as Rust does (an MQTT name can be tens of thousands
- * of levels deep, too deep to recurse); a subtree unchanged since the last compaction is read
- * straight through its positions, which hold it in that same order.
+ * Where the names a trailing wildcard takes at `node` lie: its block in a kept list (laid down first
+ * if the subtree changed), less its own name but for MQTT's `#`, which also matches the parent level.
  */
-function collectSubtree(trie: JsTopicTrie, top: number, out: Uint32Array, start: number): number {
-  const { nodeName, firstChild, changed, subtreeEnd } = trie;
-  let at = start;
-  let node = top;
-  for (;;) {
-    if (changed[node] === 0) {
-      const end = subtreeEnd[node] as number;
-      for (let position = node; position < end; position++) {
-        const id = nodeName[position] as number;
-        if (id !== NONE) out[at++] = id;
-      }
-    } else {
-      const id = nodeName[node] as number;
-      if (id !== NONE) out[at++] = id;
-      const first = firstChild[node] as number;
-      if (first !== NONE) {
-        node = first;
-        continue;
-      }
-    }
-    node = nextAfterSubtree(trie, node, top);
-    if (node === NONE) return at;
-  }
+function restBlock(trie: JsTopicTrie, node: number): { list: KeptList; from: number; to: number } {
+  const { list, offset } = blockOf(trie, node);
+  const ownName = trie.dialect.name !== 'mqtt' && trie.isName(node) ? 1 : 0;
+  return { list, from: offset + ownName, to: offset + (trie.names[node] as number) };
 }
 
-/**
- * Writes the names in the subtree of `top` into `out` from position `at`, in the order
- * `collectSubtree` finds their ids: the texts kept at the nodes, which a compacted subtree holds in
- * consecutive positions. Returns the position after the last.
- */
-function collectSubtreeTexts(trie: JsTopicTrie, top: number, out: string[], start: number): number {
-  const { nodeText, firstChild, changed, names, firstName, preorderTexts } = trie;
-  let at = start;
-  let node = top;
-  for (;;) {
-    if (changed[node] === 0) {
-      const from = firstName[node] as number;
-      const end = from + (names[node] as number);
-      for (let k = from; k < end; k++) out[at++] = preorderTexts[k] as string;
-    } else {
-      const text = nodeText[node];
-      if (text !== undefined) out[at++] = text;
-      const first = firstChild[node] as number;
-      if (first !== NONE) {
-        node = first;
-        continue;
-      }
-    }
-    node = nextAfterSubtree(trie, node, top);
-    if (node === NONE) return at;
-  }
+/** Whether the names under `node` are taken child by child: MQTT's root, whose `$` children a wildcard skips. */
+function byChild(trie: JsTopicTrie, node: number): boolean {
+  return node === ROOT && trie.dialect.name === 'mqtt';
 }
 
 /**
@@ -209,18 +167,22 @@ export function expandIdsInto(trie: JsTopicTrie, pattern: string, out: Uint32Arr
   const target = count <= out.length ? out : new Uint32Array(count);
   const { nodeName, firstChild, nextSibling } = trie;
   let at = 0;
+  const copy = (node: number): void => {
+    const { list, from, to } = restBlock(trie, node);
+    target.set(list.ids.subarray(from, to), at);
+    at += to - from;
+  };
   for (let f = 0; f < length; f++) {
     const node = nodes[f] as number;
     if (!rest) {
       const id = nodeName[node] as number;
       if (id !== NONE) target[at++] = id;
-    } else if (trie.dialect.name === 'mqtt' && node !== ROOT) {
-      // MQTT's `#` also matches the parent level: the node itself.
-      at = collectSubtree(trie, node, target, at);
-    } else {
+    } else if (byChild(trie, node)) {
       for (let child = firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
-        if (!skipsDollar(trie, node, child)) at = collectSubtree(trie, child, target, at);
+        if (!skipsDollar(trie, node, child)) copy(child);
       }
+    } else {
+      copy(node);
     }
   }
   if (at !== count) throw new Error(`trie: the walk found ${at} names where the counts say ${count}`);
@@ -247,43 +209,34 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
   if (validatePattern(trie.dialect, pattern) !== null) return null;
   const { nodes, length, rest } = reach(trie, pattern);
   const { nodeText, firstChild, nextSibling } = trie;
-  if (rest && length === 1) {
-    const whole = wholeSubtree(trie, nodes[0] as number);
-    if (whole !== null) return whole;
+  if (rest && length === 1 && !byChild(trie, nodes[0] as number)) {
+    // One block: its copy is the answer.
+    const { list, from, to } = restBlock(trie, nodes[0] as number);
+    return list.texts.slice(from, to);
   }
   const count = answerCount(trie, nodes, length, rest);
   const out = new Array<string>(count);
   let at = 0;
+  const copy = (node: number): void => {
+    const { list, from, to } = restBlock(trie, node);
+    const { texts } = list;
+    for (let k = from; k < to; k++) out[at++] = texts[k] as string;
+  };
   for (let f = 0; f < length; f++) {
     const node = nodes[f] as number;
     if (!rest) {
       const text = nodeText[node];
       if (text !== undefined) out[at++] = text;
-    } else if (trie.dialect.name === 'mqtt' && node !== ROOT) {
-      // MQTT's `#` also matches the parent level: the node itself.
-      at = collectSubtreeTexts(trie, node, out, at);
-    } else {
+    } else if (byChild(trie, node)) {
       for (let child = firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
-        if (!skipsDollar(trie, node, child)) at = collectSubtreeTexts(trie, child, out, at);
+        if (!skipsDollar(trie, node, child)) copy(child);
       }
+    } else {
+      copy(node);
     }
   }
   if (at !== count) throw new Error(`trie: the walk found ${at} names where the counts say ${count}`);
   return out;
-}
-
-/**
- * The names a trailing wildcard takes at `node` when its subtree is unchanged since the last
- * compaction: one copy of their run of `preorderTexts` (the node's own name, first in that run, only
- * for MQTT's `#`). Null when the subtree changed, or for the root under MQTT's `$` rule.
- */
-function wholeSubtree(trie: JsTopicTrie, node: number): string[] | null {
-  if (trie.changed[node] !== 0) return null;
-  const mqtt = trie.dialect.name === 'mqtt';
-  if (mqtt && node === ROOT) return null;
-  const from = (trie.firstName[node] as number) + (!mqtt && trie.isName(node) ? 1 : 0);
-  const end = (trie.firstName[node] as number) + (trie.names[node] as number);
-  return trie.preorderTexts.slice(from, end);
 }
 
 /** How many stored names `pattern` matches, or -1 for an invalid pattern. */

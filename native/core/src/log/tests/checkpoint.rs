@@ -1,6 +1,6 @@
-//! Checkpoint version 2: LMQs stay in the checkpoint file until used, blocks are copied into the
-//! next checkpoint, a bad block fails its LMQ only (or, met during replay, the checkpoint), replay
-//! appends after blocks it does not read, and version 1 files still open.
+//! The checkpoint: LMQs stay in the checkpoint file until used, blocks are copied into the next
+//! checkpoint, a bad block fails its LMQ only (or, met during replay, the checkpoint), replay
+//! appends after blocks it does not read, and a version 1 file is refused.
 
 use super::*;
 use crate::log::checkpoint::{self, CHECKPOINT_FILE};
@@ -135,26 +135,22 @@ fn a_checkpoint_copies_the_blocks_of_stored_queues_and_moves_them_to_the_new_fil
 }
 
 #[test]
-fn a_version_1_checkpoint_still_opens() {
+fn a_version_1_checkpoint_is_refused_and_left_as_it_is() {
     let dir = TempDir::new();
-    let before = checkpointed(&dir);
-    let log = open(&dir.0);
-    // The queues loaded, written as version 1 as of the end of the log.
-    contents(&log);
-    let guard = log.lock();
-    let v1 = checkpoint::encode_v1(guard.write_position, 11, &guard.segment_times(), &guard.queues);
-    drop(guard);
-    assert_eq!(&v1[..12], b"LTCKPT01\x01\0\0\0");
-    log.close().expect("close");
-    fs::write(dir.0.join(CHECKPOINT_FILE), v1).expect("write");
-    let log = open(&dir.0);
-    let recovery = log.lock().stats().expect("stats").recovery;
-    assert_eq!(
-        (recovery.checkpoint, recovery.replayed_records),
-        (CheckpointState::Loaded, 0)
+    checkpointed(&dir);
+    // Version 1 was never released: its magic and version, whatever follows, are refused.
+    let path = dir.0.join(CHECKPOINT_FILE);
+    let mut bytes = fs::read(&path).expect("read");
+    bytes[..12].copy_from_slice(b"LTCKPT01\x01\0\0\0");
+    fs::write(&path, &bytes).expect("write");
+    let before = files_of(&dir.0);
+    let refused = open_with(&dir.0, Arc::new(RealStorage));
+    assert!(
+        matches!(refused, Err(LogError::UnsupportedFormat { version: 1, .. })),
+        "{:?}",
+        refused.err()
     );
-    assert!(!stored(&log, "lmq-1"), "a version 1 checkpoint is loaded whole");
-    assert_eq!(contents(&log), before);
+    assert_eq!(files_of(&dir.0), before);
 }
 
 #[test]

@@ -455,6 +455,16 @@ fn the_scenario_after_a_crash_starts_with_a_cut() {
     assert_eq!(recovery.removed_segments, 1, "the spare after the cut");
 }
 
+/// Fails with every failing case of a sweep listed, so one run shows them all.
+pub fn assert_no_failing_cases(problems: &[String]) {
+    assert!(
+        problems.is_empty(),
+        "{} failing cases:\n{}",
+        problems.len(),
+        problems.join("\n")
+    );
+}
+
 fn sweep_single(scenario: Scenario) {
     let calls = count_calls(scenario);
     let mut problems = Vec::new();
@@ -464,12 +474,7 @@ fn sweep_single(scenario: Scenario) {
             problems.extend(sweep_case(scenario, n, Fault::Tear, false));
         }
     }
-    assert!(
-        problems.is_empty(),
-        "{} failing cases:\n{}",
-        problems.len(),
-        problems.join("\n")
-    );
+    assert_no_failing_cases(&problems);
 }
 
 fn sweep_persistent(scenario: Scenario) {
@@ -483,12 +488,7 @@ fn sweep_persistent(scenario: Scenario) {
         };
         problems.extend(sweep_case(scenario, n, fault, true));
     }
-    assert!(
-        problems.is_empty(),
-        "{} failing cases:\n{}",
-        problems.len(),
-        problems.join("\n")
-    );
+    assert_no_failing_cases(&problems);
 }
 
 #[test]

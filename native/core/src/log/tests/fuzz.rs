@@ -130,11 +130,7 @@ fn random_checkpoint(rng: &mut Rng) -> Vec<u8> {
         position += u64::from(size);
     }
     let segments = [(0, rng.next() >> 12), (position / 2, rng.next() >> 12)];
-    if rng.below(4) == 0 {
-        checkpoint::encode_v1(position, 1, &segments, &queues)
-    } else {
-        checkpoint::encode(position, 1, &segments, &queues)
-    }
+    checkpoint::encode(position, 1, &segments, &queues)
 }
 
 fn u64_at(bytes: &[u8], at: usize) -> Option<u64> {

@@ -3,7 +3,7 @@
 //! there on every call fails; the directory is then replaced by what a power loss could leave on
 //! disk, in several ways, and reopened with real storage against the model of acknowledged records.
 
-use super::faults::{run_scenario, run_scenario_kind, sweep_dir, verify, Scenario};
+use super::faults::{assert_no_failing_cases, run_scenario, run_scenario_kind, sweep_dir, verify, Scenario};
 use super::power_model::{materialize, Loss, PowerStorage, LOSSES};
 use super::*;
 
@@ -38,12 +38,7 @@ fn sweep(scenario: Scenario, losses: &[Loss]) {
     let problems: Vec<String> = (1..=calls)
         .flat_map(|n| power_case(scenario, n, losses))
         .collect();
-    assert!(
-        problems.is_empty(),
-        "{} failing cases:\n{}",
-        problems.len(),
-        problems.join("\n")
-    );
+    assert_no_failing_cases(&problems);
 }
 
 #[test]

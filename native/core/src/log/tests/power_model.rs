@@ -412,8 +412,11 @@ impl Storage for PowerStorage {
                 let start = offset / PAGE * PAGE;
                 let end = (offset + len).div_ceil(PAGE) * PAGE;
                 let end = end.min(map.len());
-                // SAFETY: the range is inside the mapping, which the caller keeps alive.
-                let now = unsafe { std::slice::from_raw_parts(map.as_ptr().add(start), end - start) };
+                // SAFETY: `start` is inside the mapping (`end <= map.len()`).
+                let first = unsafe { map.as_ptr().add(start) };
+                // SAFETY: `first..first + (end - start)` is inside the mapping, which the caller
+                // keeps alive and nothing writes during the sync.
+                let now = unsafe { std::slice::from_raw_parts(first, end - start) };
                 let durable = &mut disk.durable[id];
                 durable.resize(map.len(), 0);
                 durable[start..end].copy_from_slice(now);

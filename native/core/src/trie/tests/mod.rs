@@ -3,6 +3,7 @@
 mod model;
 
 use super::list::compare_segments;
+use super::snapshot::Plan;
 use super::*;
 use crate::limits::MAX_LITE_TOPIC_BYTES;
 use crate::pattern::Pattern;
@@ -23,45 +24,86 @@ pub(super) fn expand(trie: &mut TopicTrie, pattern: &str) -> Vec<String> {
 pub(super) fn expand_in_walk_order(trie: &mut TopicTrie, pattern: &str) -> Vec<String> {
     let mut ids = Vec::new();
     let count = trie.expand_into(pattern, &mut ids).unwrap();
+    assert_eq!(ids.len(), count);
     let names: Vec<String> = ids.iter().map(|&id| trie.name_of(id).unwrap()).collect();
-    let mut joined = String::from("before");
-    let mut ends = vec![7];
-    let mut positions = Vec::new();
-    assert_eq!(
-        trie.expand_joined(pattern, &mut joined, &mut ends, &mut positions)
-            .unwrap(),
-        count
-    );
-    // The runs hold the names' positions in the same order, and only those among named nodes.
-    let mut runs = Vec::new();
-    assert_eq!(trie.expand_runs(pattern, &mut runs).unwrap(), count);
-    let in_runs: Vec<u32> = runs
-        .chunks(3)
-        .flat_map(|run| {
-            let named: Vec<u32> = (run[0]..run[1])
-                .filter(|&at| trie.nodes[at as usize].is_name())
-                .collect();
-            assert_eq!(named.len(), run[2] as usize, "{pattern}: names in a run");
-            named
-        })
-        .collect();
-    assert_eq!(in_runs, positions, "{pattern}: runs");
-    let at_positions: Vec<u32> = positions.iter().map(|&at| trie.nodes[at as usize].name).collect();
-    assert_eq!(at_positions, ids, "{pattern}: positions");
-    let rest = joined.strip_prefix("before").unwrap();
-    let written: Vec<&str> = match rest {
-        "" if count == 0 => Vec::new(),
-        rest => rest.split('\0').collect(),
-    };
-    assert_eq!(written, names, "{pattern}: names written during the walk");
-    // The ends are byte offsets into what this call wrote, one per name, after what was there.
-    assert_eq!(ends.len(), count + 1);
-    let mut start = 0;
-    for (name, &end) in names.iter().zip(&ends[1..]) {
-        assert_eq!(&rest[start..end as usize], name);
-        start = end as usize + 1;
-    }
+    // A reader that starts with nothing, so every list and name crosses in this plan.
+    trie.forget_plans();
+    let mut reader = PlanReader::default();
+    assert_eq!(reader.expand(trie, pattern), names, "{pattern}: plan");
     names
+}
+
+/// The caller's side of plans (snapshot.rs), as the native adapter keeps it: names by id and a copy
+/// of every list it was handed.
+#[derive(Default)]
+pub(super) struct PlanReader {
+    names: std::collections::HashMap<u32, String>,
+    lists: std::collections::HashMap<u32, Vec<String>>,
+}
+
+impl PlanReader {
+    /// Forgets the names of ids a trie no longer holds (the adapter does so on `remove`).
+    pub(super) fn forget(&mut self, id: u32) {
+        self.names.remove(&id);
+    }
+
+    /// The names of `pattern` from a plan replayed on what this reader holds.
+    pub(super) fn expand(&mut self, trie: &mut TopicTrie, pattern: &str) -> Vec<String> {
+        let mut plan = Plan::default();
+        let count = trie.expand_plan(pattern, &mut plan).unwrap();
+        let utf16: Vec<u16> = plan.text.encode_utf16().collect();
+        let mut text_start = 0;
+        let mut answer = Vec::new();
+        let mut building: Option<(u32, Vec<String>)> = None;
+        let mut at = 0;
+        let ops = &plan.ops;
+        while at < ops.len() {
+            let out = match building.as_mut() {
+                Some((_, list)) => list,
+                None => &mut answer,
+            };
+            match ops[at] {
+                PLAN_NAME => {
+                    out.push(self.names[&ops[at + 1]].clone());
+                    at += 2;
+                }
+                PLAN_NEW_NAME => {
+                    let end = ops[at + 2] as usize;
+                    let name = String::from_utf16(&utf16[text_start..end]).unwrap();
+                    text_start = end + 1;
+                    self.names.insert(ops[at + 1], name.clone());
+                    out.push(name);
+                    at += 3;
+                }
+                PLAN_COPY => {
+                    let (list, offset, count) = (ops[at + 1], ops[at + 2] as usize, ops[at + 3] as usize);
+                    out.extend_from_slice(&self.lists[&list][offset..offset + count]);
+                    at += 4;
+                }
+                PLAN_LIST_START => {
+                    assert!(building.is_none(), "lists do not nest");
+                    building = Some((ops[at + 1], Vec::with_capacity(ops[at + 2] as usize)));
+                    at += 3;
+                }
+                PLAN_LIST_END => {
+                    let (list, names) = building.take().expect("a list to end");
+                    self.lists.insert(list, names);
+                    at += 1;
+                }
+                PLAN_FREE => {
+                    assert!(
+                        self.lists.remove(&ops[at + 1]).is_some(),
+                        "freeing a list it holds"
+                    );
+                    at += 2;
+                }
+                op => panic!("unknown plan operation {op}"),
+            }
+        }
+        assert!(building.is_none());
+        assert_eq!(answer.len(), count, "{pattern}: plan count");
+        answer
+    }
 }
 
 #[test]
@@ -273,12 +315,13 @@ fn expand_writes_names_in_walk_order() {
     }
 }
 
-/// A trailing wildcard on a trie laid out depth first reads each subtree as one run of nodes
-/// (walk.rs `collect_run`); removals after the compaction leave freed positions inside the runs and
-/// unlink next siblings, and the run must still end where the subtree does.
+/// Kept lists under changes: names removed and added inside and beside subtrees laid down by
+/// earlier walks, whole subtrees emptied, a prefix that stays as a node for its children, explicit
+/// compactions between them; one plan reader follows along throughout, as the native adapter does.
 #[test]
-fn trailing_wildcard_reads_runs_after_removals() {
+fn kept_lists_follow_changes() {
     let mut trie = lite();
+    let mut reader = PlanReader::default();
     let mut live: Vec<String> = Vec::new();
     for t in 0..4 {
         for a in 0..5 {
@@ -291,37 +334,7 @@ fn trailing_wildcard_reads_runs_after_removals() {
     for name in &live {
         trie.add(name, None).unwrap();
     }
-    trie.compact();
-    // Whole subtrees (the last agent of t1, the first of t2, all of t3 but one name), single
-    // leaves, and a prefix that stays as a node for its children.
-    let removed: Vec<String> = live
-        .iter()
-        .filter(|n| {
-            n.starts_with("t1__a4")
-                || n.starts_with("t2__a0")
-                || (n.starts_with("t3__") && n.as_str() != "t3__a2__s1")
-                || n.as_str() == "t0__a1__s1"
-                || n.as_str() == "t0__a2"
-        })
-        .cloned()
-        .collect();
-    let epoch = trie.layout_epoch();
-    for name in &removed {
-        let id = trie.id_of(name).unwrap();
-        let at = trie.remove_at(name).unwrap();
-        assert_ne!(
-            trie.nodes[at as usize].name, id,
-            "{name}: its node no longer names it"
-        );
-    }
-    assert_eq!(trie.remove_at("t3__a2__s0"), None);
-    assert_eq!(trie.layout_epoch(), epoch, "removals move no node");
-    live.retain(|n| !removed.contains(n));
-    assert_eq!(trie.placed_since_compaction, 0, "the walks below read runs");
-    let mut runs = Vec::new();
-    assert_eq!(trie.expand_runs("t0__**", &mut runs).unwrap(), 18);
-    assert_eq!(runs.len(), 3 * 5, "one run per agent of t0");
-    for pattern in [
+    let patterns = [
         "**",
         "t0__**",
         "t1__**",
@@ -330,11 +343,55 @@ fn trailing_wildcard_reads_runs_after_removals() {
         "t3__a2__**",
         "*__a1__**",
         "t0__a2__**",
-    ] {
-        let compiled = Pattern::compile(pattern, Dialect::Lite).unwrap();
-        let mut expected: Vec<String> = live.iter().filter(|n| compiled.matches(n)).cloned().collect();
-        expected.sort();
-        assert_eq!(expand(&mut trie, pattern), expected, "{pattern}");
+        "t0__a2",
+        "*__*__s1",
+    ];
+    let check = |trie: &mut TopicTrie, reader: &mut PlanReader, live: &[String]| {
+        for pattern in patterns {
+            let compiled = Pattern::compile(pattern, Dialect::Lite).unwrap();
+            let mut expected: Vec<String> = live.iter().filter(|n| compiled.matches(n)).cloned().collect();
+            expected.sort();
+            let mut ids = Vec::new();
+            trie.expand_into(pattern, &mut ids).unwrap();
+            let walked: Vec<String> = ids.iter().map(|&id| trie.name_of(id).unwrap()).collect();
+            let mut sorted = walked.clone();
+            sorted.sort();
+            assert_eq!(sorted, expected, "{pattern}");
+            assert_eq!(
+                reader.expand(trie, pattern),
+                walked,
+                "{pattern}: the reader's copies"
+            );
+        }
+    };
+    check(&mut trie, &mut reader, &live);
+    for round in 0..6 {
+        let removed: Vec<String> = live
+            .iter()
+            .filter(|n| match round {
+                0 => n.starts_with("t1__a4") || n.as_str() == "t0__a1__s1" || n.as_str() == "t0__a2",
+                1 => n.starts_with("t2__a0") || n.starts_with("t0__a3__"),
+                2 => n.starts_with("t3__") && n.as_str() != "t3__a2__s1",
+                _ => n.ends_with(&format!("s{}", round % 3)),
+            })
+            .cloned()
+            .collect();
+        for name in &removed {
+            let id = trie.id_of(name).unwrap();
+            assert_eq!(trie.remove_id(name), Some(id));
+            reader.forget(id);
+        }
+        assert_eq!(trie.remove_id("t3__a2__s0__x"), None);
+        live.retain(|n| !removed.contains(n));
+        for extra in 0..3 {
+            let name = format!("t{}__a{}__n{round}x{extra}", round % 4, extra);
+            trie.add(&name, None).unwrap();
+            live.push(name);
+        }
+        if round % 2 == 1 {
+            trie.compact();
+        }
+        check(&mut trie, &mut reader, &live);
     }
 }
 

@@ -130,7 +130,7 @@ function ops(dialect: DialectName, ids: fc.Arbitrary<number>): fc.Arbitrary<Op[]
   return fc.array(op, { minLength: 5, maxLength: 60 });
 }
 
-describe.each(DIALECT_NAMES)('%s dialect: index ≡ brute force', (dialect) => {
+describe.each(DIALECT_NAMES)('%s dialect: pattern index ≡ brute force', (dialect) => {
   it.each(Object.keys(ID_SPACES) as (keyof typeof ID_SPACES)[])(
     'under random add/remove sequences, %s ids',
     (space) => {

@@ -11,10 +11,10 @@
 #[cfg(test)]
 mod tests;
 
+use super::{tokenize, Token};
 use crate::dialect::Dialect;
 use crate::error::Violation;
 use crate::interner::Interner;
-use crate::pattern::{tokenize, Token};
 use rustc_hash::FxHashMap;
 
 const NONE: u32 = u32::MAX;
@@ -55,7 +55,7 @@ impl Node {
 
 /// Memory and shape figures for reports and tests.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct IndexStats {
+pub struct PatternIndexStats {
     pub entries: usize,
     pub nodes: usize,
     pub segments: usize,
@@ -356,7 +356,7 @@ impl PatternIndex {
         count
     }
 
-    pub fn stats(&self) -> IndexStats {
+    pub fn stats(&self) -> PatternIndexStats {
         let live_nodes = self.nodes.len() - self.free_nodes.len();
         let ids: usize = self
             .nodes
@@ -367,7 +367,7 @@ impl PatternIndex {
             + (ids + self.stamps.capacity()) * 4
             + self.edges.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
             + self.segments.approximate_bytes();
-        IndexStats {
+        PatternIndexStats {
             entries: self.entries,
             nodes: live_nodes,
             segments: self.segments.len(),

@@ -1,7 +1,7 @@
 /**
  * Key-shared model test (issue 7): random schedules of send, pop, ack (fresh and stale), nack
  * (`changeInvisibleTime(h, 0)`), join, leave, crash (a client that goes silent until its session
- * ends) and clock advance, on every engine, checked against test/model/keyshared.ts: I1 and the
+ * ends) and clock advance, on every engine, checked against test/model/key-shared.ts: I1 and the
  * ack outcomes after every step, I2 and I4 on every POP, and at the end, after draining, I3.
  */
 import fc from 'fast-check';
@@ -10,7 +10,7 @@ import { bucketOf, keyHash } from '../ts/broker/key-shared.js';
 import { Broker, type Consumer, type PoppedMessage } from '../ts/index.js';
 import { ManualClock } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
-import { KeySharedModel } from './model/keyshared.js';
+import { KeySharedModel } from './model/key-shared.js';
 
 const CLIENTS = ['c0', 'c1', 'c2', 'c3'];
 const BUCKETS = 16;

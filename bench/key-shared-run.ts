@@ -1,5 +1,5 @@
 /**
- * One key-shared run (issue 7, "Figures"): a fresh in-memory broker with system timers, the parent
+ * One key-shared run: a fresh in-memory broker with system timers, the parent
  * `agents`, one hot lite topic `hot` and the key-shared group `workers`. A producer keeps a backlog of
  * messages on `keys` uniformly drawn keys (seeded); clients join one by one up to each phase's count
  * and are never removed. Every client is one async loop: `pop` (long poll) up to `popMax` messages,
@@ -12,80 +12,9 @@
  * the invisible time used, so it counts as a violation too).
  */
 import type { EngineName } from '../ts/index.js';
-import { GROUP, PARENT, Run, sleep } from './keyshared-clients.js';
+import { GROUP, PARENT, Run, sleep } from './key-shared-clients.js';
+import type { KeySharedRunConfig, KeySharedRunResult, PhaseFigures } from './key-shared-result.js';
 import { lib } from './lib.js';
-
-export interface KeySharedRunConfig {
-  keys: number;
-  buckets: number;
-  /** Clients of each measured phase, increasing. */
-  phases: number[];
-  processMs: number;
-  popMax: number;
-  waitMs: number;
-  invisibleTimeMs: number;
-  /** Measured time of each phase, after its last join and `settleMs`. */
-  phaseMs: number;
-  settleMs: number;
-  /** Time after each join before the next one (or before the phase's settle). */
-  joinGapMs: number;
-  /** The producer keeps sent − acked at about this many messages. */
-  backlog: number;
-  sendBatch: number;
-  seed: number;
-}
-
-export interface PhaseFigures {
-  clients: number;
-  acks: number;
-  ms: number;
-  messagesPerSecond: number;
-  /** Mean measured length of a 1 ms "processing" timer, ms. */
-  timerMs: number;
-  /** messagesPerSecond ÷ (clients × 1000 ÷ timerMs): the share of the clients' time spent processing. */
-  efficiency: number;
-  /** Pops that came back empty during the phase. */
-  emptyPops: number;
-  /** Least sent − delivered (messages not yet handed out) the producer saw during the phase. */
-  minReady: number;
-  /** CPU time of this process (user + system) over the phase's wall time: 1 = one core busy. */
-  cpuShare: number;
-}
-
-export interface JoinFigures {
-  /** Clients before this join. */
-  from: number;
-  moved: number;
-  /** Moved buckets `groupInfo().keyShared.withheld` listed right after the join. */
-  withheld: number;
-  /** Per moved bucket: join → its first delivery to its new owner, ms. */
-  pausesMs: number[];
-  /** Moved buckets not delivered to their new owner before they moved again or the run ended. */
-  unresolved: number;
-  /** The same for buckets that kept their owner: join → next delivery of them (a baseline). */
-  keptMs: number[];
-  /** How long the new client's `subscribe` took, and the admin reads after it (the bench's own cost), ms. */
-  subscribeMs: number;
-  adminMs: number;
-}
-
-export interface Violations {
-  i1Key: number;
-  i1Bucket: number;
-  i2: number;
-  duplicates: number;
-  redeliveries: number;
-  first: string[];
-}
-
-export interface KeySharedRunResult {
-  engine: EngineName;
-  phases: PhaseFigures[];
-  joins: JoinFigures[];
-  sent: number;
-  deliveries: number;
-  violations: Violations;
-}
 
 /** Runs the phases once on `engine` and returns the figures; throws if a client or the producer failed. */
 export async function runKeyShared(

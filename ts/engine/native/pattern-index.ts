@@ -1,8 +1,8 @@
 /**
  * Native adapter for the reverse pattern index: one long-lived native handle, typed arrays across.
- * The binding exports free functions over the handle (see native/napi/src/index.rs for why). A panic
- * in the binding arrives as `INTERNAL_ERROR` and leaves the handle failed; every method rethrows it
- * typed (`toTypedError`).
+ * The binding exports free functions over the handle (see native/napi/src/pattern_index.rs for
+ * why). A panic in the binding arrives as `INTERNAL_ERROR` and leaves the handle failed; every
+ * method rethrows it typed (`toTypedError`).
  */
 
 import { DIALECTS } from '../../common/dialect.js';

@@ -2,13 +2,13 @@
  * Key-shared groups (docs/BROKER.md, "Key-shared groups"): hash vectors, the bucket assignment's balance and
  * stability, single client ≡ plain FIFO, join under load, leave and crash, stuck clients and keys,
  * late acks, nacks and dead letters, flapping ownership, more clients than buckets, bounded memory
- * and admin, on every engine with a manual clock. Restart: broker-keyshared-restart.test.ts.
+ * and admin, on every engine with a manual clock. Restart: broker-key-shared-restart.test.ts.
  */
 import { describe, expect, it } from 'vitest';
 import { assignBuckets, bucketOf, keyHash } from '../ts/broker/key-shared.js';
 import type { Broker, Consumer, PoppedMessage } from '../ts/index.js';
 import { bodies, openBroker } from './broker-helpers.js';
-import { bucketOfKey, owners, sendKeyed, seq } from './broker-keyshared-helpers.js';
+import { bucketOfKey, owners, sendKeyed, seq } from './broker-key-shared-helpers.js';
 import { ENGINES } from './engines.js';
 
 const HOT = 'hot';
@@ -36,6 +36,12 @@ async function join(broker: Broker, clientId: string, liteTopic = HOT): Promise<
   const consumer = broker.consumer({ group: 'g', clientId });
   await consumer.subscribe([liteTopic], { offset: { policy: 'min' } });
   return consumer;
+}
+
+/** A key-shared group of 16 buckets with clients `a` and `b` on the hot lite topic. */
+async function twoClients(engine: Parameters<typeof openBroker>[0], options = {}) {
+  const test = await keySharedBroker(engine, 16, options);
+  return { ...test, a: await join(test.broker, 'a'), b: await join(test.broker, 'b') };
 }
 
 /** Checks first deliveries per key come in sequence order, and returns how often each body came. */
@@ -291,9 +297,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
   });
 
   it('a graceful leave redelivers what the leaver held to the new owners at once, in order', async () => {
-    const { broker } = await keySharedBroker(engine, 16);
-    const a = await join(broker, 'a');
-    const b = await join(broker, 'b');
+    const { broker, a, b } = await twoClients(engine);
     await sendKeyed(broker, HOT, keys(40, 3));
     const ledger = new Ledger();
     const heldByA = await a.pop({ maxNum: 20, invisibleTimeMs: 60_000 });
@@ -323,9 +327,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
   });
 
   it('a crashed client: its session ends, its buckets and held messages go to the others in order', async () => {
-    const { broker, advance } = await keySharedBroker(engine, 16, { sessionTimeoutMs: 10_000 });
-    const a = await join(broker, 'a');
-    const b = await join(broker, 'b');
+    const { broker, advance, a, b } = await twoClients(engine, { sessionTimeoutMs: 10_000 });
     await sendKeyed(broker, HOT, keys(40, 3));
     const ledger = new Ledger();
     const heldByA = await a.pop({ maxNum: 20, invisibleTimeMs: 60_000 });
@@ -422,9 +424,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
 
   it('a stuck key does not slow the other keys down', async () => {
     const rounds = async (stuck: boolean) => {
-      const { broker, advance } = await keySharedBroker(engine, 16);
-      const a = await join(broker, 'a');
-      const b = await join(broker, 'b');
+      const { broker, advance, a, b } = await twoClients(engine);
       await sendKeyed(broker, HOT, keys(50, 8));
       let others = 0;
       let steps = 0;
@@ -537,9 +537,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
   });
 
   it('redelivers expired messages first for their keys, deep in a large backlog, then goes on', async () => {
-    const { broker, advance } = await keySharedBroker(engine, 16);
-    const a = await join(broker, 'a');
-    const b = await join(broker, 'b');
+    const { broker, advance, a, b } = await twoClients(engine);
     await sendKeyed(broker, HOT, keys(500, 10));
     const ledger = new Ledger();
     // Let the window move deep into the backlog first, then `a` holds a batch it never acks.
@@ -578,9 +576,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
   });
 
   it('a key stuck on a large backlog holds only itself; it resumes in order when its message comes back', async () => {
-    const { broker, advance } = await keySharedBroker(engine, 16);
-    const a = await join(broker, 'a');
-    const b = await join(broker, 'b');
+    const { broker, advance, a, b } = await twoClients(engine);
     const sent = Array.from({ length: 3000 }, (_, i) => (i % 3 === 0 ? `k${i % 200}` : 'stuck'));
     await sendKeyed(broker, HOT, sent);
     const owner = owners(['a', 'b'], HOT, 16)[bucketOfKey('stuck', 16)] === 'a' ? a : b;

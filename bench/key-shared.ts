@@ -1,8 +1,8 @@
 /**
- * The key-shared suite (issue 7, "Figures"): one hot lite topic of 10,000 keys consumed by a
+ * The key-shared suite: one hot lite topic of 10,000 keys consumed by a
  * key-shared group as clients join, 1 → 2 → 4 → 8, each "processing" a message for a fixed 1 ms.
  * Both engines, the in-memory store (the hot path is the broker's dispatch, not the disk), system
- * timers and the real clock; see keyshared-run.ts for the run and its checks.
+ * timers and the real clock; see key-shared-run.ts for the run and its checks.
  *
  * 1. Throughput per phase: acks per second over `phaseMs`, after the phase's last join and a settle;
  *    the bar is at least 3.5× from 1 to 4 clients, with I1 and I2 held over every delivery.
@@ -13,78 +13,25 @@
  */
 
 import type { EngineName } from '../ts/index.js';
-import { quantile } from './broker-tally.js';
-import { printKeySharedResult } from './keyshared-print.js';
+import { printKeySharedResult } from './key-shared-print.js';
 import {
+  type EngineRuns,
   type JoinFigures,
-  type KeySharedRunConfig,
+  type KeySharedBenchConfig,
+  type KeySharedBenchResult,
   type KeySharedRunResult,
+  type PauseRow,
   type PhaseFigures,
-  runKeyShared,
-  runTimersOnly,
-} from './keyshared-run.js';
-import { benchSeed } from './lib.js';
-import type { LogTarget } from './log-targets.js';
-import { median } from './measure.js';
+  type PhaseRow,
+  TIMERS_ONLY,
+} from './key-shared-result.js';
+import { runKeyShared, runTimersOnly } from './key-shared-run.js';
+import { checkKeySharedTargets } from './key-shared-targets.js';
+import { benchSeed, stats } from './lib.js';
+
+const { median, quantiles, spreadPercent } = stats;
 
 const ENGINES: readonly EngineName[] = ['native', 'js'];
-/** The row of the harness alone (no broker): the ceiling. */
-export const TIMERS_ONLY = 'timers only';
-/** Issue 7: throughput with 4 clients at least this many times that with 1. */
-export const SCALE_BAR = 3.5;
-
-export interface KeySharedBenchConfig extends KeySharedRunConfig {
-  quick: boolean;
-  rounds: number;
-  /** Length of each phase of the harness-alone control, ms. */
-  controlMs: number;
-}
-
-export interface PhaseRow {
-  engine: EngineName | typeof TIMERS_ONLY;
-  clients: number;
-  messagesPerSecond: number;
-  /** Median over rounds of this phase's rate ÷ the 1-client rate of the same round. */
-  speedup: number;
-  timerMs: number;
-  efficiency: number;
-  emptyPops: number;
-  minReady: number;
-  cpuShare: number;
-  spreadPercent: number;
-  roundRates: number[];
-}
-
-export interface PauseRow {
-  engine: EngineName;
-  /** Clients before → after, or "all". */
-  join: string;
-  joins: number;
-  moved: number;
-  withheld: number;
-  p50Ms: number;
-  p99Ms: number;
-  maxMs: number;
-  unresolved: number;
-  keptP50Ms: number;
-  keptP99Ms: number;
-}
-
-export interface EngineRuns {
-  engine: EngineName;
-  deliveries: number;
-  sent: number;
-  violations: KeySharedRunResult['violations'];
-  error?: string;
-}
-
-export interface KeySharedBenchResult {
-  config: KeySharedBenchConfig;
-  phases: PhaseRow[];
-  pauses: PauseRow[];
-  runs: EngineRuns[];
-  targets: LogTarget[];
-}
 
 function configFor(quick: boolean): KeySharedBenchConfig {
   const common = {
@@ -131,16 +78,21 @@ function phaseRows(
       emptyPops: median(of.map((p) => p.emptyPops)),
       minReady: Math.min(...of.map((p) => p.minReady)),
       cpuShare: median(of.map((p) => p.cpuShare)),
-      spreadPercent: ((Math.max(...rates) - Math.min(...rates)) / rate) * 100,
+      spreadPercent: spreadPercent(rates),
       roundRates: rates,
     };
   });
 }
 
 function pauseRow(engine: EngineName, join: string, joins: readonly JoinFigures[]): PauseRow {
-  const sorted = (pick: (j: JoinFigures) => number[]) => Float64Array.from(joins.flatMap(pick)).sort();
-  const pauses = sorted((j) => j.pausesMs);
-  const kept = sorted((j) => j.keptMs);
+  const [p50Ms, p99Ms, maxMs] = quantiles(
+    joins.flatMap((j) => j.pausesMs),
+    [0.5, 0.99, 1],
+  ) as [number, number, number];
+  const [keptP50Ms, keptP99Ms] = quantiles(
+    joins.flatMap((j) => j.keptMs),
+    [0.5, 0.99],
+  ) as [number, number];
   const sum = (pick: (j: JoinFigures) => number) => joins.reduce((n, j) => n + pick(j), 0);
   return {
     engine,
@@ -148,12 +100,12 @@ function pauseRow(engine: EngineName, join: string, joins: readonly JoinFigures[
     joins: joins.length,
     moved: sum((j) => j.moved),
     withheld: sum((j) => j.withheld),
-    p50Ms: quantile(pauses, 0.5),
-    p99Ms: quantile(pauses, 0.99),
-    maxMs: pauses[pauses.length - 1] ?? Number.NaN,
+    p50Ms,
+    p99Ms,
+    maxMs,
     unresolved: sum((j) => j.unresolved),
-    keptP50Ms: quantile(kept, 0.5),
-    keptP99Ms: quantile(kept, 0.99),
+    keptP50Ms,
+    keptP99Ms,
   };
 }
 
@@ -172,46 +124,11 @@ function pauseRows(engine: EngineName, runs: readonly KeySharedRunResult[]): Pau
   ];
 }
 
-function checkTargets(phases: readonly PhaseRow[], runs: readonly EngineRuns[]): LogTarget[] {
-  const out: LogTarget[] = [];
-  for (const engine of ENGINES) {
-    const four = phases.find((p) => p.engine === engine && p.clients === 4);
-    const ratio = four?.speedup ?? Number.NaN;
-    const known = Number.isFinite(ratio);
-    out.push({
-      name: `throughput 4 clients ÷ 1 client, ${engine}`,
-      ratio: ratio / SCALE_BAR,
-      target: 1,
-      strict: false,
-      pass: known ? ratio >= SCALE_BAR : null,
-      measured: known ? `${ratio.toFixed(3)}×` : '—',
-      required: `≥ ${SCALE_BAR}×`,
-    });
-    const run = runs.find((r) => r.engine === engine);
-    const v = run?.violations;
-    const ran = run !== undefined && v !== undefined && run.error === undefined;
-    const invariant = (name: string, count: number, what: string) =>
-      out.push({
-        name: `${name}, ${engine}`,
-        ratio: count === 0 ? 1 : 0,
-        target: 1,
-        strict: false,
-        pass: ran ? count === 0 : null,
-        measured: ran ? `${count} violations in ${(run?.deliveries ?? 0).toLocaleString('en-US')} deliveries` : '—',
-        required: what,
-      });
-    invariant('I1: one holder per key (and bucket)', (v?.i1Key ?? 0) + (v?.i1Bucket ?? 0), '0 violations');
-    invariant('I2: first deliveries in offset order per key', v?.i2 ?? 0, '0 violations (no reorder, no gap)');
-    invariant('exactly once, no redelivery', (v?.duplicates ?? 0) + (v?.redeliveries ?? 0), '0 (invisible time 60 s)');
-  }
-  return out;
-}
-
 /** Runs the key-shared suite, prints its tables and returns the figures. */
 export async function runKeySharedBench(options: { quick: boolean }): Promise<KeySharedBenchResult> {
   const config = configFor(options.quick);
   console.log(
-    `\n# keyshared${config.quick ? ' (quick)' : ''}: one lite topic, ${config.keys.toLocaleString('en-US')} keys, ` +
+    `\n# key-shared${config.quick ? ' (quick)' : ''}: one lite topic, ${config.keys.toLocaleString('en-US')} keys, ` +
       `${config.buckets} buckets, clients ${config.phases.join(' → ')}, ${config.processMs} ms per message, ` +
       `${config.phaseMs / 1000} s per phase, ${config.rounds} round${config.rounds === 1 ? '' : 's'}, in-memory store`,
   );
@@ -267,17 +184,10 @@ export async function runKeySharedBench(options: { quick: boolean }): Promise<Ke
       ...(error === undefined ? {} : { error }),
     });
   }
-  const targets = checkTargets(phases, runs);
+  const targets = checkKeySharedTargets(phases, runs);
   const result: KeySharedBenchResult = { config, phases, pauses, runs, targets };
   printKeySharedResult(result);
   const failed = targets.filter((t) => t.pass !== true).map((t) => t.name);
-  console.log(failed.length === 0 ? '\nkeyshared: PASS' : `\nkeyshared: FAIL (${failed.join('; ')})`);
+  console.log(failed.length === 0 ? '\nkey-shared: PASS' : `\nkey-shared: FAIL (${failed.join('; ')})`);
   return result;
-}
-
-if (require.main === module) {
-  runKeySharedBench({ quick: process.argv.includes('--quick') }).catch((error: unknown) => {
-    console.error(error);
-    process.exitCode = 1;
-  });
 }

@@ -5,7 +5,7 @@
  */
 import type * as KeyShared from '../ts/broker/key-shared.js';
 import type { Broker, Consumer, PoppedMessage } from '../ts/index.js';
-import type { JoinFigures, KeySharedRunConfig, Violations } from './keyshared-run.js';
+import type { JoinFigures, KeySharedRunConfig, Violations } from './key-shared-result.js';
 import { distModule } from './lib.js';
 
 // The broker's own hash and bucket cut (its vectors are tested in test/broker-keyshared.test.ts).

@@ -1,17 +1,11 @@
 /**
  * The key-shared suite's figures as tables: the same headers and cells feed the console (aligned
- * text) and bench/RESULTS.md (markdown), as the other suites' *-print.ts files do.
+ * text) and bench/RESULTS.md (markdown).
  */
-import type { KeySharedBenchResult, PauseRow, PhaseRow } from './keyshared.js';
-import { figureTargetsTable } from './log-targets.js';
-import { figure, textTable } from './measure.js';
-import type { Table } from './pattern-print.js';
+import type { KeySharedBenchResult, PauseRow, PhaseRow } from './key-shared-result.js';
+import { cell, failure, figure, printTables, type Table, times } from './table.js';
+import { targetsTable } from './targets.js';
 
-function cell(value: number, format: (v: number) => string = figure): string {
-  return Number.isFinite(value) ? format(value) : '—';
-}
-
-const times = (v: number) => `${figure(v)}×`;
 const percent = (v: number) => `${figure(v * 100)}%`;
 
 function phaseTable(rows: readonly PhaseRow[], result: KeySharedBenchResult): Table {
@@ -52,7 +46,7 @@ function phaseTable(rows: readonly PhaseRow[], result: KeySharedBenchResult): Ta
       cell(r.emptyPops),
       cell(r.minReady, (v) => v.toLocaleString('en-US')),
       cell(r.spreadPercent),
-      failed(r.engine) === undefined ? '' : `failed: ${failed(r.engine)?.split('\n')[0]?.slice(0, 100)}`,
+      failure(failed(r.engine), 100),
     ]),
   };
 }
@@ -100,16 +94,12 @@ export function keySharedTables(result: KeySharedBenchResult): Table[] {
   return [
     phaseTable(result.phases, result),
     pauseTable(result.pauses, result.config),
-    figureTargetsTable('Targets (issue #7)', result.targets, invariantsNote(result)),
+    targetsTable(result.targets, invariantsNote(result)),
   ];
 }
 
 export function printKeySharedResult(result: KeySharedBenchResult): void {
-  for (const table of keySharedTables(result)) {
-    console.log(`\n## ${table.title}`);
-    if (table.note) console.log(table.note);
-    console.log(textTable(table.headers, table.rows));
-  }
+  printTables(keySharedTables(result));
 }
 
 /** How I1 and I2 are checked, and the first violations if any. */

@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Broker, type BrokerOptions, type Consumer, type EngineName, type PoppedMessage } from '../ts/index.js';
 import { ManualClock, tempDir } from './broker-helpers.js';
-import { bucketOfKey, sendKeyed, seq } from './broker-keyshared-helpers.js';
+import { bucketOfKey, sendKeyed, seq } from './broker-key-shared-helpers.js';
 import { ENGINES } from './engines.js';
 
 const opened: Broker[] = [];
