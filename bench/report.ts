@@ -62,14 +62,14 @@ function runLines(record: SuiteRecord, run: Section['run']): string {
 }
 
 function markdownSection(record: SuiteRecord, section: Section): string {
+  const summary = verdict(section.targets, (t) => codeSpans(t.name));
   return [
     `## ${section.heading}`,
     '',
     runLines(record, section.run),
     '',
     ...section.about.flatMap((paragraph) => [paragraph, '']),
-    verdict(section.targets, (t) => codeSpans(t.name)),
-    '',
+    ...(summary === '' ? [] : [summary, '']),
     ...section.tables.map((t) => `${markdownTable(t)}\n`),
   ].join('\n');
 }

@@ -109,9 +109,13 @@ export function targetsTable(targets: readonly Target[], note?: string): Table {
   };
 }
 
-/** One sentence on the targets: all met, or which were missed and which could not be decided. */
+/**
+ * One sentence on the targets: all met, or which were missed and which could not be decided; empty
+ * for a suite without targets.
+ */
 export function verdict(targets: readonly Target[], name: (t: Target) => string = (t) => t.name): string {
   const counted = targets.filter((t) => !t.expectation);
+  if (counted.length === 0) return '';
   const missed = counted.filter((t) => t.pass === false).map(name);
   const undecided = counted.filter((t) => t.pass === null).map(name);
   return [
