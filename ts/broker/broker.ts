@@ -39,7 +39,7 @@ import {
 } from './lifecycle.js';
 import { messageId } from './message-id.js';
 import { type BrokerMetrics, CHANNELS, Counters, renderPrometheus } from './metrics.js';
-import { checkLiteTopic } from './names.js';
+import { checkLiteTopic, requireName } from './names.js';
 import type { TopicProgress } from './offsets.js';
 import type { BrokerParts } from './parts.js';
 import {
@@ -152,7 +152,6 @@ export interface GroupOptions {
   keyShared?: KeySharedOptions;
 }
 
-const NAME = /^[A-Za-z0-9_-]{1,127}$/;
 export const DEFAULT_STALL_TIMEOUT_MS = 30_000;
 export const DEFAULT_MAX_RECONSUME_TIMES = 16;
 
@@ -176,15 +175,6 @@ function checkRetention(value: unknown): RetentionPolicy | undefined {
   if (policy.maxAgeMs !== undefined) out.maxAgeMs = optionalCount(policy.maxAgeMs, 'retention.maxAgeMs', 0);
   if (policy.maxBytes !== undefined) out.maxBytes = optionalCount(policy.maxBytes, 'retention.maxBytes', 0);
   return out;
-}
-
-function requireName(value: unknown, what: string): string {
-  if (typeof value !== 'string' || !NAME.test(value)) {
-    throw new InvalidArgumentError(`${what} must be 1..127 characters of [A-Za-z0-9_-] (got ${String(value)})`, {
-      value,
-    });
-  }
-  return value;
 }
 
 function optionalCount(value: unknown, what: string, fallback: number): number {

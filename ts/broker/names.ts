@@ -42,3 +42,21 @@ function utf8Length(name: string): number {
   }
   return bytes;
 }
+
+/** Topic, group and namespace names: 1 to 127 characters of [A-Za-z0-9_-]. */
+const NAME = /^[A-Za-z0-9_-]{1,127}$/;
+
+/** Whether `value` is a topic, group or namespace name. */
+export function isName(value: string): boolean {
+  return NAME.test(value);
+}
+
+/** `value` if it is a topic or group name, else `InvalidArgumentError` naming `what`. */
+export function requireName(value: unknown, what: string): string {
+  if (typeof value !== 'string' || !NAME.test(value)) {
+    throw new InvalidArgumentError(`${what} must be 1..127 characters of [A-Za-z0-9_-] (got ${String(value)})`, {
+      value,
+    });
+  }
+  return value;
+}

@@ -11,7 +11,7 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { GroupOptions, TopicOptions } from '../broker/broker.js';
 import { DEFAULT_MAX_RECONSUME_TIMES } from '../broker/broker.js';
-import { checkLiteTopic } from '../broker/names.js';
+import { checkLiteTopic, isName, requireName } from '../broker/names.js';
 import { type BrokerLimits, resolveLimits } from '../broker/quota.js';
 import type { SendMessage, SendResult } from '../broker/types.js';
 import { ClosedError, GroupNotFoundError, InvalidArgumentError, UnsupportedError } from '../errors.js';
@@ -43,7 +43,6 @@ export interface ConnectOptions {
   limits?: Partial<BrokerLimits>;
 }
 
-const NAME = /^[A-Za-z0-9_-]{1,127}$/;
 const DEFAULT_REQUEST_TIMEOUT_MS = 10_000;
 const DEFAULT_DISPATCH_GRACE_MS = 1_000;
 /** Sends of one message refused by flow control before the refusal is the caller's. */
@@ -138,7 +137,7 @@ export class RemoteBroker extends EventEmitter {
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options must be an object');
     const endpoint = checkEndpoint(options.endpoints, 8081);
     const namespace = options.namespace ?? '';
-    if (typeof namespace !== 'string' || (namespace !== '' && !NAME.test(namespace))) {
+    if (typeof namespace !== 'string' || (namespace !== '' && !isName(namespace))) {
       throw new InvalidArgumentError('namespace must be 1..127 characters of [A-Za-z0-9_-]', { value: namespace });
     }
     const host = endpoint.slice(0, endpoint.lastIndexOf(':'));
@@ -370,15 +369,6 @@ function positive(value: unknown, what: string, fallback: number): number {
   if (value === undefined) return fallback;
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value <= 0) {
     throw new InvalidArgumentError(`${what} must be a positive integer`, { value });
-  }
-  return value;
-}
-
-function requireName(value: unknown, what: string): string {
-  if (typeof value !== 'string' || !NAME.test(value)) {
-    throw new InvalidArgumentError(`${what} must be 1..127 characters of [A-Za-z0-9_-] (got ${String(value)})`, {
-      value,
-    });
   }
   return value;
 }
