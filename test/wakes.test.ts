@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { TopicProgress } from '../ts/broker/offsets.js';
+import { TopicProgress } from '../ts/broker/progress.js';
 import { ManualScheduler } from '../ts/broker/timers.js';
 import { type WakeEntry, WakeQueue } from '../ts/broker/wakes.js';
 import { ManualClock } from './log-helpers.js';

@@ -7,7 +7,7 @@
 import { GroupNotFoundError, InvalidArgumentError, TopicNotFoundError } from '../errors.js';
 import { isCorrupt } from './corrupt.js';
 import type { Dispatcher } from './dispatcher.js';
-import type { TopicProgress } from './offsets.js';
+import type { TopicProgress } from './progress.js';
 import type { Registry } from './registry.js';
 import type { BrokerContext, ClientState, GroupState, ParentTopic } from './state.js';
 import { lmqName } from './store.js';

@@ -40,7 +40,6 @@ import {
 import { messageId } from './message-id.js';
 import { type BrokerMetrics, CHANNELS, Counters, renderPrometheus } from './metrics.js';
 import { checkLiteTopic, requireName } from './names.js';
-import type { TopicProgress } from './offsets.js';
 import type { BrokerParts } from './parts.js';
 import {
   type JournalRecorder,
@@ -52,6 +51,7 @@ import {
   type TopicAttributes,
 } from './persist.js';
 import { Popper } from './pop.js';
+import type { TopicProgress } from './progress.js';
 import { type BrokerLimits, checkQuota, countRefusals, resolveLimits } from './quota.js';
 import { Registry } from './registry.js';
 import {

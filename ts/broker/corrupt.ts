@@ -9,7 +9,7 @@
  * the group past it.
  */
 import { LogCorruptError } from '../errors.js';
-import type { TopicProgress } from './offsets.js';
+import type { TopicProgress } from './progress.js';
 import type { BrokerContext, GroupState } from './state.js';
 import type { MessageStore } from './store.js';
 

@@ -9,7 +9,7 @@
  */
 import { InvalidArgumentError } from '../errors.js';
 import type { Dispatcher } from './dispatcher.js';
-import type { Delivery, TopicProgress } from './offsets.js';
+import type { Delivery, TopicProgress } from './progress.js';
 import type { BrokerContext, GroupState } from './state.js';
 import { lmqName } from './store.js';
 import type { SendMessage } from './types.js';

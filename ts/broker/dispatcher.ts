@@ -7,7 +7,7 @@
  * if it is missing, so events are never lost and never doubled. A progress that names its own
  * clients (key-shared) has one event at each of them instead.
  */
-import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
+import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './progress.js';
 import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf, maxOffsetOf } from './state.js';
 import { lmqName } from './store.js';
 import { WakeQueue } from './wakes.js';

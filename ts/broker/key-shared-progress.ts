@@ -43,7 +43,7 @@ import {
   type ProgressScope,
   TopicProgress,
   type WithheldBucket,
-} from './offsets.js';
+} from './progress.js';
 import { type ClientState, type GroupConfig, type GroupState, maxOffsetOf } from './state.js';
 import type { MessageStore } from './store.js';
 

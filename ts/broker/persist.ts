@@ -9,7 +9,7 @@
 import { LogCorruptError } from '../errors.js';
 import { encodeRecord, RECORD_HEADER_BYTES, SETTLED, type StateJournal, sealRecord } from './journal.js';
 import { KeySharedProgress, newProgress } from './key-shared-progress.js';
-import type { TopicProgress } from './offsets.js';
+import type { TopicProgress } from './progress.js';
 import {
   BadRecord,
   checkAttempt,

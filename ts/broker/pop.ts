@@ -13,7 +13,7 @@ import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
 import { messageId } from './message-id.js';
 import { CHANNELS } from './metrics.js';
-import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './offsets.js';
+import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './progress.js';
 import { checkQuota } from './quota.js';
 import { decodeOwnReceipt, decodeReceipt, encodeReceipt, type Receipt, receiptPrefix } from './receipt.js';
 import { RecentAcks } from './recent-acks.js';

@@ -1,4 +1,4 @@
-import type { TopicProgress } from './offsets.js';
+import type { TopicProgress } from './progress.js';
 
 /**
  * The deliveries a group acked lately, so a repeated ack of one stays harmless after the offset moved

@@ -15,7 +15,7 @@
  * every arrival that starts a group's progress, every ack and every POP, whose JSON text cost more
  * than the rest of an ack.
  */
-import type { TopicProgress } from './offsets.js';
+import type { TopicProgress } from './progress.js';
 
 export const BINARY_RECORD = 0;
 const PROGRESS_BATCH = 1;

@@ -6,7 +6,7 @@
 import type { Matcher, PatternIndex } from '../pattern.js';
 import type { TopicTrie } from '../trie.js';
 import type { KeySharedConfig } from './key-shared.js';
-import type { TopicProgress } from './offsets.js';
+import type { TopicProgress } from './progress.js';
 import { lmqName } from './store.js';
 
 export type SubModel = 'shared' | 'exclusive';

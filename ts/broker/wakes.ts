@@ -13,7 +13,7 @@
  */
 import type { Clock } from '../log.js';
 import { MinHeap } from './heap.js';
-import type { TopicProgress } from './offsets.js';
+import type { TopicProgress } from './progress.js';
 import type { Scheduler } from './timers.js';
 
 /** Entries the heap may hold before it first drops stale ones. */

@@ -9,7 +9,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { type Delivery, DeliveryWindow, TopicProgress } from '../ts/broker/offsets.js';
+import { type Delivery, DeliveryWindow, TopicProgress } from '../ts/broker/progress.js';
 import { RecentAcks } from '../ts/broker/recent-acks.js';
 
 type Op = { kind: 'set'; offset: number } | { kind: 'run'; length: number } | { kind: 'delete'; offset: number };
