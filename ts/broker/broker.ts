@@ -54,6 +54,7 @@ import { Popper } from './pop.js';
 import type { TopicProgress } from './progress.js';
 import { type BrokerLimits, checkQuota, countRefusals, resolveLimits } from './quota.js';
 import { Registry } from './registry.js';
+import { checkSendMessage } from './send-check.js';
 import {
   type BrokerContext,
   ClientState,
@@ -567,7 +568,7 @@ export class Broker extends EventEmitter {
     if (!Array.isArray(messages) || messages.length === 0) {
       throw new InvalidArgumentError('messages must be a non-empty array', { value: messages });
     }
-    const names = messages.map((message) => this.checkMessage(message));
+    const names = messages.map((message) => checkSendMessage(message, this.context.limits));
     if (parent.expiring.size > 0) {
       // A lite topic being deleted by expiry: wait until its LMQ is gone, then it starts again at 0.
       const waits = names.map((name) => parent.expiring.get(name)).filter((p) => p !== undefined);
@@ -826,32 +827,6 @@ export class Broker extends EventEmitter {
       }
       this.dispatcher.ready(group, liteTopic, now, offset + 1, progress);
     }
-  }
-
-  private checkMessage(message: SendMessage): string {
-    if (message === null || typeof message !== 'object') {
-      throw new InvalidArgumentError('a message must be an object', { value: message });
-    }
-    const name = checkLiteTopic(message.liteTopic, this.context.limits);
-    if (typeof message.body !== 'string' && !(message.body instanceof Uint8Array)) {
-      throw new InvalidArgumentError('body must be a string or a Uint8Array', { value: message.body });
-    }
-    for (const field of ['key', 'tag'] as const) {
-      const value = message[field];
-      if (value !== undefined && typeof value !== 'string') {
-        throw new InvalidArgumentError(`${field} must be a string`, { value });
-      }
-    }
-    const properties = message.properties;
-    if (properties !== undefined) {
-      if (properties === null || typeof properties !== 'object') {
-        throw new InvalidArgumentError('properties must be an object of strings', { value: properties });
-      }
-      for (const value of Object.values(properties)) {
-        if (typeof value !== 'string') throw new InvalidArgumentError('property values must be strings', { value });
-      }
-    }
-    return name;
   }
 
   private group(name: unknown): GroupState {

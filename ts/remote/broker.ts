@@ -11,8 +11,9 @@ import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { GroupOptions, TopicOptions } from '../broker/broker.js';
 import { DEFAULT_MAX_RECONSUME_TIMES } from '../broker/broker.js';
-import { checkLiteTopic, isName, requireName } from '../broker/names.js';
+import { isName, requireName } from '../broker/names.js';
 import { type BrokerLimits, resolveLimits } from '../broker/quota.js';
+import { checkSendMessage } from '../broker/send-check.js';
 import type { SendMessage, SendResult } from '../broker/types.js';
 import { ClosedError, GroupNotFoundError, InvalidArgumentError, UnsupportedError } from '../errors.js';
 import { RemoteConsumer } from './consumer.js';
@@ -218,7 +219,7 @@ export class RemoteBroker extends EventEmitter {
   async send(topic: string, message: SendMessage): Promise<SendResult> {
     this.checkOpen();
     requireName(topic, 'topic');
-    checkMessage(message, this.limits);
+    checkSendMessage(message, this.limits);
     await this.pendingAdmin;
     const request = { messages: [toProto(this.namespace, topic, message, Date.now())] };
     let entry: { status: ProtoStatus; messageId: string; offset: number } | undefined;
@@ -252,7 +253,7 @@ export class RemoteBroker extends EventEmitter {
     this.checkOpen();
     requireName(topic, 'topic');
     if (!Array.isArray(messages)) throw new InvalidArgumentError('messages must be an array', { value: messages });
-    for (const message of messages) checkMessage(message, this.limits);
+    for (const message of messages) checkSendMessage(message, this.limits);
     const lanes = new Map<string, number[]>();
     messages.forEach((message, i) => {
       const lane = lanes.get(message.liteTopic);
@@ -371,28 +372,4 @@ function positive(value: unknown, what: string, fallback: number): number {
     throw new InvalidArgumentError(`${what} must be a positive integer`, { value });
   }
   return value;
-}
-
-function checkMessage(message: SendMessage, limits: BrokerLimits): void {
-  if (message === null || typeof message !== 'object') {
-    throw new InvalidArgumentError('a message must be an object', { value: message });
-  }
-  checkLiteTopic(message.liteTopic, limits);
-  if (typeof message.body !== 'string' && !(message.body instanceof Uint8Array)) {
-    throw new InvalidArgumentError('body must be a string or a Uint8Array', { value: message.body });
-  }
-  for (const field of ['key', 'tag'] as const) {
-    const value = message[field];
-    if (value !== undefined && typeof value !== 'string')
-      throw new InvalidArgumentError(`${field} must be a string`, { value });
-  }
-  const properties = message.properties;
-  if (properties !== undefined) {
-    if (properties === null || typeof properties !== 'object') {
-      throw new InvalidArgumentError('properties must be an object of strings', { value: properties });
-    }
-    for (const value of Object.values(properties)) {
-      if (typeof value !== 'string') throw new InvalidArgumentError('property values must be strings', { value });
-    }
-  }
 }
