@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import { decodeJournal, encodeRecord, JOURNAL_VERSION } from '../ts/broker/journal.js';
+import { decodeRecords } from '../ts/broker/persist.js';
 import { checkBinary, decodeBinary, decodeHot, encodeHot, type HotKind } from '../ts/broker/snapshot.js';
 import { crc32c } from '../ts/common/crc32c.js';
 import { Broker, type BrokerOptions, type Consumer, type EngineName } from '../ts/index.js';
@@ -336,7 +337,7 @@ describe('state journal record framing', () => {
   });
 });
 
-describe('binary hot records (journal version 3)', () => {
+describe('binary hot records', () => {
   const name = fc.oneof(fc.stringMatching(/^[A-Za-z0-9_-]{1,20}$/), fc.string({ minLength: 1, unit: 'grapheme' }));
   const number = fc.oneof(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), fc.double({ noNaN: true }));
   const hot = fc.oneof(
@@ -374,9 +375,11 @@ describe('binary hot records (journal version 3)', () => {
       writeFileSync(file, written);
       const { records, version } = decodeJournal(written, file);
       expect(version).toBe(JOURNAL_VERSION);
-      const kinds = records.map((r) => (r instanceof Uint8Array ? decodeHot(r)?.[0] : (r as unknown[])[0]));
+      const kinds = decodeRecords(records).map((r) => (r as unknown[])[0]);
       expect(kinds).toEqual(expect.arrayContaining(['start', 'deliver', 'ack']));
       expect(records.filter((r) => Array.isArray(r) && ['start', 'deliver', 'ack'].includes(r[0]))).toEqual([]);
+      // Each names its group and lite topic by number, each name written once in a NAME record.
+      expect(records.filter((r) => r instanceof Uint8Array && r[1] === 5)).toHaveLength(2);
       const again = await open(engine, dir, clock);
       expect(again.admin.groupInfo('g', { liteTopic: 'a' }).liteTopic?.committedOffset).toBe(1);
       expect(again.admin.brokerInfo().inflight).toBe(1);

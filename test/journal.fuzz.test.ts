@@ -1,7 +1,7 @@
 /**
  * Fuzzing the broker's state journal decoding and replay (ts/broker/journal.ts `decodeJournal`,
  * persist.ts `replay`, snapshot.ts binary records). A valid journal holding every record kind, JSON
- * and binary, is damaged: a field replaced by a value of the wrong type or range (with the frame's
+ * and binary (hot records naming their group and lite topic in full and by number), is damaged: a field replaced by a value of the wrong type or range (with the frame's
  * checksum right, as a broken writer would leave it), or its bytes flipped, cut or overwritten
  * (checksums sometimes made right again). Decoding and replaying then either give a state or throw
  * `LogCorruptError` naming the file and the record, never anything else, and the state holds no more
@@ -16,7 +16,14 @@ import { decodeJournal, encodeRecord, JOURNAL_VERSION } from '../ts/broker/journ
 import { checkKeyShared } from '../ts/broker/key-shared.js';
 import { KeySharedProgress, newProgress } from '../ts/broker/key-shared-progress.js';
 import { type RestoredState, replay, type StateRecord } from '../ts/broker/persist.js';
-import { encodeHot, encodeProgress } from '../ts/broker/snapshot.js';
+import {
+  encodeHot,
+  encodeProgress,
+  hotByIdBytes,
+  nameRecordBytes,
+  writeHotById,
+  writeNameRecord,
+} from '../ts/broker/snapshot.js';
 import type { GroupConfig } from '../ts/broker/state.js';
 import { crc32c } from '../ts/common/crc32c.js';
 import { Broker, LitetopicError, LogCorruptError } from '../ts/index.js';
@@ -44,6 +51,16 @@ function validRecords(): (StateRecord | Uint8Array)[] {
   shared.restore(12, 1, 3000, false);
   const hot = (kind: 'start' | 'ack' | 'deliver', group: string, lite: string, value: number | number[]) =>
     encodeHot(kind, group, lite, value) as Uint8Array;
+  const name = (id: number, text: string) => {
+    const out = Buffer.alloc(nameRecordBytes(Buffer.byteLength(text)));
+    writeNameRecord(out, 0, id, text);
+    return out;
+  };
+  const numbered = (kind: 'start' | 'ack' | 'deliver', group: number, lite: number, value: number | number[]) => {
+    const out = Buffer.alloc(hotByIdBytes(value));
+    writeHotById(out, 0, kind, group, lite, value);
+    return out;
+  };
   return [
     ['epoch', 'epoch-1'],
     ['topic', 'agents', { liteTopicExpirationMs: 60_000 }],
@@ -61,6 +78,13 @@ function validRecords(): (StateRecord | Uint8Array)[] {
     hot('start', 'g', 'l3', 0),
     hot('deliver', 'g', 'l3', [0, 0, 900]),
     hot('ack', 'g', 'l3', 0),
+    name(0, 'g'),
+    name(1, 'l5'),
+    numbered('start', 0, 1, 0),
+    numbered('deliver', 0, 1, [0, 0, 900, 1, 0, 900]),
+    name(1, 'l6'),
+    numbered('start', 0, 1, 2),
+    numbered('ack', 0, 1, 2),
     ...encodeProgress('g', new Map([['l4', progress]])),
     ...encodeProgress('k', new Map([['l4', shared]])),
     ['drop', 'agents', 'l2'],

@@ -16,15 +16,19 @@ import { dirname } from 'node:path';
 import { crc32c } from '../common/crc32c.js';
 import { ClosedError, LitetopicError, LogCorruptError, LogIoError, UnsupportedFormatError } from '../errors.js';
 import { type JournalFile, type JournalStorage, nodeJournalStorage, writeFully } from './journal-storage.js';
-import { BINARY_RECORD, checkBinary } from './snapshot.js';
+import { BINARY_RECORD, checkBinary, MAX_NAME_ID, nameBytes, nameRecordBytes, writeNameRecord } from './snapshot.js';
 
 const MAGIC = Buffer.from('LTBSTATE', 'ascii');
 /**
- * The one version written and read: JSON records, binary progress batches (snapshot.ts), which
- * compaction writes, and binary hot records (start, ack, deliver), which every arrival, ack and POP
- * writes. A file of any other version is refused with `UnsupportedFormatError`.
+ * The version written: JSON records, binary progress batches (snapshot.ts), which compaction
+ * writes, and binary hot records (start, ack, deliver), which every arrival, ack and POP writes,
+ * naming their group and lite topic by the numbers of `NAME` records. Version 3 (hot records with
+ * the names in full) is read too, and its header raised to 4 when the file is opened for writing:
+ * every version 3 record is a version 4 record. A file of any other version is refused with
+ * `UnsupportedFormatError`.
  */
-export const JOURNAL_VERSION = 3;
+export const JOURNAL_VERSION = 4;
+const READABLE_VERSIONS: readonly number[] = [3, 4];
 /** Where the header holds the version. */
 const VERSION_AT = 8;
 export const JOURNAL_HEADER_BYTES = 16;
@@ -130,7 +134,7 @@ export function decodeJournal(
     throw new LogCorruptError('the broker state journal has no valid header', { file, position: 0 });
   }
   const version = bytes.readUInt32LE(VERSION_AT);
-  if (version !== JOURNAL_VERSION) {
+  if (!READABLE_VERSIONS.includes(version)) {
     throw new UnsupportedFormatError(`the broker state journal has unknown version ${version}`, { file, version });
   }
   const records: unknown[] = [];
@@ -259,6 +263,14 @@ export class StateJournal {
   private claimed = -1;
   /** What `claim` returns, reused. */
   private readonly claimedAt = { buffer: this.chunk, at: 0 };
+  /**
+   * The numbers this writer gave names (`nameId`), each by a `NAME` record it appended to the
+   * current file. A reopen and a compaction start again from 0: a `NAME` record numbers its name
+   * from that record on, whatever the number named before, so a file holds no number this writer
+   * uses without its latest `NAME` record naming what it means.
+   */
+  private names = new Map<string, number>();
+  private nextNameId = 0;
   /** Records appended, written (whole, up to `size`) and synced so far, as counts. */
   private appended = 0;
   private written = 0;
@@ -338,7 +350,7 @@ export class StateJournal {
     } catch (error) {
       throw ioError(path, error);
     }
-    const { records, validBytes, fileBytes } = contents ?? (await StateJournal.read(path, storage));
+    const { records, validBytes, fileBytes, version } = contents ?? (await StateJournal.read(path, storage));
     let file: JournalFile;
     try {
       file = await storage.open(path);
@@ -354,6 +366,8 @@ export class StateJournal {
       } else if (validBytes < fileBytes) {
         await file.truncate(validBytes); // the torn tail: later records must not follow garbage
       }
+      // A version 3 file goes on as version 4: the records it holds mean the same there.
+      if (validBytes > 0 && version !== JOURNAL_VERSION) await writeFully(file, header(), 0);
       await file.datasync();
       await storage.syncDirectory(dirname(path));
     } catch (error) {
@@ -460,6 +474,24 @@ export class StateJournal {
   /** Throws the journal's failure, if it failed. */
   check(): void {
     if (this.failure !== undefined) throw this.failure;
+  }
+
+  /**
+   * The number that hot records of this file give `name`, appending its `NAME` record the first
+   * time; -1 when it cannot have one (a name too long for a binary name field, or every number of
+   * the file given), and the record then names it in full.
+   */
+  nameId(name: string): number {
+    const known = this.names.get(name);
+    if (known !== undefined) return known;
+    const bytes = nameBytes(name);
+    if (bytes < 0 || this.nextNameId > MAX_NAME_ID) return -1;
+    const id = this.nextNameId++;
+    const { buffer, at } = this.claim(nameRecordBytes(bytes));
+    writeNameRecord(buffer, at, id, name);
+    this.commit();
+    this.names.set(name, id);
+    return id;
   }
 
   /** The journal's failure, or CLOSED for records appended after the close; else undefined. */
@@ -574,6 +606,10 @@ export class StateJournal {
     const snapshot = this.snapshot as () => Uint8Array[];
     const seq = this.appended;
     const records = [header(), ...snapshot()];
+    // The new file has no NAME record: records from here on number their names afresh. Should the
+    // compaction fail, they go to the old file, where their NAME records number those names anew.
+    this.names = new Map();
+    this.nextNameId = 0;
     this.takeChunk();
     const covered = this.pending;
     const coveredSince = this.pendingSince;

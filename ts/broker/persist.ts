@@ -24,11 +24,14 @@ import {
   checkBinary,
   decodeBinary,
   decodeHot,
+  decodeNaming,
   encodeProgress,
+  hotByIdBytes,
   hotBytes,
   isProgressBatch,
   type ProgressSink,
   writeHot,
+  writeHotById,
 } from './snapshot.js';
 import type { GroupConfig, GroupState, ParentTopic } from './state.js';
 
@@ -92,14 +95,23 @@ export function journalRecorder(journal: StateJournal): JournalRecorder {
 }
 
 /**
- * Appends a hot record (`start`, `ack`, `deliver`) in its binary form (snapshot.ts `writeHot`),
- * written in place in the journal; false for any other record, or a name too long for the binary
- * form: it stays JSON.
+ * Appends a hot record (`start`, `ack`, `deliver`) in its binary form, written in place in the
+ * journal, its group and lite topic named by the numbers the journal gave them (`nameId`:
+ * snapshot.ts `writeHotById`), or in full when a name has none (`writeHot`); false for any other
+ * record: it stays JSON.
  */
 function appendHot(journal: StateJournal, record: StateRecord): boolean {
   const kind = record[0];
   if (kind !== 'start' && kind !== 'ack' && kind !== 'deliver') return false;
   const [, group, liteTopic, value] = record;
+  const groupId = journal.nameId(group);
+  const liteId = groupId < 0 ? -1 : journal.nameId(liteTopic);
+  if (liteId >= 0) {
+    const { buffer, at } = journal.claim(hotByIdBytes(value));
+    writeHotById(buffer, at, kind, groupId, liteId, value);
+    journal.commit();
+    return true;
+  }
   const bytes = hotBytes(group, liteTopic, value);
   if (bytes < 0) return false;
   const { buffer, at } = journal.claim(bytes);
@@ -208,8 +220,30 @@ function arity(record: readonly unknown[], fields: number): void {
   if (record.length !== fields + 1) throw new BadRecord(`it has ${record.length - 1} fields, not ${fields}`);
 }
 
+/**
+ * The names `NAME` records gave numbers in the file being replayed (snapshot.ts), up to the record
+ * being applied: the latest record giving a number decides what it names.
+ */
+class ReplayNames {
+  private readonly names = new Map<number, string>();
+  /** The name numbered `id`; a number no earlier record gave is a bad record. */
+  readonly nameOf = (id: number): string => {
+    const name = this.names.get(id);
+    if (name === undefined) throw new BadRecord(`it names number ${id}, which no earlier record gave a name`);
+    return name;
+  };
+
+  /** Takes in a `NAME` record; false for any other. */
+  apply(payload: Uint8Array): boolean {
+    const naming = decodeNaming(payload);
+    if (naming === undefined) return false;
+    this.names.set(naming.id, naming.name);
+    return true;
+  }
+}
+
 /** Applies one record, checking every field first; a record of an unknown kind is skipped. */
-function apply(state: RestoredState, sink: ProgressSink, item: unknown): void {
+function apply(state: RestoredState, sink: ProgressSink, names: ReplayNames, item: unknown): void {
   let record: readonly unknown[];
   if (item instanceof Uint8Array) {
     if (!checkBinary(item)) throw new BadRecord('its binary layout is not valid');
@@ -217,7 +251,8 @@ function apply(state: RestoredState, sink: ProgressSink, item: unknown): void {
       decodeBinary(item, sink);
       return;
     }
-    const hot = decodeHot(item);
+    if (names.apply(item)) return;
+    const hot = decodeHot(item, names.nameOf);
     if (hot === undefined) return;
     record = hot;
   } else if (Array.isArray(item)) {
@@ -319,9 +354,10 @@ function apply(state: RestoredState, sink: ProgressSink, item: unknown): void {
 export function replay(records: readonly unknown[], file = 'the broker state journal'): RestoredState {
   const state: RestoredState = { epoch: undefined, topics: new Map(), groups: new Map(), progress: new Map() };
   const sink = progressSink(state);
+  const names = new ReplayNames();
   for (let i = 0; i < records.length; i++) {
     try {
-      apply(state, sink, records[i]);
+      apply(state, sink, names, records[i]);
     } catch (error) {
       if (!(error instanceof BadRecord)) throw error;
       throw new LogCorruptError(
@@ -333,9 +369,28 @@ export function replay(records: readonly unknown[], file = 'the broker state jou
   return state;
 }
 
+/**
+ * What the records of one journal file say, in order, as `StateRecord`s (for inspection and tests):
+ * binary hot records decoded with the names their file numbered, `NAME` records taken in and left
+ * out, progress batches kept as their payloads. Records are not checked here
+ * (`replay` does that).
+ */
+export function decodeRecords(records: readonly unknown[]): unknown[] {
+  const names = new ReplayNames();
+  const out: unknown[] = [];
+  for (const item of records) {
+    if (!(item instanceof Uint8Array) || isProgressBatch(item)) out.push(item);
+    else if (!names.apply(item)) out.push(decodeHot(item, names.nameOf) ?? item);
+  }
+  return out;
+}
+
 /** A record's kind for a message: its name, or what it is when it has none. */
 function recordKind(item: unknown): string {
-  if (item instanceof Uint8Array) return isProgressBatch(item) ? 'a binary progress batch' : 'a binary record';
+  if (item instanceof Uint8Array) {
+    if (isProgressBatch(item)) return 'a binary progress batch';
+    return decodeNaming(item) === undefined ? 'a binary record' : 'a binary name record';
+  }
   if (Array.isArray(item) && typeof item[0] === 'string') return `"${item[0].slice(0, 32)}"`;
   return 'not a record';
 }

@@ -13,7 +13,9 @@
  *
  * Version 3 adds the hot records in binary (`encodeHot`): `start`, `ack` and `deliver`, written on
  * every arrival that starts a group's progress, every ack and every POP, whose JSON text cost more
- * than the rest of an ack.
+ * than the rest of an ack. Version 4 names their group and lite topic by number (`writeHotById`),
+ * each number given by a `NAME` record (`writeNameRecord`) once per file: writing a name cost more
+ * than the rest of such a record.
  */
 import type { TopicProgress } from './progress.js';
 
@@ -21,6 +23,17 @@ export const BINARY_RECORD = 0;
 const PROGRESS_BATCH = 1;
 /** Version 3: the records of every arrival, delivery and ack (`HotKind`), in binary. */
 const HOT_KINDS = { start: 2, ack: 3, deliver: 4 } as const;
+/**
+ * Version 4: a name given a number, from this record on (a later `NAME` record may give the number
+ * to another name), so hot records name their group and lite topic by number.
+ */
+const NAME = 5;
+/** Version 4: the hot records, naming group and lite topic by the numbers `NAME` records gave. */
+const HOT_BY_ID_KINDS = { start: 6, ack: 7, deliver: 8 } as const;
+/** The largest binary kind this release knows. */
+const LAST_KIND = HOT_BY_ID_KINDS.deliver;
+/** The largest number a `NAME` record gives (a u32). */
+export const MAX_NAME_ID = 0xffff_ffff;
 /** A batch is closed once it reaches this size (records stay far below MAX_JOURNAL_RECORD_BYTES). */
 const BATCH_BYTES = 1024 * 1024;
 const TOPIC_FIXED_BYTES = 2 + 8 + 8 + 4;
@@ -93,10 +106,20 @@ export function encodeProgress(group: string, progress: ReadonlyMap<string, Topi
 
 /** The records written on every arrival, delivery and ack: binary from version 3. */
 export type HotKind = keyof typeof HOT_KINDS;
-const HOT_KIND_NAMES: readonly (HotKind | undefined)[] = [undefined, undefined, 'start', 'ack', 'deliver'];
+const HOT_KIND_NAMES: readonly (HotKind | undefined)[] = [
+  undefined,
+  undefined,
+  'start',
+  'ack',
+  'deliver',
+  undefined,
+  'start',
+  'ack',
+  'deliver',
+];
 
 /** Bytes of a name field's name (UTF-8), or -1 for one too long for its u16 length. */
-function nameBytes(name: string): number {
+export function nameBytes(name: string): number {
   const length = Buffer.byteLength(name, 'utf8');
   return length > 0xffff ? -1 : length;
 }
@@ -135,14 +158,17 @@ export function writeHot(
 ): void {
   out[at] = BINARY_RECORD;
   out[at + 1] = HOT_KINDS[kind];
-  let end = writeName(out, at + 2, group);
-  end = writeName(out, end, liteTopic);
+  const end = writeName(out, at + 2, group);
+  writeValue(out, writeName(out, end, liteTopic), value);
+}
+
+/** A hot record's value at `at`: the f64 offset, or a u32 count and that many f64 numbers. */
+function writeValue(out: Buffer, at: number, value: number | readonly number[]): void {
   if (typeof value === 'number') {
-    out.writeDoubleLE(value, end);
+    out.writeDoubleLE(value, at);
     return;
   }
-  out.writeUInt32LE(value.length, end);
-  end += 4;
+  let end = out.writeUInt32LE(value.length, at);
   for (const number of value) end = out.writeDoubleLE(number, end);
 }
 
@@ -160,28 +186,100 @@ export function encodeHot(
   return out;
 }
 
-/** The `[kind, group, liteTopic, value]` a binary hot record (checked by `checkBinary`) holds. */
-export function decodeHot(payload: Uint8Array): [HotKind, string, string, number | number[]] | undefined {
+/**
+ * The `[kind, group, liteTopic, value]` a binary hot record (checked by `checkBinary`) holds, or
+ * undefined for a record that is not one. A version 4 record names its group and lite topic by
+ * number: `nameOf` gives the name of each (the `NAME` records replayed so far).
+ */
+export function decodeHot(
+  payload: Uint8Array,
+  nameOf?: (id: number) => string,
+): [HotKind, string, string, number | number[]] | undefined {
   const kind = HOT_KIND_NAMES[payload[1] as number];
   if (kind === undefined) return undefined;
   const buffer = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
-  const groupEnd = 4 + buffer.readUInt16LE(2);
-  const group = buffer.toString('utf8', 4, groupEnd);
-  const liteEnd = groupEnd + 2 + buffer.readUInt16LE(groupEnd);
-  const liteTopic = buffer.toString('utf8', groupEnd + 2, liteEnd);
-  if (kind !== 'deliver') return [kind, group, liteTopic, buffer.readDoubleLE(liteEnd)];
-  const numbers = new Array<number>(buffer.readUInt32LE(liteEnd));
-  for (let i = 0; i < numbers.length; i++) numbers[i] = buffer.readDoubleLE(liteEnd + 4 + 8 * i);
+  let group: string;
+  let liteTopic: string;
+  let valueAt: number;
+  if ((payload[1] as number) >= HOT_BY_ID_KINDS.start) {
+    if (nameOf === undefined) throw new Error('a hot record by number needs the names of its file');
+    group = nameOf(buffer.readUInt32LE(2));
+    liteTopic = nameOf(buffer.readUInt32LE(6));
+    valueAt = 10;
+  } else {
+    const groupEnd = 4 + buffer.readUInt16LE(2);
+    group = buffer.toString('utf8', 4, groupEnd);
+    valueAt = groupEnd + 2 + buffer.readUInt16LE(groupEnd);
+    liteTopic = buffer.toString('utf8', groupEnd + 2, valueAt);
+  }
+  if (kind !== 'deliver') return [kind, group, liteTopic, buffer.readDoubleLE(valueAt)];
+  const numbers = new Array<number>(buffer.readUInt32LE(valueAt));
+  for (let i = 0; i < numbers.length; i++) numbers[i] = buffer.readDoubleLE(valueAt + 4 + 8 * i);
   return [kind, group, liteTopic, numbers];
+}
+
+/** Bytes of the payload of a `NAME` record giving a number to a name of `nameBytes` UTF-8 bytes. */
+export function nameRecordBytes(nameBytes: number): number {
+  return 8 + nameBytes;
+}
+
+/**
+ * Writes a `NAME` payload at `at` (version 4): u8 0, u8 5, u32 `id`, u16 name length, the name
+ * (UTF-8). From it on, until another `NAME` record gives `id` to another name, hot records of the
+ * file name `name` by `id`.
+ */
+export function writeNameRecord(out: Buffer, at: number, id: number, name: string): void {
+  out[at] = BINARY_RECORD;
+  out[at + 1] = NAME;
+  out.writeUInt32LE(id, at + 2);
+  writeName(out, at + 6, name);
+}
+
+/** Bytes of the payload of a hot record naming its group and lite topic by number (`writeHotById`). */
+export function hotByIdBytes(value: number | readonly number[]): number {
+  return 10 + (typeof value === 'number' ? 8 : 4 + 8 * value.length);
+}
+
+/**
+ * Writes a hot record of version 4 at `at`: u8 0, u8 kind (6 start, 7 ack, 8 deliver), u32 group
+ * number, u32 lite topic number (both given by earlier `NAME` records), then the value as in
+ * `writeHot`.
+ */
+export function writeHotById(
+  out: Buffer,
+  at: number,
+  kind: HotKind,
+  groupId: number,
+  liteId: number,
+  value: number | readonly number[],
+): void {
+  out[at] = BINARY_RECORD;
+  out[at + 1] = HOT_BY_ID_KINDS[kind];
+  out.writeUInt32LE(groupId, at + 2);
+  out.writeUInt32LE(liteId, at + 6);
+  writeValue(out, at + 10, value);
+}
+
+/** The number and name a `NAME` record (checked by `checkBinary`) gives; undefined for other records. */
+export function decodeNaming(payload: Uint8Array): { id: number; name: string } | undefined {
+  if (payload[1] !== NAME) return undefined;
+  const buffer = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
+  return { id: buffer.readUInt32LE(2), name: buffer.toString('utf8', 8, 8 + buffer.readUInt16LE(6)) };
 }
 
 /** Whether `payload` is a whole hot record: its parts add up to its length. */
 function checkHot(payload: Uint8Array, view: DataView): boolean {
-  if (payload.length < 6) return false;
-  let at = 4 + view.getUint16(2, true);
-  if (at + 2 > payload.length) return false;
-  at += 2 + view.getUint16(at, true);
-  if (payload[1] !== HOT_KINDS.deliver) return at + 8 === payload.length;
+  const kind = payload[1] as number;
+  let at: number;
+  if (kind >= HOT_BY_ID_KINDS.start) {
+    at = 10;
+  } else {
+    if (payload.length < 6) return false;
+    at = 4 + view.getUint16(2, true);
+    if (at + 2 > payload.length) return false;
+    at += 2 + view.getUint16(at, true);
+  }
+  if (kind !== HOT_KINDS.deliver && kind !== HOT_BY_ID_KINDS.deliver) return at + 8 === payload.length;
   if (at + 4 > payload.length) return false;
   return at + 4 + 8 * view.getUint32(at, true) === payload.length;
 }
@@ -189,9 +287,10 @@ function checkHot(payload: Uint8Array, view: DataView): boolean {
 /** Whether `payload` is a well-formed binary record of a kind this release knows. */
 export function checkBinary(payload: Uint8Array): boolean {
   const kind = payload[1] as number;
-  if (payload.length < 2 || payload[0] !== BINARY_RECORD || kind > HOT_KINDS.deliver) return false;
+  if (payload.length < 2 || payload[0] !== BINARY_RECORD || kind < PROGRESS_BATCH || kind > LAST_KIND) return false;
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
-  if (kind !== PROGRESS_BATCH) return kind >= HOT_KINDS.start && checkHot(payload, view);
+  if (kind === NAME) return payload.length >= 8 && 8 + view.getUint16(6, true) === payload.length;
+  if (kind !== PROGRESS_BATCH) return checkHot(payload, view);
   if (payload.length < 8) return false;
   let at = 4 + view.getUint16(2, true);
   if (at + 4 > payload.length) return false;
