@@ -19,7 +19,7 @@ import {
 } from '../ts/broker/journal.js';
 import { type JournalStorage, nodeJournalStorage } from '../ts/broker/journal-storage.js';
 import { decodeRecords, journalRecorder, replay, type StateRecord } from '../ts/broker/persist.js';
-import { encodeHot } from '../ts/broker/snapshot.js';
+import { encodeHot, isNameRecord } from '../ts/broker/snapshot.js';
 import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
 import { ManualClock } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
@@ -612,5 +612,40 @@ describe('state journal', () => {
     const again = decodeJournal(readFileSync(path), path);
     expect(again.version).toBe(JOURNAL_VERSION);
     expect(replay(again.records).progress.get('g')?.get('a')?.committed).toBe(2);
+  });
+
+  it('carries the numbers of what its snapshot holds into the compacted file, and forgets the rest', async () => {
+    const path = join(tempDir(), STATE_FILE);
+    // Compacted once the first records are written; the compacted file, larger than those, is not
+    // compacted again by the few records after it.
+    const { journal } = await StateJournal.open(path, { flush: 'sync', compactBytes: 100 });
+    const recorder = journalRecorder(journal);
+    const epoch = 'e'.repeat(300);
+    const named = (name: string) => ({ name, liteTopic: name, journalName: -1, journalFile: -1 });
+    const [group, kept, gone] = [named('g'), named('kept'), named('gone')];
+    journal.snapshot = (names) => {
+      names.carry(group, group.name);
+      names.carry(kept, kept.liteTopic);
+      return [encodeRecord(['epoch', epoch])];
+    };
+    recorder.hot('start', group, kept, 0);
+    recorder.hot('start', group, gone, 0);
+    await recorder.durable(); // written, then compacted: the file is past its compaction size
+    const compacted = decodeJournal(readFileSync(path), path).records;
+    expect(decodeRecords(compacted)).toEqual([['epoch', epoch]]);
+    recorder.hot('ack', group, kept, 0);
+    recorder.hot('ack', group, gone, 0);
+    await recorder.durable();
+    const { records } = decodeJournal(readFileSync(path), path);
+    expect(decodeRecords(records)).toEqual([
+      ['epoch', epoch],
+      ['ack', 'g', 'kept', 0],
+      ['ack', 'g', 'gone', 0],
+    ]);
+    // g and kept are named once, in the compaction's NAME record; gone, not carried, again after it.
+    const nameRecords = records.filter((r) => r instanceof Uint8Array && isNameRecord(r));
+    expect(nameRecords).toHaveLength(2);
+    expect(journal.nameFile).toBe(1); // one compaction: one new numbering
+    await journal.close();
   });
 });

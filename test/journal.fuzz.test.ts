@@ -16,14 +16,7 @@ import { decodeJournal, encodeRecord, JOURNAL_VERSION } from '../ts/broker/journ
 import { checkKeyShared } from '../ts/broker/key-shared.js';
 import { KeySharedProgress, newProgress } from '../ts/broker/key-shared-progress.js';
 import { type RestoredState, replay, type StateRecord } from '../ts/broker/persist.js';
-import {
-  encodeHot,
-  encodeProgress,
-  hotByIdBytes,
-  nameRecordBytes,
-  writeHotById,
-  writeNameRecord,
-} from '../ts/broker/snapshot.js';
+import { encodeHot, encodeNames, encodeProgress, hotByIdBytes, writeHotById } from '../ts/broker/snapshot.js';
 import type { GroupConfig } from '../ts/broker/state.js';
 import { crc32c } from '../ts/common/crc32c.js';
 import { Broker, LitetopicError, LogCorruptError } from '../ts/index.js';
@@ -51,11 +44,7 @@ function validRecords(): (StateRecord | Uint8Array)[] {
   shared.restore(12, 1, 3000, false);
   const hot = (kind: 'start' | 'ack' | 'deliver', group: string, lite: string, value: number | number[]) =>
     encodeHot(kind, group, lite, value) as Uint8Array;
-  const name = (id: number, text: string) => {
-    const out = Buffer.alloc(nameRecordBytes(Buffer.byteLength(text)));
-    writeNameRecord(out, 0, id, text);
-    return out;
-  };
+  const name = (id: number, text: string) => encodeNames([[id, text]]);
   const numbered = (kind: 'start' | 'ack' | 'deliver', group: number, lite: number, value: number | number[]) => {
     const out = Buffer.alloc(hotByIdBytes(value));
     writeHotById(out, 0, kind, group, lite, value);
@@ -78,8 +67,10 @@ function validRecords(): (StateRecord | Uint8Array)[] {
     hot('start', 'g', 'l3', 0),
     hot('deliver', 'g', 'l3', [0, 0, 900]),
     hot('ack', 'g', 'l3', 0),
-    name(0, 'g'),
-    name(1, 'l5'),
+    encodeNames([
+      [0, 'g'],
+      [1, 'l5'],
+    ]),
     numbered('start', 0, 1, 0),
     numbered('deliver', 0, 1, [0, 0, 900, 1, 0, 900]),
     name(1, 'l6'),

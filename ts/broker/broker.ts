@@ -26,7 +26,7 @@ import { Admin } from './admin.js';
 import { Consumer } from './consumer.js';
 import { DEAD_LETTER_PREFIX, type DeadLetter, DeadLetters } from './deadletter.js';
 import { Dispatcher } from './dispatcher.js';
-import { type JournalContents, StateJournal } from './journal.js';
+import { type JournalContents, type NameCarrier, StateJournal } from './journal.js';
 import { type JournalStorage, nodeJournalStorage } from './journal-storage.js';
 import { checkKeyShared, type KeySharedOptions } from './key-shared.js';
 import { newProgress } from './key-shared-progress.js';
@@ -380,7 +380,7 @@ export class Broker extends EventEmitter {
       if (restored !== undefined) opened.restore(restored);
       if (journal !== undefined) {
         if (restored?.epoch === undefined) recorder.record(['epoch', epoch]);
-        journal.snapshot = () => opened.snapshotRecords();
+        journal.snapshot = (names) => opened.snapshotRecords(names);
       }
     } catch (error) {
       // What the open took (the directory's lock, the journal's file) goes with it.
@@ -412,9 +412,13 @@ export class Broker extends EventEmitter {
     }
   }
 
-  private snapshotRecords(): Buffer[] {
-    return snapshot(this.context.epoch, this.parents.values(), this.groups.values(), (parent) =>
-      topicAttributes(parent.liteTopicExpirationMs),
+  private snapshotRecords(names: NameCarrier): Buffer[] {
+    return snapshot(
+      this.context.epoch,
+      this.parents.values(),
+      this.groups.values(),
+      (parent) => topicAttributes(parent.liteTopicExpirationMs),
+      names,
     );
   }
 
@@ -821,7 +825,7 @@ export class Broker extends EventEmitter {
           progress = newProgress(group.config, liteTopic, offset);
           this.dispatcher.startsAtStored(progress);
           group.progress.set(liteTopic, progress);
-          this.context.journal.record(['start', group.name, liteTopic, offset]);
+          this.context.journal.hot('start', group, progress, offset);
         }
         info.progress[group.slot] = progress;
       }

@@ -91,7 +91,7 @@ export class DeadLetters {
     }
     if (group.progress.get(liteTopic) !== progress) return; // the lite topic expired meanwhile
     progress.settle(delivery.offset);
-    this.context.journal.record(['ack', group.name, liteTopic, delivery.offset]);
+    this.context.journal.hot('ack', group, progress, delivery.offset);
     this.context.counters.deadLettered(group.name);
     this.dispatcher.armWake(group, liteTopic, progress);
     this.dispatcher.ready(group, liteTopic);

@@ -16,7 +16,17 @@ import { dirname } from 'node:path';
 import { crc32c } from '../common/crc32c.js';
 import { ClosedError, LitetopicError, LogCorruptError, LogIoError, UnsupportedFormatError } from '../errors.js';
 import { type JournalFile, type JournalStorage, nodeJournalStorage, writeFully } from './journal-storage.js';
-import { BINARY_RECORD, checkBinary, MAX_NAME_ID, nameBytes, nameRecordBytes, writeNameRecord } from './snapshot.js';
+import {
+  BINARY_RECORD,
+  checkBinary,
+  encodeNames,
+  MAX_NAME_ID,
+  NAME_RECORD_FIXED_BYTES,
+  nameBytes,
+  namedBytes,
+  writeNamed,
+  writeNameRecordHead,
+} from './snapshot.js';
 
 const MAGIC = Buffer.from('LTBSTATE', 'ascii');
 /**
@@ -85,6 +95,12 @@ export function sealRecord(bytes: Buffer): Buffer {
   bytes.writeUInt32LE(crc32c(bytes, RECORD_HEADER_BYTES), 4);
   return bytes;
 }
+
+/**
+ * Names per `NAME` record of a compaction: records of a few hundred KiB (names are at most a few
+ * hundred bytes), far below `MAX_JOURNAL_RECORD_BYTES`.
+ */
+const NAMES_PER_RECORD = 4096;
 
 /** Records run together into one write up to this size; a larger one is written as it is. */
 const WRITE_RUN_BYTES = 1024 * 1024;
@@ -242,6 +258,56 @@ function ignore(): void {}
  */
 export const SETTLED: Promise<void> = Promise.resolve();
 
+/**
+ * What names a group or a lite topic in hot records: the number the journal gave its name
+ * (`StateJournal.nameId`), kept with the numbering it came from (`StateJournal.nameFile`), so a
+ * record asks the journal only when the numbering changed. `GroupState` and `TopicProgress` carry these.
+ */
+export interface JournalNamed {
+  /** The number, or -1 before one was asked for (or when the name has none). */
+  journalName: number;
+  /** The journal's `nameFile` when `journalName` was asked for (-1: never). */
+  journalFile: number;
+}
+
+/**
+ * A compaction's new numbering (`StateJournal.snapshot`): each group and progress the snapshot
+ * writes is carried, keeping the number it has in the numbering ending now, and its name gets a
+ * `NAME` record in the new file.
+ */
+export class NameCarrier {
+  readonly names = new Map<string, number>();
+  private readonly carried: [number, string][] = [];
+  readonly numbering: number;
+
+  constructor(
+    private readonly ending: number,
+    /** Numbers start again from 0: nothing is carried. */
+    readonly restart: boolean,
+  ) {
+    this.numbering = ending + 1;
+  }
+
+  /** Keeps the number of `named` (its name `name`), if it has one of the numbering ending now. */
+  carry(named: JournalNamed, name: string): void {
+    if (this.restart || named.journalFile !== this.ending || named.journalName < 0) return;
+    named.journalFile = this.numbering;
+    if (this.names.has(name)) return;
+    this.names.set(name, named.journalName);
+    this.carried.push([named.journalName, name]);
+  }
+
+  /** The `NAME` records of the carried names, framed, for the new file: a few large ones. */
+  records(): Buffer[] {
+    const out: Buffer[] = [];
+    for (let first = 0; first < this.carried.length; first += NAMES_PER_RECORD) {
+      const entries = this.carried.slice(first, first + NAMES_PER_RECORD);
+      out.push(sealRecord(encodeNames(entries, RECORD_HEADER_BYTES)));
+    }
+    return out;
+  }
+}
+
 export class StateJournal {
   private file: JournalFile;
   /** Bytes of whole records in the file: where the next write goes. */
@@ -264,13 +330,19 @@ export class StateJournal {
   /** What `claim` returns, reused. */
   private readonly claimedAt = { buffer: this.chunk, at: 0 };
   /**
-   * The numbers this writer gave names (`nameId`), each by a `NAME` record it appended to the
-   * current file. A reopen and a compaction start again from 0: a `NAME` record numbers its name
-   * from that record on, whatever the number named before, so a file holds no number this writer
-   * uses without its latest `NAME` record naming what it means.
+   * The numbers this writer gave names (`nameId`), each by a `NAME` record in the current file. A
+   * reopen starts again from 0: a `NAME` record numbers its name from that record on, whatever the
+   * number named before, so a file holds no number this writer uses without its latest `NAME`
+   * record naming what it means. A compaction keeps the numbers its snapshot carries
+   * (`NameCarrier`), written again as `NAME` records in the new file, and forgets the rest.
    */
   private names = new Map<string, number>();
   private nextNameId = 0;
+  /**
+   * Counts the numberings (`names`) this writer started, one per compaction: a number a caller kept
+   * (`JournalNamed`) with an earlier count is to be asked again, unless the snapshot carried it.
+   */
+  private numbering = 0;
   /** Records appended, written (whole, up to `size`) and synced so far, as counts. */
   private appended = 0;
   private written = 0;
@@ -286,9 +358,10 @@ export class StateJournal {
   private readonly timer: NodeJS.Timeout | undefined;
   /**
    * Every record describing the current state, framed (`encodeRecord`, `sealRecord`), for
-   * compaction; set by the broker after restore.
+   * compaction; set by the broker after restore. It hands every group and progress it writes to
+   * `names.carry`, so their numbers hold in the new file.
    */
-  snapshot: (() => Uint8Array[]) | undefined;
+  snapshot: ((names: NameCarrier) => Uint8Array[]) | undefined;
 
   private constructor(
     private readonly path: string,
@@ -481,14 +554,19 @@ export class StateJournal {
    * time; -1 when it cannot have one (a name too long for a binary name field, or every number of
    * the file given), and the record then names it in full.
    */
+  /** Which numbering `nameId` answers from: a number kept with another count is to be asked again. */
+  get nameFile(): number {
+    return this.numbering;
+  }
+
   nameId(name: string): number {
     const known = this.names.get(name);
     if (known !== undefined) return known;
     const bytes = nameBytes(name);
     if (bytes < 0 || this.nextNameId > MAX_NAME_ID) return -1;
     const id = this.nextNameId++;
-    const { buffer, at } = this.claim(nameRecordBytes(bytes));
-    writeNameRecord(buffer, at, id, name);
+    const { buffer, at } = this.claim(NAME_RECORD_FIXED_BYTES + namedBytes(bytes));
+    writeNamed(buffer, writeNameRecordHead(buffer, at, 1), id, name);
     this.commit();
     this.names.set(name, id);
     return id;
@@ -603,13 +681,19 @@ export class StateJournal {
    * (the directory sync failing) fails.
    */
   private async compact(): Promise<void> {
-    const snapshot = this.snapshot as () => Uint8Array[];
+    const snapshot = this.snapshot as (names: NameCarrier) => Uint8Array[];
     const seq = this.appended;
-    const records = [header(), ...snapshot()];
-    // The new file has no NAME record: records from here on number their names afresh. Should the
-    // compaction fail, they go to the old file, where their NAME records number those names anew.
-    this.names = new Map();
-    this.nextNameId = 0;
+    // The new file's numbering: what the snapshot carries keeps its number (its NAME record goes
+    // into the new file), the rest is forgotten. The old file named every number the new numbering
+    // holds alike, so should the compaction fail, the records from here on still read right there.
+    // Numbers run on across compactions; near their end they start again from 0, nothing carried:
+    // records from here on then number their names afresh, by NAME records of their own.
+    const carrier = new NameCarrier(this.numbering, this.nextNameId > MAX_NAME_ID / 2);
+    const state = snapshot(carrier);
+    const records = [header(), ...carrier.records(), ...state];
+    this.names = carrier.names;
+    if (carrier.restart) this.nextNameId = 0;
+    this.numbering = carrier.numbering;
     this.takeChunk();
     const covered = this.pending;
     const coveredSince = this.pendingSince;

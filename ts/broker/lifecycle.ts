@@ -273,7 +273,7 @@ export function releaseInflight(
       released.push(delivery.offset, delivery.attempt, now);
     }
     if (released.length === 0) continue;
-    context.journal.record(['deliver', group.name, liteTopic, released]);
+    context.journal.hot('deliver', group, progress, released);
     dispatcher.armWake(group, liteTopic, progress);
     dispatcher.ready(group, liteTopic);
   }

@@ -7,7 +7,15 @@
  * not kept: clients subscribe again and resume from their group's progress.
  */
 import { LogCorruptError } from '../errors.js';
-import { encodeRecord, RECORD_HEADER_BYTES, SETTLED, type StateJournal, sealRecord } from './journal.js';
+import {
+  encodeRecord,
+  type JournalNamed,
+  type NameCarrier,
+  RECORD_HEADER_BYTES,
+  SETTLED,
+  type StateJournal,
+  sealRecord,
+} from './journal.js';
 import { KeySharedProgress, newProgress } from './key-shared-progress.js';
 import type { TopicProgress } from './progress.js';
 import {
@@ -24,10 +32,12 @@ import {
   checkBinary,
   decodeBinary,
   decodeHot,
-  decodeNaming,
+  decodeNames,
   encodeProgress,
+  type HotKind,
   hotByIdBytes,
   hotBytes,
+  isNameRecord,
   isProgressBatch,
   type ProgressSink,
   writeHot,
@@ -68,6 +78,16 @@ export type StateRecord =
 /** Where the broker's parts report changes: the journal, or nothing without a directory. */
 export interface JournalRecorder {
   record(record: StateRecord): void;
+  /**
+   * A hot record (`start`, `deliver`, `ack`) of `group` on the lite topic of `progress`: what
+   * `record([kind, group.name, progress.liteTopic, value])` writes, without looking either name up.
+   */
+  hot(
+    kind: HotKind,
+    group: JournalNamed & { readonly name: string },
+    progress: JournalNamed & { readonly liteTopic: string },
+    value: number | readonly number[],
+  ): void;
   /** Under `flush: 'sync'`, waits until every change so far is durable; otherwise at once. */
   settle(): Promise<void>;
   /** Waits until every change so far is durable, whatever the flush mode. */
@@ -78,15 +98,39 @@ export interface JournalRecorder {
 
 export const noRecorder: JournalRecorder = {
   record: () => undefined,
+  hot: () => undefined,
   settle: () => SETTLED,
   durable: () => SETTLED,
   check: () => undefined,
 };
 
+/** The number of `named` (its name `name`) in the journal's current numbering, asked for once per numbering. */
+function numberOf(journal: StateJournal, named: JournalNamed, name: string): number {
+  const file = journal.nameFile;
+  if (named.journalFile !== file) {
+    named.journalName = journal.nameId(name);
+    named.journalFile = file;
+  }
+  return named.journalName;
+}
+
 export function journalRecorder(journal: StateJournal): JournalRecorder {
   return {
     record: (record) => {
       if (!appendHot(journal, record)) journal.append(record);
+    },
+    hot: (kind, group, progress, value) => {
+      const groupId = numberOf(journal, group, group.name);
+      const liteId = groupId < 0 ? -1 : numberOf(journal, progress, progress.liteTopic);
+      if (liteId < 0) {
+        if (!appendHot(journal, [kind, group.name, progress.liteTopic, value] as StateRecord)) {
+          journal.append([kind, group.name, progress.liteTopic, value]);
+        }
+        return;
+      }
+      const { buffer, at } = journal.claim(hotByIdBytes(value));
+      writeHotById(buffer, at, kind, groupId, liteId, value);
+      journal.commit();
     },
     settle: () => journal.settle(),
     durable: () => journal.durable(),
@@ -233,12 +277,13 @@ class ReplayNames {
     return name;
   };
 
+  private readonly name = (id: number, name: string): void => {
+    this.names.set(id, name);
+  };
+
   /** Takes in a `NAME` record; false for any other. */
   apply(payload: Uint8Array): boolean {
-    const naming = decodeNaming(payload);
-    if (naming === undefined) return false;
-    this.names.set(naming.id, naming.name);
-    return true;
+    return decodeNames(payload, this.name);
   }
 }
 
@@ -389,7 +434,7 @@ export function decodeRecords(records: readonly unknown[]): unknown[] {
 function recordKind(item: unknown): string {
   if (item instanceof Uint8Array) {
     if (isProgressBatch(item)) return 'a binary progress batch';
-    return decodeNaming(item) === undefined ? 'a binary record' : 'a binary name record';
+    return isNameRecord(item) ? 'a binary name record' : 'a binary record';
   }
   if (Array.isArray(item) && typeof item[0] === 'string') return `"${item[0].slice(0, 32)}"`;
   return 'not a record';
@@ -405,6 +450,7 @@ export function snapshot(
   parents: Iterable<ParentTopic>,
   groups: Iterable<GroupState>,
   topicAttributes: (parent: ParentTopic) => TopicAttributes,
+  names?: NameCarrier,
 ): Buffer[] {
   const records: StateRecord[] = [['epoch', epoch]];
   for (const parent of parents) records.push(['topic', parent.name, topicAttributes(parent)]);
@@ -413,6 +459,9 @@ export function snapshot(
   const framed = records.map(encodeRecord);
   for (const group of all) {
     for (const batch of encodeProgress(group.name, group.progress, RECORD_HEADER_BYTES)) framed.push(sealRecord(batch));
+    if (names === undefined) continue;
+    names.carry(group, group.name);
+    for (const progress of group.progress.values()) names.carry(progress, progress.liteTopic);
   }
   return framed;
 }

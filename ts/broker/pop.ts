@@ -246,10 +246,10 @@ export class Popper {
     } catch (error) {
       // Not a corrupt record (the store failed or closed): the deliveries stand, hidden until their
       // invisible time as before, so a waiting POP does not meet the same failure again at once.
-      for (const { liteTopic, taken } of handed) {
+      for (const { progress, taken } of handed) {
         const record: number[] = [];
         for (const d of taken) record.push(d.offset, d.attempt, d.invisibleUntil);
-        this.context.journal.record(['deliver', group.name, liteTopic, record]);
+        this.context.journal.hot('deliver', group, progress, record);
       }
       throw error;
     }
@@ -267,7 +267,7 @@ export class Popper {
         progress.unhold(delivery.offset);
         out.push(this.popped(group, liteTopic, delivery, message));
       }
-      if (record.length > 0) this.context.journal.record(['deliver', group.name, liteTopic, record]);
+      if (record.length > 0) this.context.journal.hot('deliver', group, progress, record);
       if (corrupt >= 0) {
         holdCorrupt(this.context, group, liteTopic, progress, corrupt, error, now);
         this.dispatcher.armWake(group, liteTopic, progress, now);
@@ -390,7 +390,7 @@ export class Popper {
         value: handle,
       });
     }
-    this.context.journal.record(['ack', group.name, receipt.liteTopic, receipt.offset]);
+    this.context.journal.hot('ack', group, progress, receipt.offset);
     this.context.counters.acked(group.name);
     recent.add(progress, receipt.offset, receipt.attempt);
     const now = this.context.clock.now();
@@ -426,12 +426,7 @@ export class Popper {
       });
     }
     delivery.invisibleUntil = now + time;
-    this.context.journal.record([
-      'deliver',
-      group.name,
-      receipt.liteTopic,
-      [delivery.offset, delivery.attempt, delivery.invisibleUntil],
-    ]);
+    this.context.journal.hot('deliver', group, progress, [delivery.offset, delivery.attempt, delivery.invisibleUntil]);
     this.dispatcher.armWake(group, receipt.liteTopic, progress);
     this.dispatcher.ready(group, receipt.liteTopic);
     return this.context.journal.settle();

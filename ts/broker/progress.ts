@@ -165,6 +165,9 @@ export class TopicProgress {
   removed = false;
   /** The lite topic's kept info (state.ts `liteOf`), from the first dispatch that found one. */
   lite: LiteTopicInfo | undefined;
+  /** The lite topic's number in the state journal's hot records (persist.ts `JournalNamed`). */
+  journalName = -1;
+  journalFile = -1;
   /**
    * Offsets found corrupt (corrupt.ts), by offset; undefined while there is none, so a progress
    * without one pays a single check per POP. Nothing at or after a held offset is handed out until

@@ -156,7 +156,7 @@ export class Registry {
       progress = newProgress(group.config, liteTopic, offset);
       group.progress.set(liteTopic, progress);
       // Committed now, so a restart before the first POP still starts where this subscription chose.
-      this.context.journal.record(['start', group.name, liteTopic, offset]);
+      this.context.journal.hot('start', group, progress, offset);
     }
     progress.holders ??= new Set();
     progress.holders.add(client);

@@ -218,21 +218,29 @@ export function decodeHot(
   return [kind, group, liteTopic, numbers];
 }
 
-/** Bytes of the payload of a `NAME` record giving a number to a name of `nameBytes` UTF-8 bytes. */
-export function nameRecordBytes(nameBytes: number): number {
-  return 8 + nameBytes;
+/** Bytes a `NAME` record takes for one name of `nameBytes` UTF-8 bytes (`NAME_RECORD_FIXED_BYTES` aside). */
+export function namedBytes(nameBytes: number): number {
+  return 6 + nameBytes;
 }
 
+/** Bytes of a `NAME` record's payload before its names: u8 0, u8 5, u32 count. */
+export const NAME_RECORD_FIXED_BYTES = 6;
+
 /**
- * Writes a `NAME` payload at `at` (version 4): u8 0, u8 5, u32 `id`, u16 name length, the name
- * (UTF-8). From it on, until another `NAME` record gives `id` to another name, hot records of the
- * file name `name` by `id`.
+ * Writes the start of a `NAME` payload at `at` (version 4): u8 0, u8 5, u32 `count`; `count` names
+ * follow (`writeNamed`). From the record on, until another `NAME` record gives a number to another
+ * name, hot records of the file name each of these names by its number.
  */
-export function writeNameRecord(out: Buffer, at: number, id: number, name: string): void {
+export function writeNameRecordHead(out: Buffer, at: number, count: number): number {
   out[at] = BINARY_RECORD;
   out[at + 1] = NAME;
-  out.writeUInt32LE(id, at + 2);
-  writeName(out, at + 6, name);
+  return out.writeUInt32LE(count, at + 2);
+}
+
+/** Writes one name of a `NAME` record at `at`: u32 `id`, u16 name length, the name (UTF-8); returns its end. */
+export function writeNamed(out: Buffer, at: number, id: number, name: string): number {
+  out.writeUInt32LE(id, at);
+  return writeName(out, at + 4, name);
 }
 
 /** Bytes of the payload of a hot record naming its group and lite topic by number (`writeHotById`). */
@@ -260,11 +268,50 @@ export function writeHotById(
   writeValue(out, at + 10, value);
 }
 
-/** The number and name a `NAME` record (checked by `checkBinary`) gives; undefined for other records. */
-export function decodeNaming(payload: Uint8Array): { id: number; name: string } | undefined {
-  if (payload[1] !== NAME) return undefined;
+/**
+ * A `NAME` record's payload giving `entries` (number, name) their numbers, after `reserve` bytes
+ * left for the caller (the journal's frame header).
+ */
+export function encodeNames(entries: readonly (readonly [number, string])[], reserve = 0): Buffer {
+  let bytes = NAME_RECORD_FIXED_BYTES;
+  for (const [, name] of entries) bytes += namedBytes(Buffer.byteLength(name, 'utf8'));
+  const out = Buffer.allocUnsafe(reserve + bytes);
+  let at = writeNameRecordHead(out, reserve, entries.length);
+  for (const [id, name] of entries) at = writeNamed(out, at, id, name);
+  return out;
+}
+
+/** Whether a binary record (checked by `checkBinary`) is a `NAME` record. */
+export function isNameRecord(payload: Uint8Array): boolean {
+  return payload[1] === NAME;
+}
+
+/**
+ * Calls `each` with every number and name a `NAME` record (checked by `checkBinary`) gives, in
+ * order; false, calling nothing, for any other record.
+ */
+export function decodeNames(payload: Uint8Array, each: (id: number, name: string) => void): boolean {
+  if (payload[1] !== NAME) return false;
   const buffer = Buffer.from(payload.buffer, payload.byteOffset, payload.byteLength);
-  return { id: buffer.readUInt32LE(2), name: buffer.toString('utf8', 8, 8 + buffer.readUInt16LE(6)) };
+  const count = buffer.readUInt32LE(2);
+  for (let i = 0, at = NAME_RECORD_FIXED_BYTES; i < count; i++) {
+    const end = at + 6 + buffer.readUInt16LE(at + 4);
+    each(buffer.readUInt32LE(at), buffer.toString('utf8', at + 6, end));
+    at = end;
+  }
+  return true;
+}
+
+/** Whether `payload` (a binary record of kind `NAME`) has its names add up to its length. */
+function checkNames(payload: Uint8Array, view: DataView): boolean {
+  if (payload.length < NAME_RECORD_FIXED_BYTES) return false;
+  const count = view.getUint32(2, true);
+  let at = NAME_RECORD_FIXED_BYTES;
+  for (let i = 0; i < count; i++) {
+    if (at + 6 > payload.length) return false;
+    at += 6 + view.getUint16(at + 4, true);
+  }
+  return at === payload.length;
 }
 
 /** Whether `payload` is a whole hot record: its parts add up to its length. */
@@ -289,7 +336,7 @@ export function checkBinary(payload: Uint8Array): boolean {
   const kind = payload[1] as number;
   if (payload.length < 2 || payload[0] !== BINARY_RECORD || kind < PROGRESS_BATCH || kind > LAST_KIND) return false;
   const view = new DataView(payload.buffer, payload.byteOffset, payload.byteLength);
-  if (kind === NAME) return payload.length >= 8 && 8 + view.getUint16(6, true) === payload.length;
+  if (kind === NAME) return checkNames(payload, view);
   if (kind !== PROGRESS_BATCH) return checkHot(payload, view);
   if (payload.length < 8) return false;
   let at = 4 + view.getUint16(2, true);

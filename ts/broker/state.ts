@@ -219,6 +219,9 @@ export class GroupState {
   slot = -1;
   /** Ids for the pattern index. */
   nextClientId = 0;
+  /** Its number in the state journal's hot records (persist.ts `JournalNamed`). */
+  journalName = -1;
+  journalFile = -1;
   chooseCounter = 0;
 
   constructor(
