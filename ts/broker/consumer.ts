@@ -142,8 +142,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
   ack(messageOrHandle: PoppedMessage | string): Promise<void> {
     try {
       this.checkOpen();
-      const liteTopic = typeof messageOrHandle === 'object' ? messageOrHandle?.liteTopic : undefined;
-      return this.parts.popper.ack(this.client, handleOf(messageOrHandle), liteTopic);
+      return this.parts.popper.ack(this.client, handleOf(messageOrHandle), messageOrHandle);
     } catch (error) {
       return Promise.reject(error);
     }

@@ -74,6 +74,70 @@ function inRun(messages: readonly StoredMessage[], first: number): (offset: numb
   };
 }
 
+/**
+ * A popped message as POP hands it out, with the delivery it is (its group's progress, offset and
+ * attempt) in private fields: an ack of the message itself reaches the delivery without decoding its
+ * receipt handle and looking its lite topic up (`Popper.ack`). Copies of it (a spread, a structured
+ * clone) have none of it and are acked by their handle; so is a message whose handle was replaced.
+ */
+class Popped implements PoppedMessage {
+  messageId: string;
+  topic: string;
+  liteTopic: string;
+  offset: number;
+  body: Buffer;
+  declare key?: string;
+  declare tag?: string;
+  properties: Record<string, string>;
+  storeTimestamp: number;
+  reconsumeTimes: number;
+  receiptHandle: string;
+  readonly #group: GroupState;
+  readonly #progress: TopicProgress;
+  readonly #offset: number;
+  readonly #attempt: number;
+
+  constructor(
+    group: GroupState,
+    progress: TopicProgress,
+    delivery: Delivery,
+    message: StoredMessage,
+    copy: boolean,
+    receiptHandle: string,
+  ) {
+    this.messageId = messageId(message.position);
+    this.topic = group.parent.name;
+    this.liteTopic = progress.liteTopic;
+    this.offset = delivery.offset;
+    this.body = copy ? Buffer.from(message.body) : message.body;
+    this.properties = copy ? { ...message.properties } : message.properties;
+    this.storeTimestamp = message.storeTimestamp;
+    this.reconsumeTimes = delivery.attempt;
+    this.receiptHandle = receiptHandle;
+    if (message.key !== undefined) this.key = message.key;
+    if (message.tag !== undefined) this.tag = message.tag;
+    this.#group = group;
+    this.#progress = progress;
+    this.#offset = delivery.offset;
+    this.#attempt = delivery.attempt;
+  }
+
+  /**
+   * The delivery `message` is, when it is a `Popped` of `group` whose handle is still `handle` and
+   * whose progress the group has not forgotten; else undefined (the handle decides).
+   */
+  static delivery(
+    message: unknown,
+    handle: string,
+    group: GroupState,
+  ): { progress: TopicProgress; offset: number; attempt: number } | undefined {
+    if (!(message instanceof Popped) || message.receiptHandle !== handle || message.#group !== group) return undefined;
+    const progress = message.#progress;
+    if (progress.removed) return undefined;
+    return { progress, offset: message.#offset, attempt: message.#attempt };
+  }
+}
+
 export class Popper {
   /** Per group; weakly held, so a deleted group's recent acks go with it. */
   private readonly recentAcks = new WeakMap<GroupState, RecentAcks>();
@@ -265,7 +329,7 @@ export class Popper {
         const message = stored(delivery.offset);
         if (message === undefined) continue;
         progress.unhold(delivery.offset);
-        out.push(this.popped(group, liteTopic, delivery, message));
+        out.push(this.popped(group, progress, delivery, message));
       }
       if (record.length > 0) this.context.journal.hot('deliver', group, progress, record);
       if (corrupt >= 0) {
@@ -354,35 +418,45 @@ export class Popper {
     return (offset) => stored.get(offset);
   }
 
-  private popped(group: GroupState, liteTopic: string, delivery: Delivery, message: StoredMessage): PoppedMessage {
-    const popped: PoppedMessage = {
-      messageId: messageId(message.position),
-      topic: group.parent.name,
-      liteTopic,
-      offset: delivery.offset,
-      body: this.copyBodies ? Buffer.from(message.body) : message.body,
-      properties: this.copyBodies ? { ...message.properties } : message.properties,
-      storeTimestamp: message.storeTimestamp,
-      reconsumeTimes: delivery.attempt,
-      receiptHandle: encodeReceipt(this.prefix(group), delivery.offset, delivery.attempt, liteTopic),
-    };
-    if (message.key !== undefined) popped.key = message.key;
-    if (message.tag !== undefined) popped.tag = message.tag;
-    return popped;
+  private popped(
+    group: GroupState,
+    progress: TopicProgress,
+    delivery: Delivery,
+    message: StoredMessage,
+  ): PoppedMessage {
+    const handle = encodeReceipt(this.prefix(group), delivery.offset, delivery.attempt, progress.liteTopic);
+    return new Popped(group, progress, delivery, message, this.copyBodies, handle);
   }
 
   /**
    * Acks one delivery. Stale or unknown handles throw `InvalidReceiptError`; a repeated ack is
-   * harmless. `liteTopic`: the lite topic the popped message names, when the caller acks by message
-   * (see `decodeOwnReceipt`).
+   * harmless. `message`: the popped message the caller acks, when it acks by message: a message
+   * as POP handed it out names its delivery itself (`Popped`), another one its lite topic.
    */
-  ack(client: ClientState, handle: string, liteTopic?: unknown): Promise<void> {
-    const { receipt, group } = this.resolve(client, handle, liteTopic);
-    const progress = group.progress.get(receipt.liteTopic);
-    const outcome = progress?.ack(receipt.offset, receipt.attempt) ?? 'unknown';
+  ack(client: ClientState, handle: string, message?: unknown): Promise<void> {
+    if (client.closed) throw new ClosedError('the consumer is closed');
+    const group = client.group;
+    const known = Popped.delivery(message, handle, group);
+    if (known !== undefined) return this.ackDelivery(client, handle, known.progress, known.offset, known.attempt);
+    const liteTopic =
+      message !== null && typeof message === 'object' ? (message as PoppedMessage).liteTopic : undefined;
+    const receipt = this.resolve(client, handle, liteTopic);
+    return this.ackDelivery(client, handle, group.progress.get(receipt.liteTopic), receipt.offset, receipt.attempt);
+  }
+
+  /** `ack` of delivery `attempt` of `offset` of `progress` (undefined: a lite topic the group does not know). */
+  private ackDelivery(
+    client: ClientState,
+    handle: string,
+    progress: TopicProgress | undefined,
+    offset: number,
+    attempt: number,
+  ): Promise<void> {
+    const group = client.group;
+    const outcome = progress?.ack(offset, attempt) ?? 'unknown';
     const recent = this.recent(group);
     if (outcome === 'already-acked') return this.context.journal.settle();
-    if (outcome === 'below-committed' && recent.has(progress as TopicProgress, receipt.offset, receipt.attempt)) {
+    if (outcome === 'below-committed' && recent.has(progress as TopicProgress, offset, attempt)) {
       return this.context.journal.settle();
     }
     if (outcome !== 'acked' || progress === undefined) {
@@ -390,29 +464,26 @@ export class Popper {
         value: handle,
       });
     }
-    this.context.journal.hot('ack', group, progress, receipt.offset);
+    const liteTopic = progress.liteTopic;
+    this.context.journal.hot('ack', group, progress, offset);
     this.context.counters.acked(group.name);
-    recent.add(progress, receipt.offset, receipt.attempt);
+    recent.add(progress, offset, attempt);
     const now = this.context.clock.now();
-    this.dispatcher.armWake(group, receipt.liteTopic, progress, now);
-    this.dispatcher.ready(group, receipt.liteTopic, now, 0, progress);
+    this.dispatcher.armWake(group, liteTopic, progress, now);
+    this.dispatcher.ready(group, liteTopic, now, 0, progress);
     // Under `sync` the ack resolves once durable: an acked message is never delivered again.
     const settled = this.context.journal.settle();
     if (!CHANNELS.ack.hasSubscribers) return settled;
     return settled.then(() => {
-      CHANNELS.ack.publish({
-        group: group.name,
-        clientId: client.clientId,
-        liteTopic: receipt.liteTopic,
-        offset: receipt.offset,
-      });
+      CHANNELS.ack.publish({ group: group.name, clientId: client.clientId, liteTopic, offset });
     });
   }
 
   /** Hides the delivery for `ms` more from now (0: visible now). Same errors as `ack`. */
   changeInvisibleTime(client: ClientState, handle: string, ms: unknown): Promise<void> {
     const time = requireTime(ms, 'invisibleTimeMs', Number.NaN);
-    const { receipt, group } = this.resolve(client, handle);
+    const receipt = this.resolve(client, handle);
+    const group = client.group;
     const progress = group.progress.get(receipt.liteTopic);
     const delivery = progress?.current(receipt.offset, receipt.attempt);
     if (progress === undefined || delivery === undefined || delivery.invisibleUntil === MOVING_TO_DEAD_LETTERS) {
@@ -434,7 +505,8 @@ export class Popper {
 
   /** Moves the current delivery `handle` names to the dead-letter queue (`Consumer.deadLetter`). */
   deadLetter(client: ClientState, handle: string): Promise<void> {
-    const { receipt, group } = this.resolve(client, handle);
+    const receipt = this.resolve(client, handle);
+    const group = client.group;
     const progress = group.progress.get(receipt.liteTopic);
     const delivery = progress?.current(receipt.offset, receipt.attempt);
     if (progress === undefined || delivery === undefined || delivery.invisibleUntil === MOVING_TO_DEAD_LETTERS) {
@@ -476,15 +548,16 @@ export class Popper {
     this.track(move);
   }
 
-  private resolve(client: ClientState, handle: string, liteTopic?: unknown): { receipt: Receipt; group: GroupState } {
+  /** The receipt `handle` of a delivery to `client`'s group; `liteTopic` as `decodeOwnReceipt` takes it. */
+  private resolve(client: ClientState, handle: string, liteTopic?: unknown): Receipt {
     if (client.closed) throw new ClosedError('the consumer is closed');
     const group = client.group;
     const receipt =
       decodeOwnReceipt(handle, this.prefix(group), this.context.epoch, group.name, liteTopic) ?? decodeReceipt(handle);
-    if (receipt.epoch !== this.context.epoch || receipt.group !== client.group.name) {
+    if (receipt.epoch !== this.context.epoch || receipt.group !== group.name) {
       throw new InvalidReceiptError('receipt handle is from another broker or group', { value: handle });
     }
-    return { receipt, group };
+    return receipt;
   }
 
   private prefix(group: GroupState): string {
