@@ -175,37 +175,47 @@ describe.each(BACKENDS)('%s engine', (engine) => {
       expect(broker.consumer({ group: 'g2', clientId: 'c' }).group).toBe('g2');
     });
 
-    embeddedOnly(engine, 'Start positions')(
-      'starts after the last message by default; min, offset, tailN and timestamp as asked',
-      async () => {
-        const { broker, clock } = await openBroker(engine);
-        for (let i = 0; i < 5; i++) {
-          await broker.send('agents', { liteTopic: 'log', body: `log#${i}` });
-          clock.advance(1000);
-        }
-        const start = clock.now() - 5000;
-        const cases = [
-          [undefined, []],
-          [{ policy: 'max' }, []],
-          [{ policy: 'min' }, ['log#0', 'log#1', 'log#2', 'log#3', 'log#4']],
-          [{ offset: 3 }, ['log#3', 'log#4']],
-          [{ offset: 99 }, []],
-          [{ tailN: 2 }, ['log#3', 'log#4']],
-          [{ tailN: 99 }, ['log#0', 'log#1', 'log#2', 'log#3', 'log#4']],
-          [{ timestamp: start + 2500 }, ['log#3', 'log#4']],
-          [{ timestamp: start + 2000 }, ['log#2', 'log#3', 'log#4']],
-        ] as const;
-        for (const [i, [offset, expected]] of cases.entries()) {
-          broker.createGroup(`g${i}`, { bindTopic: 'agents' });
-          const c = broker.consumer({ group: `g${i}`, clientId: `c${i}` });
-          await c.subscribe(['log'], offset === undefined ? undefined : { offset });
-          expect(await drain(c), JSON.stringify(offset)).toEqual(expected);
-        }
-        await expect(
-          broker.consumer({ group: 'g0', clientId: 'bad' }).subscribe(['log'], { offset: { tail: 1 } as never }),
-        ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
-      },
-    );
+    it('starts after the last message by default; min and offset as asked', async () => {
+      const { broker } = await openBroker(engine);
+      for (let i = 0; i < 5; i++) await broker.send('agents', { liteTopic: 'log', body: `log#${i}` });
+      const cases = [
+        [undefined, []],
+        [{ policy: 'max' }, []],
+        [{ policy: 'min' }, ['log#0', 'log#1', 'log#2', 'log#3', 'log#4']],
+        [{ offset: 3 }, ['log#3', 'log#4']],
+        [{ offset: 99 }, []],
+      ] as const;
+      for (const [i, [offset, expected]] of cases.entries()) {
+        await broker.createGroup(`g${i}`, { bindTopic: 'agents' });
+        const c = broker.consumer({ group: `g${i}`, clientId: `c${i}` });
+        await c.subscribe(['log'], offset === undefined ? undefined : { offset });
+        expect(await drain(c), JSON.stringify(offset)).toEqual(expected);
+      }
+      await expect(
+        broker.consumer({ group: 'g0', clientId: 'bad' }).subscribe(['log'], { offset: { tail: 1 } as never }),
+      ).rejects.toMatchObject({ code: 'INVALID_ARGUMENT' });
+    });
+
+    embeddedOnly(engine, 'Start positions')('starts at tailN and timestamp as asked', async () => {
+      const { broker, clock } = await openBroker(engine);
+      for (let i = 0; i < 5; i++) {
+        await broker.send('agents', { liteTopic: 'log', body: `log#${i}` });
+        clock.advance(1000);
+      }
+      const start = clock.now() - 5000;
+      const cases = [
+        [{ tailN: 2 }, ['log#3', 'log#4']],
+        [{ tailN: 99 }, ['log#0', 'log#1', 'log#2', 'log#3', 'log#4']],
+        [{ timestamp: start + 2500 }, ['log#3', 'log#4']],
+        [{ timestamp: start + 2000 }, ['log#2', 'log#3', 'log#4']],
+      ] as const;
+      for (const [i, [offset, expected]] of cases.entries()) {
+        broker.createGroup(`g${i}`, { bindTopic: 'agents' });
+        const c = broker.consumer({ group: `g${i}`, clientId: `c${i}` });
+        await c.subscribe(['log'], { offset });
+        expect(await drain(c), JSON.stringify(offset)).toEqual(expected);
+      }
+    });
   });
 
   describe('exclusive', () => {

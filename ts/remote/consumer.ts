@@ -24,6 +24,8 @@ const HEARTBEAT_INTERVAL_MS = 10_000;
 /** How often the broker list of the parent topic is looked up again (brokers may join). */
 const ROUTE_REFRESH_MS = 30_000;
 const DEFAULT_POP_NUM = 32;
+/** Fields of the shortest receipt handle a RocketMQ broker decodes. */
+const RECEIPT_HANDLE_MIN_FIELDS = 8;
 
 interface Handle {
   /** RocketMQ's current receipt handle (changeInvisibleTime gets a new one). */
@@ -40,6 +42,8 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   private readonly topics = new Set<string>();
   /** The handle handed out → what acking it needs now. */
   private readonly handles = new Map<string, Handle>();
+  /** The handle handed out → the last call on it still under way (see `inTurn`). */
+  private readonly pending = new Map<string, Promise<void>>();
   private route: { brokers: string[]; at: number } | undefined;
   private nextBroker = 0;
   private isClosed = false;
@@ -163,18 +167,20 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     this.checkOpen();
     await this.ready;
     const given = handleOf(messageOrHandle);
-    const handle = this.handleInfo(given, messageOrHandle);
-    const response = await this.client.call<{
-      status: ProtoStatus;
-      entries: { status: ProtoStatus }[];
-    }>('ackMessage', {
-      group: this.resource(this.groupInfo.name),
-      topic: this.resource(this.groupInfo.bindTopic),
-      entries: [{ messageId: handle.messageId, receiptHandle: handle.current, liteTopic: handle.liteTopic }],
+    await this.inTurn(given, async () => {
+      const handle = this.handleInfo(given, messageOrHandle);
+      const response = await this.client.call<{
+        status: ProtoStatus;
+        entries: { status: ProtoStatus }[];
+      }>('ackMessage', {
+        group: this.resource(this.groupInfo.name),
+        topic: this.resource(this.groupInfo.bindTopic),
+        entries: [{ messageId: handle.messageId, receiptHandle: handle.current, liteTopic: handle.liteTopic }],
+      });
+      const status = response.entries[0]?.status;
+      if (status !== undefined && status.code !== 'OK') throw this.receiptError(status, given);
+      this.handles.delete(given);
     });
-    const status = response.entries[0]?.status;
-    if (status !== undefined && status.code !== 'OK') throw this.receiptError(status, given);
-    this.handles.delete(given);
   }
 
   async changeInvisibleTime(messageOrHandle: PoppedMessage | string, invisibleTimeMs: number): Promise<void> {
@@ -184,18 +190,23 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     }
     await this.ready;
     const given = handleOf(messageOrHandle);
-    const handle = this.handleInfo(given, messageOrHandle);
-    const response = await this.client.raw<{ status: ProtoStatus; receiptHandle: string }>('changeInvisibleDuration', {
-      group: this.resource(this.groupInfo.name),
-      topic: this.resource(this.groupInfo.bindTopic),
-      receiptHandle: handle.current,
-      invisibleDuration: duration(invisibleTimeMs),
-      messageId: handle.messageId,
-      liteTopic: handle.liteTopic,
+    await this.inTurn(given, async () => {
+      const handle = this.handleInfo(given, messageOrHandle);
+      const response = await this.client.raw<{ status: ProtoStatus; receiptHandle: string }>(
+        'changeInvisibleDuration',
+        {
+          group: this.resource(this.groupInfo.name),
+          topic: this.resource(this.groupInfo.bindTopic),
+          receiptHandle: handle.current,
+          invisibleDuration: duration(invisibleTimeMs),
+          messageId: handle.messageId,
+          liteTopic: handle.liteTopic,
+        },
+      );
+      if (response.status.code !== 'OK') throw this.receiptError(response.status, given);
+      this.handles.set(given, { ...handle, current: response.receiptHandle });
+      if (invisibleTimeMs === 0) this.parts.touched();
     });
-    if (response.status.code !== 'OK') throw this.receiptError(response.status, given);
-    this.handles.set(given, { ...handle, current: response.receiptHandle });
-    if (invisibleTimeMs === 0) this.parts.touched();
   }
 
   /** To the group's dead-letter queue now (RocketMQ's %DLQ% topic of the group). */
@@ -203,19 +214,38 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     this.checkOpen();
     await this.ready;
     const given = handleOf(messageOrHandle);
-    const handle = this.handleInfo(given, messageOrHandle);
     const attempt = typeof messageOrHandle === 'object' ? messageOrHandle.reconsumeTimes + 1 : 1;
-    const response = await this.client.raw<{ status: ProtoStatus }>('forwardMessageToDeadLetterQueue', {
-      group: this.resource(this.groupInfo.name),
-      topic: this.resource(this.groupInfo.bindTopic),
-      receiptHandle: handle.current,
-      messageId: handle.messageId,
-      deliveryAttempt: attempt,
-      maxDeliveryAttempts: this.groupInfo.maxReconsumeTimes + 1,
-      liteTopic: handle.liteTopic,
+    await this.inTurn(given, async () => {
+      const handle = this.handleInfo(given, messageOrHandle);
+      const response = await this.client.raw<{ status: ProtoStatus }>('forwardMessageToDeadLetterQueue', {
+        group: this.resource(this.groupInfo.name),
+        topic: this.resource(this.groupInfo.bindTopic),
+        receiptHandle: handle.current,
+        messageId: handle.messageId,
+        deliveryAttempt: attempt,
+        maxDeliveryAttempts: this.groupInfo.maxReconsumeTimes + 1,
+        liteTopic: handle.liteTopic,
+      });
+      if (response.status.code !== 'OK') throw this.receiptError(response.status, given);
+      this.handles.delete(given);
     });
-    if (response.status.code !== 'OK') throw this.receiptError(response.status, given);
-    this.handles.delete(given);
+  }
+
+  /**
+   * Runs the calls on one handed-out handle one after another. RocketMQ gives a message a new
+   * receipt handle with every change of its invisible time and refuses the old one from then on, so
+   * an ack or extension sent while another change is under way would go with a handle about to expire.
+   */
+  private async inTurn(given: string, call: () => Promise<void>): Promise<void> {
+    const before = this.pending.get(given) ?? Promise.resolve();
+    const mine = before.then(call, call);
+    const settled = mine.catch(() => undefined);
+    this.pending.set(given, settled);
+    try {
+      await mine;
+    } finally {
+      if (this.pending.get(given) === settled) this.pending.delete(given);
+    }
   }
 
   heartbeat(): void {
@@ -310,6 +340,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
       this.telemetryStream?.cancel();
       this.client.close();
       this.handles.clear();
+      this.pending.clear();
     }
   }
 
@@ -448,6 +479,8 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   private handleInfo(given: string, messageOrHandle: PoppedMessage | string): Handle {
     const known = this.handles.get(given);
     if (known !== undefined) return known;
+    // The proxy answers a handle it cannot decode with INTERNAL_SERVER_ERROR, not as a bad receipt.
+    if (!isReceiptHandle(given)) throw new InvalidReceiptError('not a RocketMQ receipt handle', { value: given });
     if (typeof messageOrHandle === 'object') {
       return { current: given, messageId: messageOrHandle.messageId, liteTopic: messageOrHandle.liteTopic };
     }
@@ -519,6 +552,15 @@ function handleOf(messageOrHandle: PoppedMessage | string): string {
   if (typeof messageOrHandle === 'string') return messageOrHandle;
   if (messageOrHandle !== null && typeof messageOrHandle === 'object') return messageOrHandle.receiptHandle;
   throw new InvalidArgumentError('expected a popped message or a receipt handle', { value: messageOrHandle });
+}
+
+/**
+ * Whether `text` has the shape of a RocketMQ receipt handle: at least eight fields separated by
+ * spaces, of which the first three (start offset, retrieve time, invisible time) are numbers.
+ */
+function isReceiptHandle(text: string): boolean {
+  const fields = text.split(' ');
+  return fields.length >= RECEIPT_HANDLE_MIN_FIELDS && fields.slice(0, 3).every((field) => /^\d+$/.test(field));
 }
 
 /** Read through a call: an abort can happen while the stream is suspended at a `yield`. */
