@@ -9,10 +9,11 @@
 import { EventEmitter } from 'node:events';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { DEFAULT_MAX_RECONSUME_TIMES } from '../broker/broker.js';
-import type { ConsumerEvents, StreamedMessage, StreamOptions, SubscribeOptions } from '../broker/consumer.js';
+import type { ConsumerEvents, SubscribeOptions } from '../broker/consumer.js';
 import { checkLiteTopic } from '../broker/names.js';
-import { type MessageHandler, type Running, type RunOptions, startRun } from '../broker/run.js';
+import { type MessageHandler, type Running, type RunOptions, type RunTarget, startRun } from '../broker/run.js';
 import { requireStart, type StartPosition } from '../broker/start.js';
+import { type StreamedMessage, type StreamOptions, streamMessages } from '../broker/stream.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from '../broker/types.js';
 import { ClosedError, InvalidArgumentError, InvalidReceiptError, QuotaExceededError, RemoteError } from '../errors.js';
 import { clientId as newClientId, type RemoteBrokerParts, type RemoteGroup } from './broker.js';
@@ -125,7 +126,22 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     this.checkOpen();
     const { maxNum, invisibleTimeMs, waitMs } = this.popOptions(options);
     await this.ready;
-    const brokers = await this.brokers();
+    try {
+      return await this.popFrom(await this.brokers(), maxNum, invisibleTimeMs, waitMs);
+    } catch (error) {
+      // A POP under way when the consumer closes ends empty, as on the embedded broker; the proxy
+      // answers one that reaches it after the close as a call of an unknown client.
+      if (this.isClosed) return [];
+      throw error;
+    }
+  }
+
+  private async popFrom(
+    brokers: string[],
+    maxNum: number,
+    invisibleTimeMs: number,
+    waitMs: number,
+  ): Promise<PoppedMessage[]> {
     const found = await this.quickRounds(brokers, maxNum, invisibleTimeMs);
     if (found.length > 0) return found;
     // Nothing ready. RocketMQ hands a stored or released message to its lite topic's consumers
@@ -254,58 +270,31 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
 
   run(handler: MessageHandler, options?: RunOptions): Running {
     this.checkOpen();
-    const consumer = this;
-    return startRun(
-      {
-        get closed() {
-          return consumer.isClosed;
-        },
-        pop: (pop) => this.pop(pop),
-        ack: (message) => this.ack(message),
-        changeInvisibleTime: (message, ms) => this.changeInvisibleTime(message, ms),
-        deadLetter: (message) => this.deadLetter(message),
-        get maxReconsumeTimes() {
-          return consumer.resolvedGroup?.maxReconsumeTimes ?? DEFAULT_MAX_RECONSUME_TIMES;
-        },
-        keyShared: false,
-        report: (error, during) => this.parts.report(error, during),
-      },
-      handler,
-      options,
-    );
+    return startRun(this.settler(), handler, options);
   }
 
   /** As the embedded consumer's `messages()`: POPs with long poll until closed or aborted. */
-  async *messages(options?: StreamOptions): AsyncGenerator<StreamedMessage, void, undefined> {
-    const { signal, ...rest } = options ?? {};
-    const pop = { waitMs: 30_000, ...rest };
-    this.popOptions(pop);
-    let batch: PoppedMessage[] = [];
-    let handedOut = 0;
-    try {
-      while (!this.isClosed && !aborted(signal)) {
-        batch = await this.pop(pop).catch((error: unknown) => {
-          if (error instanceof ClosedError) return [];
-          throw error;
-        });
-        for (handedOut = 0; handedOut < batch.length; ) {
-          if (aborted(signal)) return;
-          const message = batch[handedOut++] as PoppedMessage;
-          yield {
-            ...message,
-            ack: () => this.ack(message),
-            nack: (delayMs = 0) => this.changeInvisibleTime(message, delayMs),
-            extend: (ms) => this.changeInvisibleTime(message, ms),
-            deadLetter: () => this.deadLetter(message),
-          };
-        }
-      }
-    } finally {
-      for (const message of batch.slice(handedOut)) {
-        if (this.isClosed) break;
-        this.changeInvisibleTime(message, 0).catch(() => undefined);
-      }
-    }
+  messages(options?: StreamOptions): AsyncGenerator<StreamedMessage, void, undefined> {
+    return streamMessages(this.settler(), options, (pop) => this.popOptions(pop));
+  }
+
+  /** What `run()` and `messages()` call on this consumer. */
+  private settler(): RunTarget {
+    const consumer = this;
+    return {
+      get closed() {
+        return consumer.isClosed;
+      },
+      pop: (pop) => this.pop(pop),
+      ack: (message) => this.ack(message),
+      changeInvisibleTime: (message, ms) => this.changeInvisibleTime(message, ms),
+      deadLetter: (message) => this.deadLetter(message),
+      get maxReconsumeTimes() {
+        return consumer.resolvedGroup?.maxReconsumeTimes ?? DEFAULT_MAX_RECONSUME_TIMES;
+      },
+      keyShared: false,
+      report: (error, during) => this.parts.report(error, during),
+    };
   }
 
   /**
@@ -450,6 +439,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   }
 
   private async receive(broker: string, maxNum: number, invisibleTimeMs: number, waitMs: number) {
+    if (this.isClosed) return [];
     const messages = await this.client.receive<ProtoMessage>(
       {
         group: this.resource(this.groupInfo.name),
@@ -561,11 +551,6 @@ function handleOf(messageOrHandle: PoppedMessage | string): string {
 function isReceiptHandle(text: string): boolean {
   const fields = text.split(' ');
   return fields.length >= RECEIPT_HANDLE_MIN_FIELDS && fields.slice(0, 3).every((field) => /^\d+$/.test(field));
-}
-
-/** Read through a call: an abort can happen while the stream is suspended at a `yield`. */
-function aborted(signal: AbortSignal | undefined): boolean {
-  return signal?.aborted === true;
 }
 
 function offsetOption(start: StartPosition): Record<string, unknown> {
