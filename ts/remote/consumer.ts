@@ -25,6 +25,9 @@ const HEARTBEAT_INTERVAL_MS = 10_000;
 /** How often the broker list of the parent topic is looked up again (brokers may join). */
 const ROUTE_REFRESH_MS = 30_000;
 const DEFAULT_POP_NUM = 32;
+/** First wait before a dropped telemetry stream is opened again; doubled per failed attempt. */
+const TELEMETRY_RETRY_MS = 1_000;
+const TELEMETRY_MAX_RETRY_MS = 30_000;
 /** Fields of the shortest receipt handle a RocketMQ broker decodes. */
 const RECEIPT_HANDLE_MIN_FIELDS = 8;
 
@@ -40,6 +43,9 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   private telemetryStream: ClientDuplexStream<unknown, unknown> | undefined;
   private readonly ready: Promise<void>;
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  /** @internal Telemetry streams reopened with the subscription synced on them (for tests). */
+  reconnects = 0;
   private readonly topics = new Set<string>();
   /** The handle handed out → what acking it needs now. */
   private readonly handles = new Map<string, Handle>();
@@ -325,6 +331,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     } finally {
       // After `ready`: a start still under way when close began has set its timer and stream by now.
       clearInterval(this.heartbeatTimer);
+      clearTimeout(this.reconnectTimer);
       this.telemetryStream?.end();
       this.telemetryStream?.cancel();
       this.client.close();
@@ -336,8 +343,27 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   /** Telemetry handshake (the proxy learns this client's type and group), then a first heartbeat. */
   private async start(): Promise<void> {
     this.resolvedGroup = await this.parts.groupOf(this.groupName);
+    await this.openTelemetry();
+    await this.sendHeartbeat();
+    if (this.isClosed) return; // closed while starting: no heartbeat to keep
+    this.heartbeatTimer = setInterval(() => {
+      this.sendHeartbeat().catch((error: unknown) => {
+        if (!this.isClosed) this.parts.report(error, 'a RocketMQ heartbeat');
+      });
+    }, HEARTBEAT_INTERVAL_MS);
+    this.heartbeatTimer.unref();
+  }
+
+  /**
+   * Opens a telemetry stream, sends this client's settings and resolves when the proxy answers with
+   * its own. Should the stream end or fail later (the proxy restarted, the connection dropped), it
+   * is opened again (see `reconnect`): without it the proxy would not know this client's settings
+   * and could not tell it of evictions.
+   */
+  private async openTelemetry(): Promise<void> {
     const stream = this.client.telemetry();
     this.telemetryStream = stream;
+    let answered = false;
     const settled = new Promise<void>((resolve, reject) => {
       stream.on(
         'data',
@@ -349,6 +375,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
         }) => {
           if (command.command === 'settings') {
             this.groupQuota = Number(command.settings?.subscription?.liteSubscriptionQuota ?? 0);
+            answered = true;
             resolve();
           } else if (command.command === 'notifyUnsubscribeLiteCommand' && command.notifyUnsubscribeLiteCommand) {
             const liteTopic = command.notifyUnsubscribeLiteCommand.liteTopic;
@@ -357,11 +384,17 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
           } else if (command.status && command.status.code !== 'OK') reject(statusError(command.status, 'telemetry'));
         },
       );
-      stream.on('error', (error: Error & { code?: number }) => {
-        reject(error);
-        // A cancelled stream is this consumer closing.
-        if (!this.isClosed) this.parts.report(error, 'the RocketMQ telemetry stream');
-      });
+      const dropped = (error: Error | undefined) => {
+        reject(error ?? new RemoteError('the telemetry stream ended', { status: 'UNAVAILABLE' }));
+        // Once a stream is replaced or the consumer closes (which cancels it), its end is no news.
+        if (this.isClosed || this.telemetryStream !== stream) return;
+        this.telemetryStream = undefined;
+        if (error !== undefined) this.parts.report(error, 'the RocketMQ telemetry stream');
+        // A stream that never answered belongs to a start or a reconnect, which handle its failure.
+        if (answered) this.reconnect(TELEMETRY_RETRY_MS);
+      };
+      stream.on('error', (error: Error) => dropped(error));
+      stream.on('end', () => dropped(undefined));
     });
     stream.write({
       settings: {
@@ -390,17 +423,36 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     });
     try {
       await Promise.race([settled, timedOut]);
+    } catch (error) {
+      if (this.telemetryStream === stream) this.telemetryStream = undefined;
+      stream.cancel();
+      throw error;
     } finally {
       clearTimeout(timer);
     }
-    await this.sendHeartbeat();
-    if (this.isClosed) return; // closed while starting: no heartbeat to keep
-    this.heartbeatTimer = setInterval(() => {
-      this.sendHeartbeat().catch((error: unknown) => {
-        if (!this.isClosed) this.parts.report(error, 'a RocketMQ heartbeat');
-      });
-    }, HEARTBEAT_INTERVAL_MS);
-    this.heartbeatTimer.unref();
+  }
+
+  /**
+   * Opens the telemetry stream again after `delayMs`, then syncs the subscription (the proxy may
+   * have forgotten it with the client); a failed attempt is reported and retried, each wait twice
+   * the last, up to `TELEMETRY_MAX_RETRY_MS`.
+   */
+  private reconnect(delayMs: number): void {
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (this.isClosed) return;
+      this.openTelemetry()
+        .then(() => this.sync0('COMPLETE_ADD', [...this.topics], undefined))
+        .then(() => {
+          this.reconnects++;
+        })
+        .catch((error: unknown) => {
+          if (this.isClosed) return;
+          this.parts.report(error, 'reopening the RocketMQ telemetry stream');
+          this.reconnect(Math.min(delayMs * 2, TELEMETRY_MAX_RETRY_MS));
+        });
+    }, delayMs);
+    this.reconnectTimer.unref();
   }
 
   private sendHeartbeat(): Promise<unknown> {
