@@ -174,7 +174,14 @@ describe.each(BACKENDS)('%s engine', (engine) => {
       await c.subscribe(['t1']);
       const waiting = c.pop({ waitMs: 5000 });
       await sendMany(broker, 't1', 2);
-      expect(bodies(await gather(engine, 2, () => c.pop(), await waiting))).toEqual(['t1#0', 't1#1']);
+      const woken = bodies(await waiting);
+      if (engine === 'rocketmq') {
+        // RocketMQ may answer at the first arrival, and then holds the lite topic's next message
+        // until the first is acked (FIFO): docs/ROCKETMQ.md, "Long poll".
+        expect(woken).toEqual(['t1#0', 't1#1'].slice(0, Math.max(1, woken.length)));
+      } else {
+        expect(woken).toEqual(['t1#0', 't1#1']);
+      }
       const timedOut = c.pop({ waitMs: 5000 });
       let settled = false;
       void timedOut.then(() => {
