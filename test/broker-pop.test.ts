@@ -295,7 +295,7 @@ describe.each(BACKENDS)('%s engine', (engine) => {
       },
     );
 
-    embeddedOnly(engine, 'Invisible time')('advances past the acked prefix only', async () => {
+    embeddedOnly(engine, 'Exactly once per group')('advances past the acked prefix only', async () => {
       const { broker, advance } = await openBroker(engine);
       broker.createGroup('g', { bindTopic: 'agents' });
       const c = broker.consumer({ group: 'g', clientId: 'c' });
