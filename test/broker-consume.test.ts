@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { retryDelayMs } from '../ts/broker/run.js';
 import { Broker, MemoryStore, type PoppedMessage, systemClock } from '../ts/index.js';
-import { bodies, gather, openBroker, sendMany } from './broker-helpers.js';
+import { bodies, gather, openBroker, popEither, sendMany } from './broker-helpers.js';
 import { BACKENDS, type Backend, embeddedOnly } from './engines.js';
 
 /** A broker on system timers (long polls and invisible times run on their own), closed by the caller. */
@@ -55,10 +55,17 @@ describe.each(BACKENDS)('%s engine', (engine) => {
       await second.subscribe(['t1', 't2']);
       await sendMany(broker, 't1', 2);
       await sendMany(broker, 't2', 1);
-      const held = await first.pop({ maxNum: 32, invisibleTimeMs: 60_000 });
+      const {
+        holder,
+        other,
+        popped: held,
+      } = await popEither(engine, first, second, {
+        maxNum: 32,
+        invisibleTimeMs: 60_000,
+      });
       expect(held.length).toBeGreaterThan(0);
-      await first.close();
-      const again = await gather(engine, 3, () => second.pop({ maxNum: 32 }));
+      await holder.close();
+      const again = await gather(engine, 3, () => other.pop({ maxNum: 32 }));
       expect(bodies(again).sort()).toEqual(['t1#0', 't1#1', 't2#0'].sort());
       for (const m of again.filter((m) => bodies(held).includes(m.body.toString()))) expect(m.reconsumeTimes).toBe(1);
     });
@@ -71,11 +78,12 @@ describe.each(BACKENDS)('%s engine', (engine) => {
       await first.subscribe(['t1']);
       await second.subscribe(['t1']);
       await sendMany(broker, 't1', 1);
-      expect(bodies(await first.pop({ invisibleTimeMs: 5_000 }))).toEqual(['t1#0']);
-      await first.close({ release: false });
-      expect(await second.pop()).toEqual([]);
+      const { holder, other, popped } = await popEither(engine, first, second, { invisibleTimeMs: 5_000 });
+      expect(bodies(popped)).toEqual(['t1#0']);
+      await holder.close({ release: false });
+      expect(await other.pop()).toEqual([]);
       await elapse(5_000);
-      expect(bodies(await gather(engine, 1, () => second.pop()))).toEqual(['t1#0']);
+      expect(bodies(await gather(engine, 1, () => other.pop()))).toEqual(['t1#0']);
     });
   });
 

@@ -4,7 +4,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach } from 'vitest';
-import { Broker, type BrokerOptions, type Consumer, type PoppedMessage } from '../ts/index.js';
+import { Broker, type BrokerOptions, type Consumer, type PopOptions, type PoppedMessage } from '../ts/index.js';
 import { type Backend, ROCKETMQ_ENDPOINTS } from './engines.js';
 import { ManualClock } from './log-helpers.js';
 
@@ -104,6 +104,33 @@ async function connectBroker(clock: ManualClock, options: BrokerOptions): Promis
     },
     elapse: (ms: number) => sleep(ms),
   };
+}
+
+/**
+ * Which of two clients of a group holds the lite topics: on the embedded broker `first`, whose POP
+ * is returned as it is (its assertions are those of one call). RocketMQ decides which client a lite
+ * topic's messages go to: there each client POPs in turn, a bounded number of times, until one
+ * brings something.
+ */
+export async function popEither(
+  backend: Backend,
+  first: Consumer,
+  second: Consumer,
+  options: PopOptions,
+): Promise<{ holder: Consumer; other: Consumer; popped: PoppedMessage[] }> {
+  const popped = await first.pop(options);
+  if (backend !== 'rocketmq' || popped.length > 0) return { holder: first, other: second, popped };
+  for (let attempt = 0; attempt < GATHER_ATTEMPTS; attempt++) {
+    for (const [holder, other] of [
+      [second, first],
+      [first, second],
+    ] as const) {
+      const found = await holder.pop(options);
+      if (found.length > 0) return { holder, other, popped: found };
+    }
+    await sleep(GATHER_PAUSE_MS);
+  }
+  return { holder: first, other: second, popped: [] };
 }
 
 /**
