@@ -400,7 +400,7 @@ describe.each(BACKENDS)('%s engine', (engine) => {
       },
     );
 
-    embeddedOnly(engine, 'Quotas')(
+    embeddedOnly(engine, 'Wildcard groups')(
       'checks a new matching lite topic against the quota and tells the client instead of overshooting',
       async () => {
         const { broker } = await openBroker(engine, { limits: { maxLiteTopicsPerClient: 2 } });
