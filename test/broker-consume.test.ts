@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import { retryDelayMs } from '../ts/broker/run.js';
 import { Broker, MemoryStore, type PoppedMessage, systemClock } from '../ts/index.js';
-import { bodies, openBroker, sendMany } from './broker-helpers.js';
+import { bodies, gather, openBroker, popEither, sendMany } from './broker-helpers.js';
 import { BACKENDS, type Backend, embeddedOnly } from './engines.js';
 
 /** A broker on system timers (long polls and invisible times run on their own), closed by the caller. */
@@ -46,7 +46,7 @@ describe('retry delay', () => {
 
 describe.each(BACKENDS)('%s engine', (engine) => {
   describe('consumer.close()', () => {
-    embeddedOnly(engine, 'Dispatch')('makes its in-flight messages visible to the group at once', async () => {
+    it('makes its in-flight messages visible to the group at once', async () => {
       const { broker } = await openBroker(engine);
       broker.createGroup('g', { bindTopic: 'agents' });
       const first = broker.consumer({ group: 'g', clientId: 'first' });
@@ -55,35 +55,40 @@ describe.each(BACKENDS)('%s engine', (engine) => {
       await second.subscribe(['t1', 't2']);
       await sendMany(broker, 't1', 2);
       await sendMany(broker, 't2', 1);
-      const held = await first.pop({ maxNum: 32, invisibleTimeMs: 60_000 });
+      const {
+        holder,
+        other,
+        popped: held,
+      } = await popEither(engine, first, second, {
+        maxNum: 32,
+        invisibleTimeMs: 60_000,
+      });
       expect(held.length).toBeGreaterThan(0);
-      await first.close();
-      const again = await second.pop({ maxNum: 32 });
+      await holder.close();
+      const again = await gather(engine, 3, () => other.pop({ maxNum: 32 }));
       expect(bodies(again).sort()).toEqual(['t1#0', 't1#1', 't2#0'].sort());
       for (const m of again.filter((m) => bodies(held).includes(m.body.toString()))) expect(m.reconsumeTimes).toBe(1);
     });
 
-    embeddedOnly(engine, 'Manual time')(
-      'with release: false keeps them hidden until their invisible time ends',
-      async () => {
-        const { broker, advance } = await openBroker(engine);
-        broker.createGroup('g', { bindTopic: 'agents' });
-        const first = broker.consumer({ group: 'g', clientId: 'first' });
-        const second = broker.consumer({ group: 'g', clientId: 'second' });
-        await first.subscribe(['t1']);
-        await second.subscribe(['t1']);
-        await sendMany(broker, 't1', 1);
-        expect(bodies(await first.pop({ invisibleTimeMs: 5_000 }))).toEqual(['t1#0']);
-        await first.close({ release: false });
-        expect(await second.pop()).toEqual([]);
-        advance(5_000);
-        expect(bodies(await second.pop())).toEqual(['t1#0']);
-      },
-    );
+    it('with release: false keeps them hidden until their invisible time ends', async () => {
+      const { broker, elapse } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const first = broker.consumer({ group: 'g', clientId: 'first' });
+      const second = broker.consumer({ group: 'g', clientId: 'second' });
+      await first.subscribe(['t1']);
+      await second.subscribe(['t1']);
+      await sendMany(broker, 't1', 1);
+      const { holder, other, popped } = await popEither(engine, first, second, { invisibleTimeMs: 5_000 });
+      expect(bodies(popped)).toEqual(['t1#0']);
+      await holder.close({ release: false });
+      expect(await other.pop()).toEqual([]);
+      await elapse(5_000);
+      expect(bodies(await gather(engine, 1, () => other.pop()))).toEqual(['t1#0']);
+    });
   });
 
   describe('messages()', () => {
-    embeddedOnly(engine, 'Invisible time')('releases the rest of its batch when the loop ends early', async () => {
+    embeddedOnly(engine, 'Dispatch')('releases the rest of its batch when the loop ends early', async () => {
       const { broker } = await openBroker(engine);
       broker.createGroup('g', { bindTopic: 'agents' });
       const reader = broker.consumer({ group: 'g', clientId: 'reader' });
@@ -96,7 +101,7 @@ describe.each(BACKENDS)('%s engine', (engine) => {
         break;
       }
       expect(taken).toBeDefined();
-      const rest = await other.pop({ maxNum: 32 });
+      const rest = await gather(engine, 2, () => other.pop({ maxNum: 32 }));
       expect(bodies(rest).sort()).toEqual(['t1#0', 't2#0', 't3#0'].filter((b) => b !== taken?.body.toString()));
       // The message handed out stays with the reader, which can still ack it.
       await reader.ack(taken as PoppedMessage);
@@ -120,7 +125,9 @@ describe.each(BACKENDS)('%s engine', (engine) => {
         controller.abort();
         await loop;
         await sendMany(broker, 't1', 1);
-        const after = await reader.pop({ waitMs: 2_000 });
+        // On RocketMQ the aborted stream's long poll stays open on the proxy until its wait ends and
+        // may take the message first; the stream makes it visible again, asynchronously.
+        const after = await gather(engine, 1, () => reader.pop({ waitMs: 2_000 }));
         expect(seen).toEqual([]);
         expect(bodies(after)).toEqual(['t1#0']);
       } finally {

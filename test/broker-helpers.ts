@@ -2,8 +2,9 @@
  * Shared by the broker tests: a broker per engine on a manual clock (timers run on `tick()`),
  * closed after each test, and small helpers to send and pop.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { afterEach } from 'vitest';
-import { Broker, type BrokerOptions, type Consumer, type PoppedMessage } from '../ts/index.js';
+import { Broker, type BrokerOptions, type Consumer, type PopOptions, type PoppedMessage } from '../ts/index.js';
 import { type Backend, ROCKETMQ_ENDPOINTS } from './engines.js';
 import { ManualClock } from './log-helpers.js';
 
@@ -21,6 +22,44 @@ export interface TestBroker {
   clock: ManualClock;
   /** Advances the clock and runs what became due. */
   advance(ms: number): void;
+  /**
+   * Lets `ms` pass: `advance(ms)` on the embedded broker; real time on RocketMQ, which keeps its
+   * own. For the tests whose timing both can show (short invisible times and waits).
+   */
+  elapse(ms: number): Promise<void>;
+}
+
+/** Real-time waits on RocketMQ: retries of `gather`, and the pause between them. */
+const GATHER_ATTEMPTS = 40;
+const GATHER_PAUSE_MS = 250;
+
+/**
+ * A moment before `ms` from now has passed: 1 ms short on the manual clock; half of it in real time
+ * (RocketMQ), where timers and the trip to the broker are not exact.
+ */
+export function shortOf(backend: Backend, ms: number): number {
+  return backend === 'rocketmq' ? Math.floor(ms / 2) : ms - 1;
+}
+
+/**
+ * The messages a POP finds. On the embedded broker the one call `pop()`, so its assertions are those
+ * of a single POP. RocketMQ makes stored and released messages visible to POP asynchronously (a
+ * redelivery too, once its invisible time ends): there POPs are repeated, a bounded number of times,
+ * until at least `count` messages were gathered (`first`, a POP already made, counts).
+ */
+export async function gather(
+  backend: Backend,
+  count: number,
+  pop: () => Promise<PoppedMessage[]>,
+  first?: PoppedMessage[],
+): Promise<PoppedMessage[]> {
+  const found = first ?? (await pop());
+  if (backend !== 'rocketmq') return found;
+  for (let attempt = 0; found.length < count && attempt < GATHER_ATTEMPTS; attempt++) {
+    await sleep(GATHER_PAUSE_MS);
+    found.push(...(await pop()));
+  }
+  return found;
 }
 
 /**
@@ -41,6 +80,10 @@ export async function openBroker(engine: Backend, options: BrokerOptions = {}): 
       clock.advance(ms);
       broker.tick();
     },
+    async elapse(ms: number) {
+      clock.advance(ms);
+      broker.tick();
+    },
   };
 }
 
@@ -57,9 +100,37 @@ async function connectBroker(clock: ManualClock, options: BrokerOptions): Promis
     broker: remote as unknown as Broker,
     clock,
     advance() {
-      throw new Error('RocketMQ keeps its own time: mark the test embeddedOnly');
+      throw new Error('RocketMQ keeps its own time: use elapse, or mark the test embeddedOnly');
     },
+    elapse: (ms: number) => sleep(ms),
   };
+}
+
+/**
+ * Which of two clients of a group holds the lite topics: on the embedded broker `first`, whose POP
+ * is returned as it is (its assertions are those of one call). RocketMQ decides which client a lite
+ * topic's messages go to: there each client POPs in turn, a bounded number of times, until one
+ * brings something.
+ */
+export async function popEither(
+  backend: Backend,
+  first: Consumer,
+  second: Consumer,
+  options: PopOptions,
+): Promise<{ holder: Consumer; other: Consumer; popped: PoppedMessage[] }> {
+  const popped = await first.pop(options);
+  if (backend !== 'rocketmq' || popped.length > 0) return { holder: first, other: second, popped };
+  for (let attempt = 0; attempt < GATHER_ATTEMPTS; attempt++) {
+    for (const [holder, other] of [
+      [second, first],
+      [first, second],
+    ] as const) {
+      const found = await holder.pop(options);
+      if (found.length > 0) return { holder, other, popped: found };
+    }
+    await sleep(GATHER_PAUSE_MS);
+  }
+  return { holder: first, other: second, popped: [] };
 }
 
 /**

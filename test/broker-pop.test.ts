@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Broker, type Clock, type Consumer, MemoryStore, type StoredMessage } from '../ts/index.js';
-import { bodies, drain, ManualClock, openBroker, sendMany, tempDir } from './broker-helpers.js';
+import { bodies, drain, gather, ManualClock, openBroker, sendMany, shortOf, tempDir } from './broker-helpers.js';
 import { BACKENDS, embeddedEngine, embeddedOnly } from './engines.js';
 
 /** A memory store that runs `onRead` (once) in the middle of a read, to stage races deterministically. */
@@ -167,77 +167,95 @@ describe.each(BACKENDS)('%s engine', (engine) => {
   });
 
   describe('pop', () => {
-    embeddedOnly(engine, 'Manual time')('long-polls until an arrival wakes it, or until waitMs passes', async () => {
-      const { broker, advance } = await openBroker(engine);
+    it('long-polls until an arrival wakes it, or until waitMs passes', async () => {
+      const { broker, elapse } = await openBroker(engine);
       broker.createGroup('g', { bindTopic: 'agents' });
       const c = broker.consumer({ group: 'g', clientId: 'c' });
       await c.subscribe(['t1']);
       const waiting = c.pop({ waitMs: 5000 });
       await sendMany(broker, 't1', 2);
-      expect(bodies(await waiting)).toEqual(['t1#0', 't1#1']);
+      const woken = bodies(await waiting);
+      if (engine === 'rocketmq') {
+        // RocketMQ may answer at the first arrival, and then holds the lite topic's next message
+        // until the first is acked (FIFO): docs/ROCKETMQ.md, "Long poll".
+        expect(woken).toEqual(['t1#0', 't1#1'].slice(0, Math.max(1, woken.length)));
+      } else {
+        expect(woken).toEqual(['t1#0', 't1#1']);
+      }
       const timedOut = c.pop({ waitMs: 5000 });
       let settled = false;
       void timedOut.then(() => {
         settled = true;
       });
-      advance(4999);
+      await elapse(shortOf(engine, 5000));
       await Promise.resolve();
       expect(settled).toBe(false);
-      advance(1);
+      await elapse(5000 - shortOf(engine, 5000));
       expect(await timedOut).toEqual([]);
       const closing = c.pop({ waitMs: 5000 });
       await c.close();
       expect(await closing).toEqual([]);
     });
 
-    embeddedOnly(engine, 'Manual time')(
-      'keeps FIFO per lite topic per group and redelivers first at expiry with reconsumeTimes + 1',
-      async () => {
-        const { broker, advance } = await openBroker(engine);
-        broker.createGroup('g', { bindTopic: 'agents' });
-        const a = broker.consumer({ group: 'g', clientId: 'a' });
-        const b = broker.consumer({ group: 'g', clientId: 'b' });
-        for (const c of [a, b]) await c.subscribe(['x']);
-        await sendMany(broker, 'x', 3);
-        const first = [...(await a.pop({ maxNum: 1, invisibleTimeMs: 1000 })), ...(await b.pop({ maxNum: 1 }))];
-        expect(bodies(first)).toEqual(['x#0']);
-        expect(await a.pop()).toEqual([]);
-        expect(await b.pop()).toEqual([]);
-        advance(1000);
-        const again = [...(await a.pop({ maxNum: 2 })), ...(await b.pop({ maxNum: 2 }))];
+    it('keeps FIFO per lite topic per group and redelivers first at expiry with reconsumeTimes + 1', async () => {
+      const { broker, elapse } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const a = broker.consumer({ group: 'g', clientId: 'a' });
+      const b = broker.consumer({ group: 'g', clientId: 'b' });
+      for (const c of [a, b]) await c.subscribe(['x']);
+      await sendMany(broker, 'x', 3);
+      // Whichever client gets x#0 (RocketMQ chooses) hides it for the same time.
+      const first = [
+        ...(await a.pop({ maxNum: 1, invisibleTimeMs: 1000 })),
+        ...(await b.pop({ maxNum: 1, invisibleTimeMs: 1000 })),
+      ];
+      expect(bodies(first)).toEqual(['x#0']);
+      expect(await a.pop()).toEqual([]);
+      expect(await b.pop()).toEqual([]);
+      await elapse(1000);
+      const again = await gather(engine, 2, async () => [
+        ...(await a.pop({ maxNum: 2 })),
+        ...(await b.pop({ maxNum: 2 })),
+      ]);
+      if (engine === 'rocketmq') {
+        // RocketMQ counts the redelivery but reports it only in a batch of the same messages as
+        // before, and this one has grown: docs/ROCKETMQ.md, "Invisible time".
+        expect(bodies(again)).toEqual(['x#0', 'x#1']);
+      } else {
         expect(again.map((m) => [m.body.toString(), m.reconsumeTimes])).toEqual([
           ['x#0', 1],
           ['x#1', 0],
         ]);
-        for (const m of again) await a.ack(m);
-        expect([...(await popBodies(a)), ...(await popBodies(b))]).toEqual(['x#2']);
-      },
-    );
+      }
+      for (const m of again) await a.ack(m);
+      const rest = await gather(engine, 1, async () => [
+        ...(await a.pop({ maxNum: 32 })),
+        ...(await b.pop({ maxNum: 32 })),
+      ]);
+      expect(bodies(rest)).toEqual(['x#2']);
+    });
 
-    embeddedOnly(engine, 'Receipt handles')(
-      'rejects a stale or unknown receipt and changes nothing; acking twice is harmless',
-      async () => {
-        const { broker, advance } = await openBroker(engine);
-        broker.createGroup('g', { bindTopic: 'agents' });
-        const c = broker.consumer({ group: 'g', clientId: 'c' });
-        await c.subscribe(['x']);
-        await sendMany(broker, 'x', 2);
-        const [old] = await c.pop({ maxNum: 1, invisibleTimeMs: 100 });
-        advance(100);
-        const [fresh] = await c.pop({ maxNum: 1 });
-        expect(fresh?.reconsumeTimes).toBe(1);
-        await expect(c.ack(old as never)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
-        await expect(c.ack('garbage')).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
-        await expect(c.changeInvisibleTime(old as never, 0)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
-        // Still hidden: the stale ack did nothing.
-        expect(await c.pop()).toEqual([]);
-        await c.ack(fresh as never);
-        await c.ack(fresh as never);
-        expect(await popBodies(c)).toEqual(['x#1']);
-        await c.ack(fresh as never);
-        await expect(c.ack(old as never)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
-      },
-    );
+    it('rejects a stale or unknown receipt and changes nothing; acking twice is harmless', async () => {
+      const { broker, elapse } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['x']);
+      await sendMany(broker, 'x', 2);
+      const [old] = await c.pop({ maxNum: 1, invisibleTimeMs: 100 });
+      await elapse(100);
+      const [fresh] = await gather(engine, 1, () => c.pop({ maxNum: 1 }));
+      expect(fresh?.reconsumeTimes).toBe(1);
+      await expect(c.ack(old as never)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+      await expect(c.ack('garbage')).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+      await expect(c.changeInvisibleTime(old as never, 0)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+      // Still hidden: the stale ack did nothing.
+      expect(await c.pop()).toEqual([]);
+      await c.ack(fresh as never);
+      await c.ack(fresh as never);
+      expect(bodies(await gather(engine, 1, () => c.pop()))).toEqual(['x#1']);
+      await c.ack(fresh as never);
+      await expect(c.ack(old as never)).rejects.toMatchObject({ code: 'INVALID_RECEIPT' });
+    });
 
     embeddedOnly(engine, 'Receipt handles')(
       'refuses tampered handles (other fields, non-canonical numbers, truncated) and then acks the real one',
@@ -281,7 +299,7 @@ describe.each(BACKENDS)('%s engine', (engine) => {
       },
     );
 
-    embeddedOnly(engine, 'Manual time')('advances past the acked prefix only', async () => {
+    embeddedOnly(engine, 'Exactly once per group')('advances past the acked prefix only', async () => {
       const { broker, advance } = await openBroker(engine);
       broker.createGroup('g', { bindTopic: 'agents' });
       const c = broker.consumer({ group: 'g', clientId: 'c' });
@@ -302,28 +320,28 @@ describe.each(BACKENDS)('%s engine', (engine) => {
       ]);
     });
 
-    embeddedOnly(engine, 'Manual time')(
-      'changeInvisibleTime: 0 makes it visible now, larger values extend',
-      async () => {
-        const { broker, advance } = await openBroker(engine);
-        broker.createGroup('g', { bindTopic: 'agents' });
-        const c = broker.consumer({ group: 'g', clientId: 'c' });
-        await c.subscribe(['x']);
-        await sendMany(broker, 'x', 1);
-        const [m] = await c.pop({ invisibleTimeMs: 1000 });
-        await c.changeInvisibleTime(m as never, 0);
-        const [again] = await c.pop({ invisibleTimeMs: 1000 });
-        expect(again?.reconsumeTimes).toBe(1);
-        await c.changeInvisibleTime(again as never, 5000);
-        advance(4999);
-        expect(await c.pop()).toEqual([]);
-        advance(1);
-        expect((await c.pop()).map((x) => x.reconsumeTimes)).toEqual([2]);
-        const waiting = c.pop({ waitMs: 60_000 });
-        advance(30_000);
-        expect((await waiting).map((x) => x.reconsumeTimes)).toEqual([3]);
-      },
-    );
+    it('changeInvisibleTime: 0 makes it visible now, larger values extend', async () => {
+      const { broker, elapse } = await openBroker(engine);
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['x']);
+      await sendMany(broker, 'x', 1);
+      // Invisible times long enough for the next call to come before they end on a loaded machine (RocketMQ).
+      const [m] = await c.pop({ invisibleTimeMs: 10_000 });
+      await c.changeInvisibleTime(m as never, 0);
+      const [again] = await gather(engine, 1, () => c.pop({ invisibleTimeMs: 10_000 }));
+      expect(again?.reconsumeTimes).toBe(1);
+      await c.changeInvisibleTime(again as never, 5000);
+      await elapse(shortOf(engine, 5000));
+      expect(await c.pop()).toEqual([]);
+      await elapse(5000 - shortOf(engine, 5000));
+      expect((await gather(engine, 1, () => c.pop())).map((x) => x.reconsumeTimes)).toEqual([2]);
+      // Not on RocketMQ, whose long poll the end of an invisible time does not wake: docs/ROCKETMQ.md, "Long poll".
+      if (engine === 'rocketmq') return;
+      const waiting = c.pop({ waitMs: 60_000 });
+      await elapse(30_000);
+      expect((await waiting).map((x) => x.reconsumeTimes)).toEqual([3]);
+    });
 
     embeddedOnly(engine, 'Storage')(
       'never loses the event an ack queues while a POP is reading (deterministic race)',

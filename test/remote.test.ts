@@ -1,14 +1,18 @@
 /**
- * `Broker.connect` without a RocketMQ cluster: option checks, refusals, the status-to-error table and
+ * `Broker.connect` without a RocketMQ cluster: option checks, refusals, the status-to-error table,
  * the remoting admin client against a fake name server and broker speaking the remoting frame
- * format. The behaviour on a real cluster is the conformance suite's (`npm run test:rocketmq`).
+ * format, and `DEPENDENCY_MISSING` in a child process where an optional package cannot be found.
+ * The behaviour on a real cluster is the conformance suite's (`npm run test:rocketmq`).
  */
+import { spawnSync } from 'node:child_process';
 import { createServer, type Server, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Broker, ERROR_CODES } from '../ts/index.js';
 import { newMessageId } from '../ts/remote/message.js';
 import { RemotingAdmin } from '../ts/remote/remoting.js';
 import { statusError } from '../ts/remote/status.js';
+import { ENGINES } from './engines.js';
 
 interface Request {
   code: number;
@@ -174,4 +178,23 @@ describe('remoting admin', () => {
       admin.close();
     }
   });
+});
+
+const root = join(__dirname, '..');
+
+describe.each(ENGINES)('without the optional packages (%s engine)', (engine) => {
+  it.each(['@grpc/grpc-js', '@grpc/proto-loader', 'rocketmq-client-nodejs'])(
+    'the embedded broker works; Broker.connect throws DEPENDENCY_MISSING naming %s',
+    (missing) => {
+      const run = spawnSync(process.execPath, ['--import', 'tsx', 'test/fixtures/without-peers.ts', missing, engine], {
+        cwd: root,
+        encoding: 'utf8',
+      });
+      expect(run.status, run.stderr).toBe(0);
+      expect(JSON.parse(run.stdout)).toEqual({
+        delivered: ['embedded'],
+        error: { code: 'DEPENDENCY_MISSING', value: missing, typed: true },
+      });
+    },
+  );
 });

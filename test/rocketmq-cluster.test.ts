@@ -3,9 +3,11 @@
  * brokers, lite topics land on both, and one producer's messages reach consumers of two groups
  * exactly once each, in order per lite topic. Also what RocketMQ decides itself and the shared
  * conformance files cannot assert the embedded way: the per-client quota from the group's
- * `lite.sub.client.quota`, and exclusive eviction told through RocketMQ's unsubscribe notice. Runs
+ * `lite.sub.client.quota`, exclusive eviction told through RocketMQ's unsubscribe notice, also after
+ * the telemetry stream that carries it was dropped and opened again. Runs
  * only under `npm run test:rocketmq`, which starts broker-a and broker-b.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { describe, expect, it } from 'vitest';
 import type { Broker, PoppedMessage } from '../ts/index.js';
 import { openBroker } from './broker-helpers.js';
@@ -94,6 +96,26 @@ describe.runIf(ROCKETMQ_ENDPOINTS !== undefined)('RocketMQ behaviour', () => {
     expect(a.liteTopics).toEqual(['y']);
     expect(b.liteTopics).toEqual(['x']);
   }, 30_000);
+
+  it('opens a dropped telemetry stream again: the proxy still tells the client of an eviction', async () => {
+    const { broker } = await openBroker('rocketmq');
+    await broker.createGroup('g', { bindTopic: 'agents', subModel: 'exclusive' });
+    const a = broker.consumer({ group: 'g', clientId: 'a' });
+    const b = broker.consumer({ group: 'g', clientId: 'b' });
+    await a.subscribe(['x', 'y']);
+    // White box: the stream fails as when the connection drops, and the consumer counts its reopenings.
+    const inside = a as unknown as { telemetryStream: { cancel(): void }; reconnects: number };
+    const errors: unknown[] = [];
+    broker.on('error', (error) => errors.push(error));
+    inside.telemetryStream.cancel();
+    for (let waited = 0; inside.reconnects === 0 && waited < 20_000; waited += 100) await sleep(100);
+    expect(inside.reconnects).toBe(1);
+    expect(errors).toHaveLength(1);
+    const evicted = new Promise((resolve) => a.once('unsubscribed', resolve));
+    await b.subscribe(['x']);
+    expect(await evicted).toEqual({ liteTopic: 'x', reason: 'evicted' });
+    expect(a.liteTopics).toEqual(['y']);
+  }, 40_000);
 });
 
 /** RocketMQ's receipt handle is space-separated; one field is the broker's name. */

@@ -8,9 +8,10 @@ import { ClosedError, InvalidArgumentError } from '../errors.js';
 import type { Matcher } from '../pattern.js';
 import type { BrokerParts } from './parts.js';
 import { compilePatterns } from './registry.js';
-import { type MessageHandler, type Running, type RunOptions, startRun } from './run.js';
+import { type MessageHandler, type Running, type RunOptions, type RunTarget, startRun } from './run.js';
 import { requireStart, type StartPosition } from './start.js';
 import type { ClientState } from './state.js';
+import { type StreamedMessage, type StreamOptions, streamMessages } from './stream.js';
 import type { PopOptions, PoppedMessage } from './types.js';
 
 export interface SubscribeOptions {
@@ -25,21 +26,7 @@ export interface UnsubscribedEvent {
   reason: 'evicted' | 'expired';
 }
 
-/** A popped message with its own settling methods, as `messages()` yields it. */
-export interface StreamedMessage extends PoppedMessage {
-  ack(): Promise<void>;
-  /** Visible again after `delayMs` (default 0: at once), for a new delivery. */
-  nack(delayMs?: number): Promise<void>;
-  /** Hidden for `ms` from now (the message is still being worked on). */
-  extend(ms: number): Promise<void>;
-  /** To the group's dead-letter queue now. */
-  deadLetter(): Promise<void>;
-}
-
-/** `messages()` options: a POP's, and a signal that ends the stream. */
-export interface StreamOptions extends PopOptions {
-  signal?: AbortSignal;
-}
+export type { StreamedMessage, StreamOptions } from './stream.js';
 
 export interface ConsumerEvents {
   unsubscribed: [UnsubscribedEvent];
@@ -183,26 +170,7 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
       if (options.retry?.maxDelayMs !== undefined)
         this.parts.popper.options({ invisibleTimeMs: options.retry.maxDelayMs });
     }
-    const consumer = this;
-    const group = this.client.group;
-    return startRun(
-      {
-        get closed() {
-          return consumer.client.closed;
-        },
-        pop: (pop) => this.pop(pop),
-        ack: (message) => this.ack(message),
-        changeInvisibleTime: (message, ms) => this.changeInvisibleTime(message, ms),
-        deadLetter: (message) => this.deadLetter(message),
-        get maxReconsumeTimes() {
-          return group.config.maxReconsumeTimes;
-        },
-        keyShared: group.keyShared !== undefined,
-        report: (error, during) => this.parts.report(error, during),
-      },
-      handler,
-      options,
-    );
+    return startRun(this.settler(), handler, options);
   }
 
   /**
@@ -211,69 +179,28 @@ export class Consumer extends EventEmitter<ConsumerEvents> {
    * `deadLetter()`. When the loop ends early (`break`, a throw, an abort), the messages of the
    * current batch not yet handed out are made visible again at once.
    */
-  async *messages(options?: StreamOptions): AsyncGenerator<StreamedMessage, void, undefined> {
-    const { signal, ...rest } = options ?? {};
-    const pop = { waitMs: 30_000, ...rest };
-    this.parts.popper.options(pop);
-    if (signal !== undefined && !(signal instanceof AbortSignal)) {
-      throw new InvalidArgumentError('signal must be an AbortSignal', { value: signal });
-    }
-    let batch: PoppedMessage[] = [];
-    let handedOut = 0;
-    try {
-      while (!this.client.closed && !aborted(signal)) {
-        batch = await this.popUnlessAborted(pop, signal);
-        for (handedOut = 0; handedOut < batch.length; ) {
-          if (aborted(signal)) return;
-          const message = batch[handedOut++] as PoppedMessage;
-          yield this.streamed(message);
-        }
-      }
-    } finally {
-      this.releaseAll(batch.slice(handedOut));
-    }
+  messages(options?: StreamOptions): AsyncGenerator<StreamedMessage, void, undefined> {
+    return streamMessages(this.settler(), options, (pop) => this.parts.popper.options(pop));
   }
 
-  /** A POP that gives up when `signal` aborts; what it returns after that is released. */
-  private async popUnlessAborted(pop: PopOptions, signal: AbortSignal | undefined): Promise<PoppedMessage[]> {
-    const popping = this.pop(pop).catch((error: unknown) => {
-      if (error instanceof ClosedError) return [];
-      throw error;
-    });
-    if (signal === undefined) return popping;
-    let onAbort: (() => void) | undefined;
-    const aborted = new Promise<'aborted'>((resolve) => {
-      onAbort = () => resolve('aborted');
-      signal.addEventListener('abort', onAbort, { once: true });
-    });
-    try {
-      const first = await Promise.race([popping, aborted]);
-      if (first !== 'aborted') return first;
-      popping.then((late) => this.releaseAll(late)).catch(() => undefined);
-      return [];
-    } finally {
-      signal.removeEventListener('abort', onAbort as () => void);
-    }
-  }
-
-  private streamed(message: PoppedMessage): StreamedMessage {
+  /** What `run()` and `messages()` call on this consumer. */
+  private settler(): RunTarget {
+    const consumer = this;
+    const group = this.client.group;
     return {
-      ...message,
-      ack: () => this.ack(message),
-      nack: (delayMs = 0) => this.changeInvisibleTime(message, delayMs),
-      extend: (ms) => this.changeInvisibleTime(message, ms),
-      deadLetter: () => this.deadLetter(message),
+      get closed() {
+        return consumer.client.closed;
+      },
+      pop: (pop) => this.pop(pop),
+      ack: (message) => this.ack(message),
+      changeInvisibleTime: (message, ms) => this.changeInvisibleTime(message, ms),
+      deadLetter: (message) => this.deadLetter(message),
+      get maxReconsumeTimes() {
+        return group.config.maxReconsumeTimes;
+      },
+      keyShared: group.keyShared !== undefined,
+      report: (error, during) => this.parts.report(error, during),
     };
-  }
-
-  /** Makes popped messages visible again now; a closed consumer's were released by its close. */
-  private releaseAll(messages: readonly PoppedMessage[]): void {
-    for (const message of messages) {
-      if (this.client.closed) return;
-      this.changeInvisibleTime(message, 0).catch((error: unknown) => {
-        if (!(error instanceof ClosedError)) this.parts.report(error, 'releasing unconsumed messages');
-      });
-    }
   }
 
   /**
@@ -308,9 +235,4 @@ function handleOf(messageOrHandle: PoppedMessage | string): string {
   if (typeof messageOrHandle === 'string') return messageOrHandle;
   if (messageOrHandle !== null && typeof messageOrHandle === 'object') return messageOrHandle.receiptHandle;
   throw new InvalidArgumentError('expected a popped message or a receipt handle', { value: messageOrHandle });
-}
-
-/** Read through a call: an abort can happen while the stream is suspended at a `yield`. */
-function aborted(signal: AbortSignal | undefined): boolean {
-  return signal?.aborted === true;
 }

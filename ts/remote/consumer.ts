@@ -9,10 +9,11 @@
 import { EventEmitter } from 'node:events';
 import type { ClientDuplexStream } from '@grpc/grpc-js';
 import { DEFAULT_MAX_RECONSUME_TIMES } from '../broker/broker.js';
-import type { ConsumerEvents, StreamedMessage, StreamOptions, SubscribeOptions } from '../broker/consumer.js';
+import type { ConsumerEvents, SubscribeOptions } from '../broker/consumer.js';
 import { checkLiteTopic } from '../broker/names.js';
-import { type MessageHandler, type Running, type RunOptions, startRun } from '../broker/run.js';
+import { type MessageHandler, type Running, type RunOptions, type RunTarget, startRun } from '../broker/run.js';
 import { requireStart, type StartPosition } from '../broker/start.js';
+import { type StreamedMessage, type StreamOptions, streamMessages } from '../broker/stream.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from '../broker/types.js';
 import { ClosedError, InvalidArgumentError, InvalidReceiptError, QuotaExceededError, RemoteError } from '../errors.js';
 import { clientId as newClientId, type RemoteBrokerParts, type RemoteGroup } from './broker.js';
@@ -24,6 +25,11 @@ const HEARTBEAT_INTERVAL_MS = 10_000;
 /** How often the broker list of the parent topic is looked up again (brokers may join). */
 const ROUTE_REFRESH_MS = 30_000;
 const DEFAULT_POP_NUM = 32;
+/** First wait before a dropped telemetry stream is opened again; doubled per failed attempt. */
+const TELEMETRY_RETRY_MS = 1_000;
+const TELEMETRY_MAX_RETRY_MS = 30_000;
+/** Fields of the shortest receipt handle a RocketMQ broker decodes. */
+const RECEIPT_HANDLE_MIN_FIELDS = 8;
 
 interface Handle {
   /** RocketMQ's current receipt handle (changeInvisibleTime gets a new one). */
@@ -37,9 +43,14 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   private telemetryStream: ClientDuplexStream<unknown, unknown> | undefined;
   private readonly ready: Promise<void>;
   private heartbeatTimer: NodeJS.Timeout | undefined;
+  private reconnectTimer: NodeJS.Timeout | undefined;
+  /** @internal Telemetry streams reopened with the subscription synced on them (for tests). */
+  reconnects = 0;
   private readonly topics = new Set<string>();
   /** The handle handed out → what acking it needs now. */
   private readonly handles = new Map<string, Handle>();
+  /** The handle handed out → the last call on it still under way (see `inTurn`). */
+  private readonly pending = new Map<string, Promise<void>>();
   private route: { brokers: string[]; at: number } | undefined;
   private nextBroker = 0;
   private isClosed = false;
@@ -121,7 +132,22 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     this.checkOpen();
     const { maxNum, invisibleTimeMs, waitMs } = this.popOptions(options);
     await this.ready;
-    const brokers = await this.brokers();
+    try {
+      return await this.popFrom(await this.brokers(), maxNum, invisibleTimeMs, waitMs);
+    } catch (error) {
+      // A POP under way when the consumer closes ends empty, as on the embedded broker; the proxy
+      // answers one that reaches it after the close as a call of an unknown client.
+      if (this.isClosed) return [];
+      throw error;
+    }
+  }
+
+  private async popFrom(
+    brokers: string[],
+    maxNum: number,
+    invisibleTimeMs: number,
+    waitMs: number,
+  ): Promise<PoppedMessage[]> {
     const found = await this.quickRounds(brokers, maxNum, invisibleTimeMs);
     if (found.length > 0) return found;
     // Nothing ready. RocketMQ hands a stored or released message to its lite topic's consumers
@@ -163,18 +189,20 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     this.checkOpen();
     await this.ready;
     const given = handleOf(messageOrHandle);
-    const handle = this.handleInfo(given, messageOrHandle);
-    const response = await this.client.call<{
-      status: ProtoStatus;
-      entries: { status: ProtoStatus }[];
-    }>('ackMessage', {
-      group: this.resource(this.groupInfo.name),
-      topic: this.resource(this.groupInfo.bindTopic),
-      entries: [{ messageId: handle.messageId, receiptHandle: handle.current, liteTopic: handle.liteTopic }],
+    await this.inTurn(given, async () => {
+      const handle = this.handleInfo(given, messageOrHandle);
+      const response = await this.client.call<{
+        status: ProtoStatus;
+        entries: { status: ProtoStatus }[];
+      }>('ackMessage', {
+        group: this.resource(this.groupInfo.name),
+        topic: this.resource(this.groupInfo.bindTopic),
+        entries: [{ messageId: handle.messageId, receiptHandle: handle.current, liteTopic: handle.liteTopic }],
+      });
+      const status = response.entries[0]?.status;
+      if (status !== undefined && status.code !== 'OK') throw this.receiptError(status, given);
+      this.handles.delete(given);
     });
-    const status = response.entries[0]?.status;
-    if (status !== undefined && status.code !== 'OK') throw this.receiptError(status, given);
-    this.handles.delete(given);
   }
 
   async changeInvisibleTime(messageOrHandle: PoppedMessage | string, invisibleTimeMs: number): Promise<void> {
@@ -184,18 +212,23 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     }
     await this.ready;
     const given = handleOf(messageOrHandle);
-    const handle = this.handleInfo(given, messageOrHandle);
-    const response = await this.client.raw<{ status: ProtoStatus; receiptHandle: string }>('changeInvisibleDuration', {
-      group: this.resource(this.groupInfo.name),
-      topic: this.resource(this.groupInfo.bindTopic),
-      receiptHandle: handle.current,
-      invisibleDuration: duration(invisibleTimeMs),
-      messageId: handle.messageId,
-      liteTopic: handle.liteTopic,
+    await this.inTurn(given, async () => {
+      const handle = this.handleInfo(given, messageOrHandle);
+      const response = await this.client.raw<{ status: ProtoStatus; receiptHandle: string }>(
+        'changeInvisibleDuration',
+        {
+          group: this.resource(this.groupInfo.name),
+          topic: this.resource(this.groupInfo.bindTopic),
+          receiptHandle: handle.current,
+          invisibleDuration: duration(invisibleTimeMs),
+          messageId: handle.messageId,
+          liteTopic: handle.liteTopic,
+        },
+      );
+      if (response.status.code !== 'OK') throw this.receiptError(response.status, given);
+      this.handles.set(given, { ...handle, current: response.receiptHandle });
+      if (invisibleTimeMs === 0) this.parts.touched();
     });
-    if (response.status.code !== 'OK') throw this.receiptError(response.status, given);
-    this.handles.set(given, { ...handle, current: response.receiptHandle });
-    if (invisibleTimeMs === 0) this.parts.touched();
   }
 
   /** To the group's dead-letter queue now (RocketMQ's %DLQ% topic of the group). */
@@ -203,19 +236,38 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     this.checkOpen();
     await this.ready;
     const given = handleOf(messageOrHandle);
-    const handle = this.handleInfo(given, messageOrHandle);
     const attempt = typeof messageOrHandle === 'object' ? messageOrHandle.reconsumeTimes + 1 : 1;
-    const response = await this.client.raw<{ status: ProtoStatus }>('forwardMessageToDeadLetterQueue', {
-      group: this.resource(this.groupInfo.name),
-      topic: this.resource(this.groupInfo.bindTopic),
-      receiptHandle: handle.current,
-      messageId: handle.messageId,
-      deliveryAttempt: attempt,
-      maxDeliveryAttempts: this.groupInfo.maxReconsumeTimes + 1,
-      liteTopic: handle.liteTopic,
+    await this.inTurn(given, async () => {
+      const handle = this.handleInfo(given, messageOrHandle);
+      const response = await this.client.raw<{ status: ProtoStatus }>('forwardMessageToDeadLetterQueue', {
+        group: this.resource(this.groupInfo.name),
+        topic: this.resource(this.groupInfo.bindTopic),
+        receiptHandle: handle.current,
+        messageId: handle.messageId,
+        deliveryAttempt: attempt,
+        maxDeliveryAttempts: this.groupInfo.maxReconsumeTimes + 1,
+        liteTopic: handle.liteTopic,
+      });
+      if (response.status.code !== 'OK') throw this.receiptError(response.status, given);
+      this.handles.delete(given);
     });
-    if (response.status.code !== 'OK') throw this.receiptError(response.status, given);
-    this.handles.delete(given);
+  }
+
+  /**
+   * Runs the calls on one handed-out handle one after another. RocketMQ gives a message a new
+   * receipt handle with every change of its invisible time and refuses the old one from then on, so
+   * an ack or extension sent while another change is under way would go with a handle about to expire.
+   */
+  private async inTurn(given: string, call: () => Promise<void>): Promise<void> {
+    const before = this.pending.get(given) ?? Promise.resolve();
+    const mine = before.then(call, call);
+    const settled = mine.catch(() => undefined);
+    this.pending.set(given, settled);
+    try {
+      await mine;
+    } finally {
+      if (this.pending.get(given) === settled) this.pending.delete(given);
+    }
   }
 
   heartbeat(): void {
@@ -224,58 +276,31 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
 
   run(handler: MessageHandler, options?: RunOptions): Running {
     this.checkOpen();
-    const consumer = this;
-    return startRun(
-      {
-        get closed() {
-          return consumer.isClosed;
-        },
-        pop: (pop) => this.pop(pop),
-        ack: (message) => this.ack(message),
-        changeInvisibleTime: (message, ms) => this.changeInvisibleTime(message, ms),
-        deadLetter: (message) => this.deadLetter(message),
-        get maxReconsumeTimes() {
-          return consumer.resolvedGroup?.maxReconsumeTimes ?? DEFAULT_MAX_RECONSUME_TIMES;
-        },
-        keyShared: false,
-        report: (error, during) => this.parts.report(error, during),
-      },
-      handler,
-      options,
-    );
+    return startRun(this.settler(), handler, options);
   }
 
   /** As the embedded consumer's `messages()`: POPs with long poll until closed or aborted. */
-  async *messages(options?: StreamOptions): AsyncGenerator<StreamedMessage, void, undefined> {
-    const { signal, ...rest } = options ?? {};
-    const pop = { waitMs: 30_000, ...rest };
-    this.popOptions(pop);
-    let batch: PoppedMessage[] = [];
-    let handedOut = 0;
-    try {
-      while (!this.isClosed && !aborted(signal)) {
-        batch = await this.pop(pop).catch((error: unknown) => {
-          if (error instanceof ClosedError) return [];
-          throw error;
-        });
-        for (handedOut = 0; handedOut < batch.length; ) {
-          if (aborted(signal)) return;
-          const message = batch[handedOut++] as PoppedMessage;
-          yield {
-            ...message,
-            ack: () => this.ack(message),
-            nack: (delayMs = 0) => this.changeInvisibleTime(message, delayMs),
-            extend: (ms) => this.changeInvisibleTime(message, ms),
-            deadLetter: () => this.deadLetter(message),
-          };
-        }
-      }
-    } finally {
-      for (const message of batch.slice(handedOut)) {
-        if (this.isClosed) break;
-        this.changeInvisibleTime(message, 0).catch(() => undefined);
-      }
-    }
+  messages(options?: StreamOptions): AsyncGenerator<StreamedMessage, void, undefined> {
+    return streamMessages(this.settler(), options, (pop) => this.popOptions(pop));
+  }
+
+  /** What `run()` and `messages()` call on this consumer. */
+  private settler(): RunTarget {
+    const consumer = this;
+    return {
+      get closed() {
+        return consumer.isClosed;
+      },
+      pop: (pop) => this.pop(pop),
+      ack: (message) => this.ack(message),
+      changeInvisibleTime: (message, ms) => this.changeInvisibleTime(message, ms),
+      deadLetter: (message) => this.deadLetter(message),
+      get maxReconsumeTimes() {
+        return consumer.resolvedGroup?.maxReconsumeTimes ?? DEFAULT_MAX_RECONSUME_TIMES;
+      },
+      keyShared: false,
+      report: (error, during) => this.parts.report(error, during),
+    };
   }
 
   /**
@@ -306,18 +331,39 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     } finally {
       // After `ready`: a start still under way when close began has set its timer and stream by now.
       clearInterval(this.heartbeatTimer);
+      clearTimeout(this.reconnectTimer);
       this.telemetryStream?.end();
       this.telemetryStream?.cancel();
       this.client.close();
       this.handles.clear();
+      this.pending.clear();
     }
   }
 
   /** Telemetry handshake (the proxy learns this client's type and group), then a first heartbeat. */
   private async start(): Promise<void> {
     this.resolvedGroup = await this.parts.groupOf(this.groupName);
+    await this.openTelemetry();
+    await this.sendHeartbeat();
+    if (this.isClosed) return; // closed while starting: no heartbeat to keep
+    this.heartbeatTimer = setInterval(() => {
+      this.sendHeartbeat().catch((error: unknown) => {
+        if (!this.isClosed) this.parts.report(error, 'a RocketMQ heartbeat');
+      });
+    }, HEARTBEAT_INTERVAL_MS);
+    this.heartbeatTimer.unref();
+  }
+
+  /**
+   * Opens a telemetry stream, sends this client's settings and resolves when the proxy answers with
+   * its own. Should the stream end or fail later (the proxy restarted, the connection dropped), it
+   * is opened again (see `reconnect`): without it the proxy would not know this client's settings
+   * and could not tell it of evictions.
+   */
+  private async openTelemetry(): Promise<void> {
     const stream = this.client.telemetry();
     this.telemetryStream = stream;
+    let answered = false;
     const settled = new Promise<void>((resolve, reject) => {
       stream.on(
         'data',
@@ -329,6 +375,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
         }) => {
           if (command.command === 'settings') {
             this.groupQuota = Number(command.settings?.subscription?.liteSubscriptionQuota ?? 0);
+            answered = true;
             resolve();
           } else if (command.command === 'notifyUnsubscribeLiteCommand' && command.notifyUnsubscribeLiteCommand) {
             const liteTopic = command.notifyUnsubscribeLiteCommand.liteTopic;
@@ -337,11 +384,17 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
           } else if (command.status && command.status.code !== 'OK') reject(statusError(command.status, 'telemetry'));
         },
       );
-      stream.on('error', (error: Error & { code?: number }) => {
-        reject(error);
-        // A cancelled stream is this consumer closing.
-        if (!this.isClosed) this.parts.report(error, 'the RocketMQ telemetry stream');
-      });
+      const dropped = (error: Error | undefined) => {
+        reject(error ?? new RemoteError('the telemetry stream ended', { status: 'UNAVAILABLE' }));
+        // Once a stream is replaced or the consumer closes (which cancels it), its end is no news.
+        if (this.isClosed || this.telemetryStream !== stream) return;
+        this.telemetryStream = undefined;
+        if (error !== undefined) this.parts.report(error, 'the RocketMQ telemetry stream');
+        // A stream that never answered belongs to a start or a reconnect, which handle its failure.
+        if (answered) this.reconnect(TELEMETRY_RETRY_MS);
+      };
+      stream.on('error', (error: Error) => dropped(error));
+      stream.on('end', () => dropped(undefined));
     });
     stream.write({
       settings: {
@@ -370,17 +423,36 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     });
     try {
       await Promise.race([settled, timedOut]);
+    } catch (error) {
+      if (this.telemetryStream === stream) this.telemetryStream = undefined;
+      stream.cancel();
+      throw error;
     } finally {
       clearTimeout(timer);
     }
-    await this.sendHeartbeat();
-    if (this.isClosed) return; // closed while starting: no heartbeat to keep
-    this.heartbeatTimer = setInterval(() => {
-      this.sendHeartbeat().catch((error: unknown) => {
-        if (!this.isClosed) this.parts.report(error, 'a RocketMQ heartbeat');
-      });
-    }, HEARTBEAT_INTERVAL_MS);
-    this.heartbeatTimer.unref();
+  }
+
+  /**
+   * Opens the telemetry stream again after `delayMs`, then syncs the subscription (the proxy may
+   * have forgotten it with the client); a failed attempt is reported and retried, each wait twice
+   * the last, up to `TELEMETRY_MAX_RETRY_MS`.
+   */
+  private reconnect(delayMs: number): void {
+    this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
+      if (this.isClosed) return;
+      this.openTelemetry()
+        .then(() => this.sync0('COMPLETE_ADD', [...this.topics], undefined))
+        .then(() => {
+          this.reconnects++;
+        })
+        .catch((error: unknown) => {
+          if (this.isClosed) return;
+          this.parts.report(error, 'reopening the RocketMQ telemetry stream');
+          this.reconnect(Math.min(delayMs * 2, TELEMETRY_MAX_RETRY_MS));
+        });
+    }, delayMs);
+    this.reconnectTimer.unref();
   }
 
   private sendHeartbeat(): Promise<unknown> {
@@ -419,6 +491,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   }
 
   private async receive(broker: string, maxNum: number, invisibleTimeMs: number, waitMs: number) {
+    if (this.isClosed) return [];
     const messages = await this.client.receive<ProtoMessage>(
       {
         group: this.resource(this.groupInfo.name),
@@ -448,6 +521,8 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   private handleInfo(given: string, messageOrHandle: PoppedMessage | string): Handle {
     const known = this.handles.get(given);
     if (known !== undefined) return known;
+    // The proxy answers a handle it cannot decode with INTERNAL_SERVER_ERROR, not as a bad receipt.
+    if (!isReceiptHandle(given)) throw new InvalidReceiptError('not a RocketMQ receipt handle', { value: given });
     if (typeof messageOrHandle === 'object') {
       return { current: given, messageId: messageOrHandle.messageId, liteTopic: messageOrHandle.liteTopic };
     }
@@ -521,9 +596,13 @@ function handleOf(messageOrHandle: PoppedMessage | string): string {
   throw new InvalidArgumentError('expected a popped message or a receipt handle', { value: messageOrHandle });
 }
 
-/** Read through a call: an abort can happen while the stream is suspended at a `yield`. */
-function aborted(signal: AbortSignal | undefined): boolean {
-  return signal?.aborted === true;
+/**
+ * Whether `text` has the shape of a RocketMQ receipt handle: at least eight fields separated by
+ * spaces, of which the first three (start offset, retrieve time, invisible time) are numbers.
+ */
+function isReceiptHandle(text: string): boolean {
+  const fields = text.split(' ');
+  return fields.length >= RECEIPT_HANDLE_MIN_FIELDS && fields.slice(0, 3).every((field) => /^\d+$/.test(field));
 }
 
 function offsetOption(start: StartPosition): Record<string, unknown> {
