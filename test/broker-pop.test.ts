@@ -258,6 +258,34 @@ describe.each(BACKENDS)('%s engine', (engine) => {
     });
 
     embeddedOnly(engine, 'Receipt handles')(
+      'acks a copy of a popped message by its handle, and a message carrying another handle as that handle says',
+      async () => {
+        const { broker } = await openBroker(engine);
+        broker.createGroup('g', { bindTopic: 'agents' });
+        const c = broker.consumer({ group: 'g', clientId: 'c' });
+        await c.subscribe(['x', 'y']);
+        await sendMany(broker, 'x', 1);
+        await sendMany(broker, 'y', 1);
+        const popped = await c.pop({ maxNum: 2, invisibleTimeMs: 60_000 });
+        const x = popped.find((m) => m.liteTopic === 'x') as (typeof popped)[number];
+        const y = popped.find((m) => m.liteTopic === 'y') as (typeof popped)[number];
+        await c.ack({ ...x });
+        expect(broker.admin.groupInfo('g', { liteTopic: 'x' }).liteTopic?.committedOffset).toBe(1);
+        // y's message with x's handle: x's delivery, acked already (harmless); y stays in flight.
+        const yHandle = y.receiptHandle;
+        y.receiptHandle = x.receiptHandle;
+        await c.ack(y);
+        expect(broker.admin.groupInfo('g', { liteTopic: 'y' }).liteTopic?.committedOffset).toBe(0);
+        expect(broker.admin.clientInfo('g', 'c')?.inflight).toBe(1);
+        // x's message with y's handle acks y.
+        x.receiptHandle = yHandle;
+        await c.ack(x);
+        expect(broker.admin.groupInfo('g', { liteTopic: 'y' }).liteTopic?.committedOffset).toBe(1);
+        expect(broker.admin.clientInfo('g', 'c')?.inflight).toBe(0);
+      },
+    );
+
+    embeddedOnly(engine, 'Receipt handles')(
       'refuses tampered handles (other fields, non-canonical numbers, truncated) and then acks the real one',
       async () => {
         const { broker } = await openBroker(engine);

@@ -96,6 +96,8 @@ class Popped implements PoppedMessage {
   readonly #progress: TopicProgress;
   readonly #offset: number;
   readonly #attempt: number;
+  /** The handle it was handed out with: a message carrying another one is acked by that one. */
+  readonly #handle: string;
 
   constructor(
     group: GroupState,
@@ -120,18 +122,20 @@ class Popped implements PoppedMessage {
     this.#progress = progress;
     this.#offset = delivery.offset;
     this.#attempt = delivery.attempt;
+    this.#handle = receiptHandle;
   }
 
   /**
-   * The delivery `message` is, when it is a `Popped` of `group` whose handle is still `handle` and
-   * whose progress the group has not forgotten; else undefined (the handle decides).
+   * The delivery `message` is, when it is a `Popped` of `group` acked by the handle it was handed
+   * out with (`handle`, as the caller read it from the message) and whose progress the group has
+   * not forgotten; else undefined (the handle decides).
    */
   static delivery(
     message: unknown,
     handle: string,
     group: GroupState,
   ): { progress: TopicProgress; offset: number; attempt: number } | undefined {
-    if (!(message instanceof Popped) || message.receiptHandle !== handle || message.#group !== group) return undefined;
+    if (!(message instanceof Popped) || handle !== message.#handle || message.#group !== group) return undefined;
     const progress = message.#progress;
     if (progress.removed) return undefined;
     return { progress, offset: message.#offset, attempt: message.#attempt };
