@@ -1,6 +1,7 @@
 /**
  * The stores compared by the log suite, behind one small interface: litetopic's CommitLog on each
- * engine, lmdb modelled as per-LMQ queues, better-sqlite3, and a plain length-prefixed append file.
+ * engine, lmdb modelled as per-LMQ queues, better-sqlite3, and a plain append file of records framed
+ * as litetopic's.
  * Each is driven in its own fastest idiomatic style at the durability asked for:
  *
  * - non-durable: litetopic `flush: 'async'` (bytes in the page cache when an append resolves, synced
@@ -217,9 +218,21 @@ async function openSqlite(dir: string, durable: boolean): Promise<OpenStore> {
 }
 
 /**
- * One file of records `u32 length, u16 LMQ length, LMQ bytes, body`, a batch per write: the floor any
- * log with the names in it sits on. No index, so nothing to read back by LMQ. Durability is the
- * shape's (fdatasync after each write when durable), so opening takes no mode.
+ * Fixed bytes of a litetopic record of one LMQ besides its name and body (docs/FORMAT.md, "Record"):
+ * the 32-byte header, the LMQ's offset (8) and name length (2), the empty key, tag and property
+ * count (2 each) and the body length (4).
+ */
+const RECORD_FRAME_BYTES = 52;
+/** The record magic and type the frame starts with, as a litetopic record does (ts/common/log-record.ts). */
+const RECORD_MAGIC = 0x3152544c;
+const RECORD_TYPE_MESSAGE = 1;
+
+/**
+ * One file of records framed as litetopic frames a record of one LMQ, a batch per write: the same
+ * bytes for the same records (`RECORD_FRAME_BYTES` + LMQ + body), the floor under any log that
+ * stores them so. The frame holds the record length, both timestamps and the LMQ's offset (a counter
+ * per LMQ; timestamps and offset as doubles); no checksum and no index, so nothing to read back by
+ * LMQ. Durability is the shape's (fdatasync after each write when durable), so opening takes no mode.
  */
 async function openFsAppend(dir: string): Promise<OpenStore> {
   const fd = openSync(join(dir, 'append.log'), 'a');
@@ -227,16 +240,31 @@ async function openFsAppend(dir: string): Promise<OpenStore> {
   return {
     async append(work, shape) {
       const names = work.lmqs.map((name) => Buffer.from(name, 'utf8'));
+      const next = new Float64Array(names.length);
       const longest = Math.max(...names.map((n) => n.length));
-      const buffer = Buffer.allocUnsafe(shape.batchRecords * (6 + longest + work.bodyBytes));
+      const buffer = Buffer.allocUnsafe(shape.batchRecords * (RECORD_FRAME_BYTES + longest + work.bodyBytes));
       for (const [from, to] of ranges(work.records.length, shape.batchRecords)) {
+        const now = Date.now();
         let at = 0;
         for (let i = from; i < to; i++) {
-          const name = names[work.lmqIndex[i] as number] as Buffer;
+          const lmq = work.lmqIndex[i] as number;
+          const name = names[lmq] as Buffer;
           const body = work.bodies[i] as Buffer;
-          at = buffer.writeUInt32LE(2 + name.length + body.length, at);
-          at = buffer.writeUInt16LE(name.length, at);
+          const offset = next[lmq] as number;
+          next[lmq] = offset + 1;
+          buffer.writeUInt32LE(RECORD_MAGIC, at);
+          buffer.writeUInt32LE(RECORD_FRAME_BYTES + name.length + body.length, at + 4);
+          buffer.writeUInt32LE(0, at + 8); // where litetopic's checksum goes
+          buffer.writeUInt16LE(RECORD_TYPE_MESSAGE, at + 12);
+          buffer.writeUInt16LE(1, at + 14);
+          buffer.writeDoubleLE(now, at + 16);
+          buffer.writeDoubleLE(now, at + 24);
+          buffer.writeDoubleLE(offset, at + 32);
+          at = buffer.writeUInt16LE(name.length, at + 40);
           at += name.copy(buffer, at);
+          at = buffer.writeUInt32LE(0, at); // the key's and the tag's lengths
+          at = buffer.writeUInt16LE(0, at); // the property count
+          at = buffer.writeUInt32LE(body.length, at);
           at += body.copy(buffer, at);
         }
         writeSync(fd, buffer, 0, at);
