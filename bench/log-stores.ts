@@ -1,7 +1,7 @@
 /**
  * The stores compared by the log suite, behind one small interface: litetopic's CommitLog on each
- * engine, lmdb modelled as per-LMQ queues, better-sqlite3, and a plain append file of records framed
- * as litetopic's.
+ * engine, lmdb modelled as per-LMQ queues, better-sqlite3, and a plain append file of records as
+ * large as litetopic's.
  * Each is driven in its own fastest idiomatic style at the durability asked for:
  *
  * - non-durable: litetopic `flush: 'async'` (bytes in the page cache when an append resolves, synced
@@ -223,16 +223,16 @@ async function openSqlite(dir: string, durable: boolean): Promise<OpenStore> {
  * count (2 each) and the body length (4).
  */
 const RECORD_FRAME_BYTES = 52;
-/** The record magic and type the frame starts with, as a litetopic record does (ts/common/log-record.ts). */
-const RECORD_MAGIC = 0x3152544c;
-const RECORD_TYPE_MESSAGE = 1;
+/** Bytes of the plain file's frame it writes: the record length, the LMQ length, the body length. */
+const PLAIN_FIELDS_BYTES = 4 + 2 + 4;
 
 /**
- * One file of records framed as litetopic frames a record of one LMQ, a batch per write: the same
- * bytes for the same records (`RECORD_FRAME_BYTES` + LMQ + body), the floor under any log that
- * stores them so. The frame holds the record length, both timestamps and the LMQ's offset (a counter
- * per LMQ; timestamps and offset as doubles); no checksum and no index, so nothing to read back by
- * LMQ. Durability is the shape's (fdatasync after each write when durable), so opening takes no mode.
+ * One file of records `u32 length, u16 LMQ length, LMQ bytes, u32 body length, body`, each padded to
+ * the size litetopic stores it at (`RECORD_FRAME_BYTES` + LMQ + body), a batch per write: the same
+ * bytes for the same records with no more work than the lengths, the floor under any log that
+ * stores them so. The padding is not written (it holds what the reused buffer held). No checksum
+ * and no index, so nothing to read back by LMQ. Durability is the shape's (fdatasync after each
+ * write when durable), so opening takes no mode.
  */
 async function openFsAppend(dir: string): Promise<OpenStore> {
   const fd = openSync(join(dir, 'append.log'), 'a');
@@ -240,30 +240,17 @@ async function openFsAppend(dir: string): Promise<OpenStore> {
   return {
     async append(work, shape) {
       const names = work.lmqs.map((name) => Buffer.from(name, 'utf8'));
-      const next = new Float64Array(names.length);
       const longest = Math.max(...names.map((n) => n.length));
-      const buffer = Buffer.allocUnsafe(shape.batchRecords * (RECORD_FRAME_BYTES + longest + work.bodyBytes));
+      const padding = RECORD_FRAME_BYTES - PLAIN_FIELDS_BYTES;
+      const buffer = Buffer.alloc(shape.batchRecords * (RECORD_FRAME_BYTES + longest + work.bodyBytes));
       for (const [from, to] of ranges(work.records.length, shape.batchRecords)) {
-        const now = Date.now();
         let at = 0;
         for (let i = from; i < to; i++) {
-          const lmq = work.lmqIndex[i] as number;
-          const name = names[lmq] as Buffer;
+          const name = names[work.lmqIndex[i] as number] as Buffer;
           const body = work.bodies[i] as Buffer;
-          const offset = next[lmq] as number;
-          next[lmq] = offset + 1;
-          buffer.writeUInt32LE(RECORD_MAGIC, at);
-          buffer.writeUInt32LE(RECORD_FRAME_BYTES + name.length + body.length, at + 4);
-          buffer.writeUInt32LE(0, at + 8); // where litetopic's checksum goes
-          buffer.writeUInt16LE(RECORD_TYPE_MESSAGE, at + 12);
-          buffer.writeUInt16LE(1, at + 14);
-          buffer.writeDoubleLE(now, at + 16);
-          buffer.writeDoubleLE(now, at + 24);
-          buffer.writeDoubleLE(offset, at + 32);
-          at = buffer.writeUInt16LE(name.length, at + 40);
+          at = buffer.writeUInt32LE(RECORD_FRAME_BYTES + name.length + body.length, at) + padding;
+          at = buffer.writeUInt16LE(name.length, at);
           at += name.copy(buffer, at);
-          at = buffer.writeUInt32LE(0, at); // the key's and the tag's lengths
-          at = buffer.writeUInt16LE(0, at); // the property count
           at = buffer.writeUInt32LE(body.length, at);
           at += body.copy(buffer, at);
         }
