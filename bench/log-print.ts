@@ -45,7 +45,7 @@ function appendTable(rows: readonly AppendRow[], durable: boolean, config: LogBe
       `once per ${config.batchRecords} records (both synchronous, nothing in flight).`
     : `litetopic \`flush: 'async'\`, lmdb \`noSync\` (one transaction per event turn, up to ${config.lmdbWindowBatches} batches issued ` +
       `before the oldest is awaited), better-sqlite3 WAL with \`synchronous=OFF\` and one transaction per batch, the plain ` +
-      `file one \`writeSync\` per batch. Batches of ${config.batchRecords}. On disk: allocated blocks after close ` +
+      `file (records padded to litetopic's size, the same bytes) one \`writeSync\` per batch. Batches of ${config.batchRecords}. On disk: allocated blocks after close ` +
       '(segments are sparse until written) over body bytes.';
   const headers = ['store', 'body B', 'records/s', 'MB/s (payload)', 'spread %', 'native ×'];
   if (!durable) headers.push('on disk ÷ payload');

@@ -1,6 +1,7 @@
 /**
  * The stores compared by the log suite, behind one small interface: litetopic's CommitLog on each
- * engine, lmdb modelled as per-LMQ queues, better-sqlite3, and a plain length-prefixed append file.
+ * engine, lmdb modelled as per-LMQ queues, better-sqlite3, and a plain append file of records as
+ * large as litetopic's.
  * Each is driven in its own fastest idiomatic style at the durability asked for:
  *
  * - non-durable: litetopic `flush: 'async'` (bytes in the page cache when an append resolves, synced
@@ -217,9 +218,21 @@ async function openSqlite(dir: string, durable: boolean): Promise<OpenStore> {
 }
 
 /**
- * One file of records `u32 length, u16 LMQ length, LMQ bytes, body`, a batch per write: the floor any
- * log with the names in it sits on. No index, so nothing to read back by LMQ. Durability is the
- * shape's (fdatasync after each write when durable), so opening takes no mode.
+ * Fixed bytes of a litetopic record of one LMQ besides its name and body (docs/FORMAT.md, "Record"):
+ * the 32-byte header, the LMQ's offset (8) and name length (2), the empty key, tag and property
+ * count (2 each) and the body length (4).
+ */
+const RECORD_FRAME_BYTES = 52;
+/** Bytes of the plain file's frame it writes: the record length, the LMQ length, the body length. */
+const PLAIN_FIELDS_BYTES = 4 + 2 + 4;
+
+/**
+ * One file of records `u32 length, u16 LMQ length, LMQ bytes, u32 body length, body`, each padded to
+ * the size litetopic stores it at (`RECORD_FRAME_BYTES` + LMQ + body), a batch per write: the same
+ * bytes for the same records with no more work than the lengths, the floor under any log that
+ * stores them so. The padding is not written (it holds what the reused buffer held). No checksum
+ * and no index, so nothing to read back by LMQ. Durability is the shape's (fdatasync after each
+ * write when durable), so opening takes no mode.
  */
 async function openFsAppend(dir: string): Promise<OpenStore> {
   const fd = openSync(join(dir, 'append.log'), 'a');
@@ -228,15 +241,17 @@ async function openFsAppend(dir: string): Promise<OpenStore> {
     async append(work, shape) {
       const names = work.lmqs.map((name) => Buffer.from(name, 'utf8'));
       const longest = Math.max(...names.map((n) => n.length));
-      const buffer = Buffer.allocUnsafe(shape.batchRecords * (6 + longest + work.bodyBytes));
+      const padding = RECORD_FRAME_BYTES - PLAIN_FIELDS_BYTES;
+      const buffer = Buffer.alloc(shape.batchRecords * (RECORD_FRAME_BYTES + longest + work.bodyBytes));
       for (const [from, to] of ranges(work.records.length, shape.batchRecords)) {
         let at = 0;
         for (let i = from; i < to; i++) {
           const name = names[work.lmqIndex[i] as number] as Buffer;
           const body = work.bodies[i] as Buffer;
-          at = buffer.writeUInt32LE(2 + name.length + body.length, at);
+          at = buffer.writeUInt32LE(RECORD_FRAME_BYTES + name.length + body.length, at) + padding;
           at = buffer.writeUInt16LE(name.length, at);
           at += name.copy(buffer, at);
+          at = buffer.writeUInt32LE(body.length, at);
           at += body.copy(buffer, at);
         }
         writeSync(fd, buffer, 0, at);

@@ -69,8 +69,12 @@ export function checkEntry(
  */
 export interface CheckpointFile {
   readonly path: string;
-  /** Reads `length` bytes at `at` (throws on a short read). */
-  read(at: number, length: number): Uint8Array;
+  /**
+   * Reads `length` bytes at `at` (throws on a short read): into the start of `into` when it has
+   * room (the result is then a view of it, valid until `into` is read into again), else into a new
+   * array.
+   */
+  read(at: number, length: number, into?: Uint8Array): Uint8Array;
   /** Queues referring to it; it is closed when this drops to 0. */
   users: number;
   close(): void;
@@ -420,6 +424,8 @@ export class QueueSet {
       list.sort((a, b) => at(a) - at(b));
       let windowAt = 0;
       let window: Uint8Array = new Uint8Array(0);
+      // One buffer serves every window: a fresh one per window costs zeroing and page faults.
+      let reuse: Uint8Array | undefined;
       for (let i = 0; i < list.length; i++) {
         const queue = list[i] as ConsumeQueue;
         const stored = queue.stored as StoredEntries;
@@ -429,7 +435,8 @@ export class QueueSet {
           for (let j = i + 1; j < list.length && end(list[j] as ConsumeQueue) - at(queue) <= CHECK_WINDOW_BYTES; j++)
             until = Math.max(until, end(list[j] as ConsumeQueue));
           windowAt = at(queue);
-          window = file.read(windowAt, until - windowAt);
+          window = file.read(windowAt, until - windowAt, reuse);
+          if (reuse === undefined || window.buffer !== reuse.buffer) reuse = window;
         }
         if (crc32c(window, at(queue) - windowAt, end(queue) - windowAt) !== stored.crc) {
           throw new BadBlockError(`${file.path}: checkpoint entry block checksum mismatch`, {

@@ -273,9 +273,12 @@ function encodeDirectoryEntry(
   return at + 40;
 }
 
-/** Reads `length` bytes at `at` of an open file (fewer only at its end). */
-function readAt(storage: Storage, fd: number, at: number, length: number): Uint8Array {
-  const bytes = new Uint8Array(length);
+/**
+ * Reads `length` bytes at `at` of an open file (fewer only at its end), into the start of `into`
+ * when it has room, else into a new array.
+ */
+function readAt(storage: Storage, fd: number, at: number, length: number, into?: Uint8Array): Uint8Array {
+  const bytes = into !== undefined && into.length >= length ? into.subarray(0, length) : new Uint8Array(length);
   let done = 0;
   while (done < length) {
     const n = storage.read(fd, bytes, done, length - done, at + done);
@@ -291,10 +294,10 @@ export function checkpointFile(storage: Storage, fd: number, path: string): Chec
   return {
     path,
     users: 0,
-    read(at: number, length: number): Uint8Array {
+    read(at: number, length: number, into?: Uint8Array): Uint8Array {
       let bytes: Uint8Array;
       try {
-        bytes = readAt(storage, fd, at, length);
+        bytes = readAt(storage, fd, at, length, into);
       } catch (error) {
         throw ioError(`cannot read ${path}`, error);
       }
