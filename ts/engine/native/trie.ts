@@ -28,8 +28,19 @@ const PLAN_LIST_START = 3;
 const PLAN_LIST_END = 4;
 const PLAN_FREE = 5;
 
+/** Arrays one `concat` call joins (its arguments go through the stack). */
+const CONCAT_BATCH = 4096;
+
 function split(joined: string): string[] {
   return joined === '' ? [] : joined.split('\0');
+}
+
+/** The arrays one after another: the array itself when there is one. */
+function joined(parts: string[][]): string[] {
+  if (parts.length === 1) return parts[0] as string[];
+  let all: string[] = [];
+  for (let p = 0; p < parts.length; p += CONCAT_BATCH) all = all.concat(...parts.slice(p, p + CONCAT_BATCH));
+  return all;
 }
 
 /**
@@ -164,18 +175,26 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     }
   }
 
-  /** Carries out the plan in `plan` up to `end`: the lists it makes and the answer of `count` names. */
+  /**
+   * Carries out the plan in `plan` up to `end`: the lists it makes and the answer of `count` names.
+   * Runs of lists are copied as slices and joined by one `concat` (a copy of packed arrays done
+   * wholesale), names one by one into arrays of their own between them.
+   */
   private replay(plan: Uint32Array, end: number, text: string, count: number): string[] {
     const { lists } = this;
-    const answer = new Array<string>(count);
-    let out = answer;
-    let at = 0;
+    let parts: string[][] = [];
+    let answerParts = parts;
+    let singles: string[] | undefined;
     let building = -1;
     let textStart = 0;
     for (let p = PLAN_HEADER; p < end; ) {
       switch (plan[p]) {
         case PLAN_NAME:
-          out[at++] = this.byId[plan[p + 1] as number] as string;
+          if (singles === undefined) {
+            singles = [];
+            parts.push(singles);
+          }
+          singles.push(this.byId[plan[p + 1] as number] as string);
           p += 2;
           break;
         case PLAN_NEW_NAME: {
@@ -183,28 +202,32 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
           const name = text.slice(textStart, nameEnd);
           textStart = nameEnd + 1;
           this.keep(plan[p + 1] as number, name);
-          out[at++] = name;
+          if (singles === undefined) {
+            singles = [];
+            parts.push(singles);
+          }
+          singles.push(name);
           p += 3;
           break;
         }
         case PLAN_COPY: {
-          const source = lists[plan[p + 1] as number] as string[];
           const from = plan[p + 2] as number;
-          const stop = from + (plan[p + 3] as number);
-          for (let k = from; k < stop; k++) out[at++] = source[k] as string;
+          parts.push((lists[plan[p + 1] as number] as string[]).slice(from, from + (plan[p + 3] as number)));
+          singles = undefined;
           p += 4;
           break;
         }
         case PLAN_LIST_START:
           building = plan[p + 1] as number;
-          out = new Array<string>(plan[p + 2] as number);
-          at = 0;
+          answerParts = parts;
+          parts = [];
+          singles = undefined;
           p += 3;
           break;
         case PLAN_LIST_END:
-          lists[building] = out;
-          out = answer;
-          at = 0;
+          lists[building] = joined(parts);
+          parts = answerParts;
+          singles = undefined;
           p += 1;
           break;
         case PLAN_FREE:
@@ -215,6 +238,8 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
           throw new Error(`trie: unknown plan operation ${plan[p]}`);
       }
     }
+    const answer = joined(parts);
+    if (answer.length !== count) throw new Error(`trie: a plan of ${answer.length} names where ${count} match`);
     return answer;
   }
 
