@@ -186,7 +186,9 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     let answerParts = parts;
     let singles: string[] | undefined;
     let building = -1;
-    let textStart = 0;
+    // The new names in plan order: one `split` makes them all, cheaper than a `slice` each.
+    const newNames = text === '' ? [] : text.split('\0');
+    let nextNew = 0;
     for (let p = PLAN_HEADER; p < end; ) {
       switch (plan[p]) {
         case PLAN_NAME:
@@ -198,9 +200,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
           p += 2;
           break;
         case PLAN_NEW_NAME: {
-          const nameEnd = plan[p + 2] as number;
-          const name = text.slice(textStart, nameEnd);
-          textStart = nameEnd + 1;
+          const name = newNames[nextNew++] as string;
           this.keep(plan[p + 1] as number, name);
           if (singles === undefined) {
             singles = [];

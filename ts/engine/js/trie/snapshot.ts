@@ -170,17 +170,17 @@ function layDown(trie: JsTopicTrie, top: number): void {
     out.freed.push(ownList);
     kept[top] = NONE;
   }
-  const frames = [enter(trie, top, old.list, old.offset, out)];
-  while (frames.length > 0) {
-    const frame = frames[frames.length - 1] as Frame;
+  let depth = 0;
+  enter(trie, top, old.list, old.offset, out, frameAt(depth++));
+  while (depth > 0) {
+    const frame = frames[depth - 1] as Frame;
     const child = nextStep(trie, frame, out);
     if (child === NONE) {
       leave(trie, frame);
-      frames.pop();
+      depth--;
       continue;
     }
-    const entered = visit(trie, child, frame, out);
-    if (entered !== undefined) frames.push(entered);
+    if (visit(trie, child, frame, out, frames[depth])) depth++;
   }
   const texts = out.texts();
   if (out.at !== size || texts.length !== size) {
@@ -190,8 +190,36 @@ function layDown(trie: JsTopicTrie, top: number): void {
   kept[top] = trie.keepList({ texts, ids: out.ids });
 }
 
-/** Starts laying down `node`, whose old block is at (`oldList`, `oldOffset`): its frame and own name. */
-function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: number, out: Output): Frame {
+/** The frames of `layDown` by depth, reused (lay-downs never nest): the first one visits every node. */
+const frames: Frame[] = [];
+/** Shared by frames that take no record (they never write to it). */
+const NO_ENTRIES: Entry[] = [];
+
+function frameAt(depth: number): Frame {
+  while (frames.length <= depth) {
+    frames.push({
+      node: NONE,
+      start: 0,
+      oldList: NONE,
+      oldOffset: 0,
+      byRecord: false,
+      entries: NO_ENTRIES,
+      nextEntry: 0,
+      oldAt: 0,
+      oldEnd: 0,
+      child: NONE,
+      pieces: [],
+      nextKey: 0,
+    });
+  }
+  return frames[depth] as Frame;
+}
+
+/**
+ * Starts laying down `node`, whose old block is at (`oldList`, `oldOffset`), in `frame`: its state
+ * and its own name.
+ */
+function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: number, out: Output, frame: Frame): void {
   out.flush();
   const record = oldList === NONE ? undefined : trie.edits.get(node);
   trie.edits.delete(node);
@@ -200,21 +228,20 @@ function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: numb
   // Fresh keys for this lay-down come to at most its names; past the key range, every child takes
   // its position as its key again.
   const byRecord = record !== undefined && nextKey + (trie.names[node] as number) <= KEY_LIMIT;
-  const frame: Frame = {
-    node,
-    start: out.length(),
-    oldList,
-    oldOffset,
-    byRecord,
-    entries: [],
-    nextEntry: 0,
-    oldAt: 0,
-    oldEnd: 0,
-    child: trie.firstChild[node] as number,
-    pieces: [],
-    nextKey,
-  };
+  frame.node = node;
+  frame.start = out.length();
+  frame.oldList = oldList;
+  frame.oldOffset = oldOffset;
+  frame.byRecord = byRecord;
+  frame.entries = NO_ENTRIES;
+  frame.nextEntry = 0;
+  frame.oldAt = 0;
+  frame.oldEnd = 0;
+  frame.child = trie.firstChild[node] as number;
+  frame.nextKey = nextKey;
   if (byRecord && record !== undefined) {
+    // A map of its own: the frame's array is kept by the key map it becomes.
+    frame.pieces = [];
     frame.entries = record.children.sort((a, b) => a.at - b.at);
     frame.oldAt = record.oldNamed ? 1 : 0;
     frame.oldEnd = record.oldNames;
@@ -223,7 +250,6 @@ function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: numb
   trie.changed[node] = (trie.changed[node] as number) & ~CHANGED;
   const id = trie.nodeName[node] as number;
   if (id !== NONE) out.name(id, trie.nodeText[node] as string);
-  return frame;
 }
 
 /** The first of `node`'s children placed since its block was laid down (they follow the others). */
@@ -271,9 +297,9 @@ function copyOld(trie: JsTopicTrie, frame: Frame, to: number, out: Output): void
 
 /**
  * Takes `child` of the frame's node into the new block: copies its block when it has not changed,
- * else returns its frame. Gives it its key in the new block.
+ * else enters it in the next frame (and returns true). Gives it its key in the new block.
  */
-function visit(trie: JsTopicTrie, child: number, frame: Frame, out: Output): Frame | undefined {
+function visit(trie: JsTopicTrie, child: number, frame: Frame, out: Output, next: Frame | undefined): boolean {
   const { changed, kept } = trie;
   const names = trie.names[child] as number;
   const at = out.length() - frame.start;
@@ -299,9 +325,10 @@ function visit(trie: JsTopicTrie, child: number, frame: Frame, out: Output): Fra
   if ((flags & CHANGED) === 0) {
     if (oldList === NONE) throw new Error('trie: an unchanged node lies in no kept list');
     out.copy(oldList, oldOffset, names);
-    return undefined;
+    return false;
   }
-  return enter(trie, child, oldList, oldOffset, out);
+  enter(trie, child, oldList, oldOffset, out, next ?? frameAt(frames.length));
+  return true;
 }
 
 /** Finishes laying down the frame's node: its new key map. */
