@@ -8,6 +8,7 @@
  */
 
 import { DIALECTS } from '../../common/dialect.js';
+import { type NameRope, RopeBuilder } from '../../common/name-rope.js';
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
 import type { NativeBinding } from './binding.js';
 import { toTypedError } from './log.js';
@@ -28,19 +29,8 @@ const PLAN_LIST_START = 3;
 const PLAN_LIST_END = 4;
 const PLAN_FREE = 5;
 
-/** Arrays one `concat` call joins (its arguments go through the stack). */
-const CONCAT_BATCH = 4096;
-
 function split(joined: string): string[] {
   return joined === '' ? [] : joined.split('\0');
-}
-
-/** The arrays one after another: the array itself when there is one. */
-function joined(parts: string[][]): string[] {
-  if (parts.length === 1) return parts[0] as string[];
-  let all: string[] = [];
-  for (let p = 0; p < parts.length; p += CONCAT_BATCH) all = all.concat(...parts.slice(p, p + CONCAT_BATCH));
-  return all;
 }
 
 /**
@@ -62,7 +52,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   /** The names handed out so far, by id (a hole for an id not handed out or removed since). */
   private byId: (string | undefined)[] = [];
   /** Copies of the trie's kept lists, by index. */
-  private lists: (string[] | undefined)[] = [];
+  private lists: (NameRope | undefined)[] = [];
   /** Reused by `addAll`. */
   private ids = new Uint32Array(INITIAL_BATCH_IDS);
 
@@ -166,8 +156,13 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
       }
       // One run of a list held already: its copy is the answer.
       if (length === 4 && plan[PLAN_HEADER] === PLAN_COPY) {
-        const from = plan[PLAN_HEADER + 2] as number;
-        return (this.lists[plan[PLAN_HEADER + 1] as number] as string[]).slice(from, from + count);
+        const answer = new RopeBuilder();
+        (this.lists[plan[PLAN_HEADER + 1] as number] as NameRope).copyTo(
+          answer,
+          plan[PLAN_HEADER + 2] as number,
+          count,
+        );
+        return answer.toArray();
       }
       return this.replay(plan, end, text, count);
     } catch (error) {
@@ -177,14 +172,12 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
 
   /**
    * Carries out the plan in `plan` up to `end`: the lists it makes and the answer of `count` names.
-   * Runs of lists are copied as slices and joined by one `concat` (a copy of packed arrays done
-   * wholesale), names one by one into arrays of their own between them.
+   * Lists are ropes (ts/common/name-rope.ts): a run of another list shares its chunks.
    */
   private replay(plan: Uint32Array, end: number, text: string, count: number): string[] {
     const { lists } = this;
-    let parts: string[][] = [];
-    let answerParts = parts;
-    let singles: string[] | undefined;
+    let out = new RopeBuilder();
+    const answer = out;
     let building = -1;
     // The new names in plan order: one `split` makes them all, cheaper than a `slice` each.
     const newNames = text === '' ? [] : text.split('\0');
@@ -192,42 +185,28 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     for (let p = PLAN_HEADER; p < end; ) {
       switch (plan[p]) {
         case PLAN_NAME:
-          if (singles === undefined) {
-            singles = [];
-            parts.push(singles);
-          }
-          singles.push(this.byId[plan[p + 1] as number] as string);
+          out.name(this.byId[plan[p + 1] as number] as string);
           p += 2;
           break;
         case PLAN_NEW_NAME: {
           const name = newNames[nextNew++] as string;
           this.keep(plan[p + 1] as number, name);
-          if (singles === undefined) {
-            singles = [];
-            parts.push(singles);
-          }
-          singles.push(name);
+          out.name(name);
           p += 3;
           break;
         }
-        case PLAN_COPY: {
-          const from = plan[p + 2] as number;
-          parts.push((lists[plan[p + 1] as number] as string[]).slice(from, from + (plan[p + 3] as number)));
-          singles = undefined;
+        case PLAN_COPY:
+          (lists[plan[p + 1] as number] as NameRope).copyTo(out, plan[p + 2] as number, plan[p + 3] as number);
           p += 4;
           break;
-        }
         case PLAN_LIST_START:
           building = plan[p + 1] as number;
-          answerParts = parts;
-          parts = [];
-          singles = undefined;
+          out = new RopeBuilder();
           p += 3;
           break;
         case PLAN_LIST_END:
-          lists[building] = joined(parts);
-          parts = answerParts;
-          singles = undefined;
+          lists[building] = out.toRope();
+          out = answer;
           p += 1;
           break;
         case PLAN_FREE:
@@ -238,9 +217,9 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
           throw new Error(`trie: unknown plan operation ${plan[p]}`);
       }
     }
-    const answer = joined(parts);
-    if (answer.length !== count) throw new Error(`trie: a plan of ${answer.length} names where ${count} match`);
-    return answer;
+    const names = answer.toArray();
+    if (names.length !== count) throw new Error(`trie: a plan of ${names.length} names where ${count} match`);
+    return names;
   }
 
   private keep(id: number, name: string): void {

@@ -9,8 +9,8 @@
 //! have ids of their own, apart from node positions, because nodes move: once walks have visited
 //! enough scattered nodes, a walk first lays the nodes out again in depth-first order (compact.rs),
 //! so a subtree is read from consecutive memory. A trailing wildcard reads a kept list of the
-//! subtree's ids instead, laid down by the first walk that takes the subtree and patched along the
-//! changed paths only (snapshot.rs). Each name's last activity is also kept in an ordered set for
+//! subtree's ids instead, laid down by the first walk that takes the subtree and, after changes,
+//! rebuilt from the old list and the changes recorded since (snapshot.rs, edits.rs). Each name's last activity is also kept in an ordered set for
 //! `idle_since`. See docs/TRIE.md.
 
 #[cfg(test)]

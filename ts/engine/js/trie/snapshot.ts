@@ -12,21 +12,22 @@
  *
  * Changes mark their node and its ancestors changed, and each node so marked records what its block
  * was (edits.ts). A walk whose top changed lays the top's block down again from the old one: it
- * copies the runs of the old block between the recorded children (texts as slices joined by one
- * `concat`, ids with `set`), lays the recorded children down again in their places and the new
+ * copies the runs of the old block between the recorded children (texts sharing the old rope's
+ * chunks, ids with `set`), lays the recorded children down again in their places and the new
  * children after them, so it costs the changes, their depth and the copy, not the subtree. A list a
  * child held is absorbed into the new one, so lists do not pile up.
  *
  * Lists hold ids and texts, not node positions, so compaction moves `key`, `kept` and `changed` with
  * their nodes and keeps every list.
  */
+import { type NameRope, RopeBuilder } from '../../../common/name-rope.js';
 import { CHANGED, childPosition, type Entry, IN_PARENT, KEY_LIMIT, KeyMap, pushPiece } from './edits.js';
 import type { JsTopicTrie } from './trie.js';
 import { NONE } from './walk.js';
 
-/** One kept list: a block of names in walk order, as texts and as ids. */
+/** One kept list: a block of names in walk order, as texts (a rope, ts/common/name-rope.ts) and as ids. */
 export interface KeptList {
-  texts: string[];
+  texts: NameRope;
   ids: Int32Array;
 }
 
@@ -83,12 +84,11 @@ interface Frame {
   nextKey: number;
 }
 
-/** Copies for one lay-down: texts as slices to join, ids written in place, runs joined while they continue. */
+/** Copies for one lay-down: texts into a rope, ids written in place, runs joined while they continue. */
 class Output {
   readonly ids: Int32Array;
   at = 0;
-  private readonly parts: string[][] = [];
-  private singles: string[] | undefined;
+  private readonly texts = new RopeBuilder();
   private runList = NONE;
   private runOffset = 0;
   private runCount = 0;
@@ -108,11 +108,7 @@ class Output {
 
   name(id: number, text: string): void {
     this.flush();
-    if (this.singles === undefined) {
-      this.singles = [];
-      this.parts.push(this.singles);
-    }
-    this.singles.push(text);
+    this.texts.name(text);
     this.ids[this.at++] = id;
   }
 
@@ -132,27 +128,18 @@ class Output {
     if (count === 0) return;
     const source = this.trie.keptLists[this.runList] as KeptList;
     const from = this.runOffset;
-    this.parts.push(source.texts.slice(from, from + count));
-    this.singles = undefined;
+    source.texts.copyTo(this.texts, from, count);
     this.ids.set(source.ids.subarray(from, from + count), this.at);
     this.at += count;
     this.runCount = 0;
   }
 
-  /** The texts, joined. */
-  texts(): string[] {
+  /** The texts, as a rope. */
+  rope(): NameRope {
     this.flush();
-    const { parts } = this;
-    if (parts.length === 1) return parts[0] as string[];
-    // `concat` copies packed arrays wholesale; its arguments go through the stack, so in batches.
-    let joined: string[] = [];
-    for (let p = 0; p < parts.length; p += CONCAT_BATCH) joined = joined.concat(...parts.slice(p, p + CONCAT_BATCH));
-    return joined;
+    return this.texts.toRope();
   }
 }
-
-/** Arrays one `concat` call joins. */
-const CONCAT_BATCH = 4096;
 
 /**
  * Lays the block of the changed node `top` down into a new list that `top` then holds: runs of old
@@ -182,8 +169,8 @@ function layDown(trie: JsTopicTrie, top: number): void {
     }
     if (visit(trie, child, frame, out, frames[depth])) depth++;
   }
-  const texts = out.texts();
-  if (out.at !== size || texts.length !== size) {
+  const texts = out.rope();
+  if (out.at !== size || texts.size !== size) {
     throw new Error(`trie: laid down ${out.at} names where the counts say ${size}`);
   }
   for (const list of out.freed) trie.freeKeptList(list);
