@@ -350,6 +350,7 @@ impl TopicTrie {
         } else {
             at
         };
+        assert!(key <= KEY_BITS, "trie: a block position past the key range");
         let kept = self.nodes[child as usize].kept;
         // Its old block: a list it holds, else in the parent's old block (read before the key goes).
         let own = self.take_kept_list(child);
