@@ -226,11 +226,17 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     let known = this.byId;
     if (id >= known.length) {
       // A write far past the end would turn the array into a dictionary, and growing it a slot
-      // at a time costs tens of ms at a million names: make a filled array half again as long.
-      const grown = new Array<string | undefined>(Math.max(id + 1, known.length + (known.length >> 1), 1024));
-      grown.fill(undefined);
-      for (let i = 0; i < known.length; i++) grown[i] = known[i];
-      this.byId = known = grown;
+      // at a time costs tens of ms at a million names: make a filled array half again as long, and
+      // at least as long as the trie has names (ids are handed out densely), so that the first
+      // expand of a large trie, whose ids come in no order, grows it once.
+      const length = Math.max(
+        id + 1,
+        known.length + (known.length >> 1),
+        this.binding.topicTrieSize(this.handle),
+        1024,
+      );
+      const room = new Array<string | undefined>(length - known.length).fill(undefined);
+      this.byId = known = known.concat(room);
     }
     known[id] = name;
   }
