@@ -51,6 +51,13 @@ function churnTargets(churn: ChurnResult | undefined, names: number): Target[] {
     // Native over js paired by round, median of the rounds; "not slower" is a ratio of at most 1.
     ceilingTarget(`churn ${row.kind}, changed: native ÷ js`, row.nativeOverJsChanged, 1, '×', { inclusive: true }),
     ceilingTarget(`churn ${row.kind}, unchanged: native ÷ js`, row.nativeOverJsUnchanged, 1, '×', { inclusive: true }),
+    ...(row.nativeOverJsRepeated === undefined
+      ? []
+      : [
+          ceilingTarget(`churn ${row.kind}, repeated: native ÷ js`, row.nativeOverJsRepeated, 1, '×', {
+            inclusive: true,
+          }),
+        ]),
   ]);
   const changes = ENGINES.map((engine) =>
     ceilingTarget(

@@ -8,6 +8,7 @@
  */
 
 import { DIALECTS } from '../../common/dialect.js';
+import { type NameRope, RopeBuilder } from '../../common/name-rope.js';
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../contract.js';
 import type { NativeBinding } from './binding.js';
 import { toTypedError } from './log.js';
@@ -51,7 +52,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   /** The names handed out so far, by id (a hole for an id not handed out or removed since). */
   private byId: (string | undefined)[] = [];
   /** Copies of the trie's kept lists, by index. */
-  private lists: (string[] | undefined)[] = [];
+  private lists: (NameRope | undefined)[] = [];
   /** Reused by `addAll`. */
   private ids = new Uint32Array(INITIAL_BATCH_IDS);
 
@@ -155,8 +156,13 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
       }
       // One run of a list held already: its copy is the answer.
       if (length === 4 && plan[PLAN_HEADER] === PLAN_COPY) {
-        const from = plan[PLAN_HEADER + 2] as number;
-        return (this.lists[plan[PLAN_HEADER + 1] as number] as string[]).slice(from, from + count);
+        const answer = new RopeBuilder();
+        (this.lists[plan[PLAN_HEADER + 1] as number] as NameRope).copyTo(
+          answer,
+          plan[PLAN_HEADER + 2] as number,
+          count,
+        );
+        return answer.toArray();
       }
       return this.replay(plan, end, text, count);
     } catch (error) {
@@ -164,47 +170,43 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     }
   }
 
-  /** Carries out the plan in `plan` up to `end`: the lists it makes and the answer of `count` names. */
+  /**
+   * Carries out the plan in `plan` up to `end`: the lists it makes and the answer of `count` names.
+   * Lists are ropes (ts/common/name-rope.ts): a run of another list shares its chunks.
+   */
   private replay(plan: Uint32Array, end: number, text: string, count: number): string[] {
     const { lists } = this;
-    const answer = new Array<string>(count);
-    let out = answer;
-    let at = 0;
+    let out = new RopeBuilder();
+    const answer = out;
     let building = -1;
-    let textStart = 0;
+    // The new names in plan order: one `split` makes them all, cheaper than a `slice` each.
+    const newNames = text === '' ? [] : text.split('\0');
+    let nextNew = 0;
     for (let p = PLAN_HEADER; p < end; ) {
       switch (plan[p]) {
         case PLAN_NAME:
-          out[at++] = this.byId[plan[p + 1] as number] as string;
+          out.name(this.byId[plan[p + 1] as number] as string);
           p += 2;
           break;
         case PLAN_NEW_NAME: {
-          const nameEnd = plan[p + 2] as number;
-          const name = text.slice(textStart, nameEnd);
-          textStart = nameEnd + 1;
+          const name = newNames[nextNew++] as string;
           this.keep(plan[p + 1] as number, name);
-          out[at++] = name;
+          out.name(name);
           p += 3;
           break;
         }
-        case PLAN_COPY: {
-          const source = lists[plan[p + 1] as number] as string[];
-          const from = plan[p + 2] as number;
-          const stop = from + (plan[p + 3] as number);
-          for (let k = from; k < stop; k++) out[at++] = source[k] as string;
+        case PLAN_COPY:
+          (lists[plan[p + 1] as number] as NameRope).copyTo(out, plan[p + 2] as number, plan[p + 3] as number);
           p += 4;
           break;
-        }
         case PLAN_LIST_START:
           building = plan[p + 1] as number;
-          out = new Array<string>(plan[p + 2] as number);
-          at = 0;
+          out = new RopeBuilder();
           p += 3;
           break;
         case PLAN_LIST_END:
-          lists[building] = out;
+          lists[building] = out.toRope();
           out = answer;
-          at = 0;
           p += 1;
           break;
         case PLAN_FREE:
@@ -215,18 +217,26 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
           throw new Error(`trie: unknown plan operation ${plan[p]}`);
       }
     }
-    return answer;
+    const names = answer.toArray();
+    if (names.length !== count) throw new Error(`trie: a plan of ${names.length} names where ${count} match`);
+    return names;
   }
 
   private keep(id: number, name: string): void {
     let known = this.byId;
     if (id >= known.length) {
       // A write far past the end would turn the array into a dictionary, and growing it a slot
-      // at a time costs tens of ms at a million names: make a filled array half again as long.
-      const grown = new Array<string | undefined>(Math.max(id + 1, known.length + (known.length >> 1), 1024));
-      grown.fill(undefined);
-      for (let i = 0; i < known.length; i++) grown[i] = known[i];
-      this.byId = known = grown;
+      // at a time costs tens of ms at a million names: make a filled array half again as long, and
+      // at least as long as the trie has names (ids are handed out densely), so that the first
+      // expand of a large trie, whose ids come in no order, grows it once.
+      const length = Math.max(
+        id + 1,
+        known.length + (known.length >> 1),
+        this.binding.topicTrieSize(this.handle),
+        1024,
+      );
+      const room = new Array<string | undefined>(length - known.length).fill(undefined);
+      this.byId = known = known.concat(room);
     }
     known[id] = name;
   }

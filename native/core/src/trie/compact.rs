@@ -60,6 +60,7 @@ impl TopicTrie {
         for node in self.name_nodes.iter_mut().filter(|node| **node != NONE) {
             *node = moved[*node as usize];
         }
+        self.move_edits(&moved);
         drop(moved);
         self.nodes = nodes;
         self.free_nodes = Vec::new();

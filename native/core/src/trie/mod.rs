@@ -9,8 +9,8 @@
 //! have ids of their own, apart from node positions, because nodes move: once walks have visited
 //! enough scattered nodes, a walk first lays the nodes out again in depth-first order (compact.rs),
 //! so a subtree is read from consecutive memory. A trailing wildcard reads a kept list of the
-//! subtree's ids instead, laid down by the first walk that takes the subtree and patched along the
-//! changed paths only (snapshot.rs). Each name's last activity is also kept in an ordered set for
+//! subtree's ids instead, laid down by the first walk that takes the subtree and, after changes,
+//! rebuilt from the old list and the changes recorded since (snapshot.rs, edits.rs). Each name's last activity is also kept in an ordered set for
 //! `idle_since`. See docs/TRIE.md.
 
 #[cfg(test)]
@@ -18,9 +18,11 @@ mod tests;
 
 mod children;
 mod compact;
+mod edits;
 mod idle;
 mod list;
 mod nodes;
+mod plan;
 mod snapshot;
 mod walk;
 
@@ -29,9 +31,11 @@ use crate::error::ErrorCode;
 use crate::interner::Interner;
 use crate::prefetch::prefetch;
 use children::ChildTable;
+use edits::{Edits, KeyMap};
 use idle::IdleSet;
+pub use plan::{Plan, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NEW_NAME};
+use rustc_hash::FxHashMap;
 use snapshot::KeptList;
-pub use snapshot::{Plan, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NEW_NAME};
 
 pub(crate) const NONE: u32 = u32::MAX;
 const ROOT: u32 = 0;
@@ -54,8 +58,8 @@ pub(crate) struct Node {
     names: u32,
     /// The id of the name ending here; `NONE` for a prefix that is not itself a name.
     name: u32,
-    /// Kept-list state (snapshot.rs): flag bits `CHANGED` and `KEPT`, and below them where this
-    /// node's block starts in its parent's block or, with `KEPT`, the index of the list it holds.
+    /// Kept-list state (snapshot.rs, edits.rs): flag bits `CHANGED`, `KEPT`, `IN_PARENT` and
+    /// `LISTED`, and below them the node's key in its parent's key map.
     kept: u32,
 }
 
@@ -102,6 +106,12 @@ pub struct TopicTrie {
     /// Kept lists by index (snapshot.rs); a freed one is empty and listed in `free_lists`.
     lists: Vec<KeptList>,
     free_lists: Vec<u32>,
+    /// The list each node holding one holds (nodes flagged `KEPT`).
+    holders: FxHashMap<u32, u32>,
+    /// Per changed node that was laid down: its old block and the children to take apart (edits.rs).
+    edits: FxHashMap<u32, Edits>,
+    /// Per node laid down from its record: where its children's blocks start, by key (edits.rs).
+    key_maps: FxHashMap<u32, KeyMap>,
     /// Lists freed since the last plan whose copies a plan's reader holds (snapshot.rs).
     freed_mirrored: Vec<u32>,
     /// Per name id, one bit: a plan has handed out the name's text since the id was allocated.
@@ -133,6 +143,9 @@ impl TopicTrie {
             walked_since_compaction: 0,
             lists: Vec::new(),
             free_lists: Vec::new(),
+            holders: FxHashMap::default(),
+            edits: FxHashMap::default(),
+            key_maps: FxHashMap::default(),
             freed_mirrored: Vec::new(),
             handed: Vec::new(),
             name_nodes: Vec::new(),
@@ -187,10 +200,11 @@ impl TopicTrie {
             return Ok(existing);
         }
         let timestamp = timestamp_ms.unwrap_or(0);
+        // Before the name and the counts change: a node laid down records them as they were.
+        self.mark_changed(node);
         let id = self.allocate_name(node, timestamp);
         self.idle.insert((timestamp, id));
         self.adjust_counts(node, true);
-        self.mark_changed(node);
         self.names += 1;
         if self.is_dollar(name) {
             self.dollar_names += 1;
@@ -208,10 +222,10 @@ impl TopicTrie {
     /// or `None` if it was not stored.
     pub fn remove_id(&mut self, name: &str) -> Option<u32> {
         let id = self.id_of(name)?;
+        self.mark_changed(self.name_nodes[id as usize]);
         self.idle.remove((self.last_active[id as usize], id));
         let node = self.free_name(id);
         self.adjust_counts(node, false);
-        self.mark_changed(node);
         self.names -= 1;
         if self.is_dollar(name) {
             self.dollar_names -= 1;
@@ -371,6 +385,7 @@ impl TopicTrie {
             + self.free_names.capacity() * 4
             + self.children.approximate_bytes()
             + self.lists.iter().map(KeptList::approximate_bytes).sum::<usize>()
+            + self.edits_approximate_bytes()
             + self.handed.capacity() * 8
             + self.segments.approximate_bytes()
             + self.idle.approximate_bytes();

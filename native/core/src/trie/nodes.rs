@@ -118,6 +118,7 @@ impl TopicTrie {
     pub(super) fn prune(&mut self, mut node: u32) {
         while node != ROOT && self.nodes[node as usize].names == 0 {
             let Node { parent, segment, .. } = self.nodes[node as usize];
+            self.forget_edits(node);
             self.children.remove(&self.nodes, node);
             self.unlink(node);
             self.segments.release(segment);

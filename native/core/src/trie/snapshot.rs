@@ -4,56 +4,42 @@
 //!
 //! A node's block is the names of its subtree in depth-first order, its own name first, then each
 //! child's block in child order: `names` entries. A walk that takes the whole subtree of a node (the
-//! top) writes the top's block into a list of its own and records, at every node it visits, where
-//! that node's block starts within its parent's block (the delta, in `Node::kept`). The top then
-//! holds the list; a node whose subtree has not changed since finds its block by climbing to the
-//! nearest node holding a list and adding the deltas on the way.
+//! top) writes the top's block into a list the top then holds, and gives every node it visits a key
+//! saying where its block starts within its parent's (edits.rs). A node whose subtree has not
+//! changed since finds its block by climbing to the nearest node holding a list, adding its
+//! ancestors' positions on the way.
 //!
-//! Changes mark their node and its ancestors `CHANGED` (every ancestor of a changed node is
-//! changed, so marking stops at the first one already marked). A walk whose top changed lays the
-//! top's block down again: it follows the links only through changed nodes and copies the block of
-//! each unchanged child from where it lies, so it costs the changed paths and the copy, not the
-//! subtree. A list an unchanged child held is absorbed into the new one, so lists do not pile up: at
-//! most one per top walked, each the size of its subtree's answer.
+//! Changes mark their node and its ancestors `CHANGED`, and each node so marked records what its
+//! block was (edits.rs). A walk whose top changed lays the top's block down again from the old one:
+//! it copies the runs of the old block between the recorded children, lays the recorded children
+//! down again in their places and the new children after them, so it costs the changes, their
+//! depth and the copy, not the subtree. A list a child held is absorbed into the new one, so lists do
+//! not pile up: at most one per top walked, each the size of its subtree's answer.
 //!
 //! Lists hold ids, not node positions, so compaction moves the `kept` field with its node and keeps
 //! every list.
-//!
-//! **Plans.** A caller that keeps the names it was given by id and a copy of each list (the native
-//! adapter) asks for a plan instead of ids: [`expand_plan`](TopicTrie::expand_plan) writes the
-//! lists it lays down as operations on the caller's copies (copy a run of another list, take a name
-//! by id) and the answer as runs of lists and single names, with the text of each name the caller
-//! has not been given yet. The caller replays them on its strings, as the js engine copies its
-//! lists of texts, and creates a string only for a name it has never had.
 
+use super::edits::{push_piece, Entry, KeyMap, Piece};
+use super::plan::{Plan, PLAN_LIST_END, PLAN_LIST_START};
 use super::{TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
 
 /// `Node::kept` flag: the subtree changed since the node's block was laid down, or it never was.
 pub(super) const CHANGED: u32 = 1 << 31;
-/// `Node::kept` flag: the node holds a kept list, whose index the low bits give.
+/// `Node::kept` flag: the node holds a kept list (`TopicTrie::holders` has its index).
 const KEPT: u32 = 1 << 30;
-const LOW_BITS: u32 = KEPT - 1;
-
-/// Plan operation: `[PLAN_NAME, id]`, a name the caller was given before.
-pub const PLAN_NAME: u32 = 0;
-/// Plan operation: `[PLAN_NEW_NAME, id, end]`, a name whose text is next in the plan's text,
-/// ending at `end` (UTF-16 code units from the text's start; names are NUL-separated).
-pub const PLAN_NEW_NAME: u32 = 1;
-/// Plan operation: `[PLAN_COPY, list, offset, count]`, a run of a list the caller copied.
-pub const PLAN_COPY: u32 = 2;
-/// Plan operation: `[PLAN_LIST_START, list, size]`: the operations up to `PLAN_LIST_END` make
-/// list `list` (replacing any list of that index), not the answer.
-pub const PLAN_LIST_START: u32 = 3;
-pub const PLAN_LIST_END: u32 = 4;
-/// Plan operation: `[PLAN_FREE, list]`: the list is gone; its copy may be dropped.
-pub const PLAN_FREE: u32 = 5;
+/// `Node::kept` flag: the node's block lies in its parent's as last laid down, where its key says.
+pub(super) const IN_PARENT: u32 = 1 << 29;
+/// `Node::kept` flag: the node's old range has an entry in its parent's record (edits.rs).
+pub(super) const LISTED: u32 = 1 << 28;
+/// `Node::kept` below the flags: the node's key in its parent's key map.
+pub(super) const KEY_BITS: u32 = LISTED - 1;
 
 /// One kept list, and whether a plan handed it to the caller (which then holds a copy).
 #[derive(Debug, Default)]
 pub(super) struct KeptList {
-    ids: Vec<u32>,
-    mirrored: bool,
+    pub(super) ids: Vec<u32>,
+    pub(super) mirrored: bool,
 }
 
 impl KeptList {
@@ -62,45 +48,7 @@ impl KeptList {
     }
 }
 
-/// What a plan call writes: the operations, and the texts of the new names.
-#[derive(Debug, Default)]
-pub struct Plan {
-    pub ops: Vec<u32>,
-    /// The new names, NUL-separated.
-    pub text: String,
-    /// The length of `text` in UTF-16 code units.
-    utf16_len: usize,
-    /// Names in `text`.
-    new_names: usize,
-    /// Scratch for names rebuilt from their parents.
-    scratch: String,
-}
-
-impl Plan {
-    pub fn clear(&mut self) {
-        self.ops.clear();
-        self.text.clear();
-        self.utf16_len = 0;
-        self.new_names = 0;
-    }
-
-    fn push_text(&mut self, name: &str) -> u32 {
-        if self.new_names > 0 {
-            self.text.push('\0');
-            self.utf16_len += 1;
-        }
-        self.new_names += 1;
-        self.text.push_str(name);
-        self.utf16_len += if name.is_ascii() {
-            name.len()
-        } else {
-            name.encode_utf16().count()
-        };
-        u32::try_from(self.utf16_len).expect("a plan's text under 4 G code units")
-    }
-}
-
-/// A run of a kept list that `lay_down` will copy.
+/// A run of a list that `lay_down` will copy.
 #[derive(Clone, Copy, Default)]
 struct Run {
     list: u32,
@@ -108,16 +56,43 @@ struct Run {
     count: u32,
 }
 
-/// The walk state of one level of `lay_down`.
-struct Level {
+/// One node on the way down of `lay_down`.
+struct Frame {
     node: u32,
-    /// Where the node's block starts in the new list.
+    /// Where its new block starts.
     start: u32,
-    /// Where its old block lay (list, offset); `NONE` for a node never laid down.
+    /// Where its old block lies (list, offset); `NONE` for a node never laid down.
     old_list: u32,
     old_offset: u32,
+    /// Laid down from its record: the recorded children by old position, the next one to take, the
+    /// next old position not copied and the old block's end.
+    by_record: bool,
+    entries: Vec<Entry>,
+    next_entry: usize,
+    old_at: u32,
+    old_end: u32,
+    /// The next child to visit by the links: the first new one (from a record), else every one.
+    child: u32,
+    /// From a record: the new key map, and the next fresh key.
+    pieces: Vec<Piece>,
+    next_key: u32,
     /// The length of the node's text in the walk's path (plans only).
     path_len: usize,
+}
+
+/// What `lay_down` builds: the new list, its pending run, the lists to free, the path (plans).
+struct Output<'a> {
+    ids: Vec<u32>,
+    run: Run,
+    freed: Vec<u32>,
+    path: String,
+    plan: Option<&'a mut Plan>,
+}
+
+impl Output<'_> {
+    fn len(&self) -> u32 {
+        self.ids.len() as u32 + self.run.count
+    }
 }
 
 impl TopicTrie {
@@ -125,54 +100,44 @@ impl TopicTrie {
         self.nodes[node as usize].kept & CHANGED != 0
     }
 
-    /// Marks `node` and its ancestors changed.
-    pub(super) fn mark_changed(&mut self, mut node: u32) {
-        while node != NONE {
-            let n = &mut self.nodes[node as usize];
-            if n.kept & CHANGED != 0 {
-                return;
-            }
-            n.kept |= CHANGED;
-            node = n.parent;
+    fn kept_list(&self, node: u32) -> Option<u32> {
+        if self.nodes[node as usize].kept & KEPT == 0 {
+            return None;
         }
+        self.holders.get(&node).copied()
     }
 
-    fn kept_list(&self, node: u32) -> Option<u32> {
-        let kept = self.nodes[node as usize].kept;
-        (kept & KEPT != 0).then_some(kept & LOW_BITS)
+    /// Takes the list `node` holds, if any, away from it (the caller frees it).
+    fn take_kept_list(&mut self, node: u32) -> Option<u32> {
+        let list = self.kept_list(node)?;
+        self.holders.remove(&node);
+        self.nodes[node as usize].kept &= !KEPT;
+        Some(list)
     }
 
     /// Frees the list `node` holds, if any.
     pub(super) fn drop_kept_list(&mut self, node: u32) {
-        if let Some(list) = self.kept_list(node) {
-            self.nodes[node as usize].kept &= !(KEPT | LOW_BITS);
+        if let Some(list) = self.take_kept_list(node) {
             self.free_list(list);
         }
     }
 
-    fn free_list(&mut self, list: u32) {
-        let kept = std::mem::take(&mut self.lists[list as usize]);
-        if kept.mirrored {
-            self.freed_mirrored.push(list);
-        }
-        self.free_lists.push(list);
-    }
-
-    /// Where the block of `node` lies: the list of the nearest node (itself or an ancestor) holding
-    /// one and the sum of the deltas on the way up; `(NONE, 0)` for a node never laid down.
-    fn locate(&self, node: u32) -> (u32, u32) {
+    /// Where the block of `node` lies as last laid down: the list of the nearest node (itself or an
+    /// ancestor) holding one and the sum of the positions on the way up; `(NONE, 0)` for a node
+    /// never laid down. Valid for an unchanged node; for a changed one, its old block.
+    pub(super) fn locate(&self, node: u32) -> (u32, u32) {
         let mut offset = 0;
         let mut at = node;
         loop {
-            let kept = self.nodes[at as usize].kept;
-            if kept & KEPT != 0 {
-                return (kept & LOW_BITS, offset);
+            if let Some(list) = self.kept_list(at) {
+                return (list, offset);
             }
-            offset += kept & LOW_BITS;
-            at = self.nodes[at as usize].parent;
-            if at == NONE {
+            if self.nodes[at as usize].kept & IN_PARENT == 0 {
                 return (NONE, 0);
             }
+            let parent = self.nodes[at as usize].parent;
+            offset += self.child_position(parent, at);
+            at = parent;
         }
     }
 
@@ -192,106 +157,50 @@ impl TopicTrie {
         &self.lists[list as usize].ids[offset as usize..(offset + count) as usize]
     }
 
-    /// Lays the block of the changed node `top` down into a new list that `top` then holds: the
-    /// names of changed nodes from the nodes, the blocks of unchanged children copied from their
-    /// lists. Every node visited becomes unchanged; the lists of visited or copied nodes (the top's
-    /// previous one included) are freed once the copies are done.
-    fn lay_down(&mut self, top: u32, mut plan: Option<&mut Plan>) {
+    /// Lays the block of `top` down into a new list that `top` then holds: runs of
+    /// old blocks copied, changed and new nodes visited (edits.rs says which). Every node visited
+    /// becomes unchanged; the lists of visited or copied nodes (the top's previous one included) are
+    /// freed once the copies are done.
+    pub(super) fn lay_down(&mut self, top: u32, plan: Option<&mut Plan>) {
         let size = self.nodes[top as usize].names;
-        let mut ids: Vec<u32> = Vec::with_capacity(size as usize);
-        let mut freed: Vec<u32> = Vec::new();
-        let index = self.free_lists.pop().unwrap_or_else(|| {
-            self.lists.push(KeptList::default());
-            (self.lists.len() - 1) as u32
-        });
-        assert!(index < KEPT, "trie: kept lists exhausted");
-        // The text of the node visited, for the names a plan hands out.
-        let mut path = String::new();
-        if let Some(plan) = plan.as_deref_mut() {
+        let index = self.new_list();
+        let mut out = Output {
+            ids: Vec::with_capacity(size as usize),
+            run: Run::default(),
+            freed: Vec::new(),
+            path: String::new(),
+            plan,
+        };
+        if let Some(plan) = out.plan.as_deref_mut() {
             plan.ops.extend([PLAN_LIST_START, index, size]);
-            self.write_path(top, &mut path);
+            self.write_path(top, &mut out.path);
         }
         let (old_list, old_offset) = self.locate(top);
-        if let Some(list) = self.kept_list(top) {
-            freed.push(list);
+        if let Some(list) = self.take_kept_list(top) {
+            out.freed.push(list);
         }
-        let mut levels: Vec<Level> = Vec::new();
-        self.enter(
-            top,
-            &mut levels,
-            (old_list, old_offset),
-            &mut ids,
-            &path,
-            plan.as_deref_mut(),
-        );
-        let separator = self.dialect.separator();
-        // Unchanged blocks lying one after another in the same list are copied as one run.
-        let mut run = Run::default();
-        let mut child = self.nodes[top as usize].first_child;
-        while let Some(&Level {
-            node: parent,
-            start: parent_start,
-            old_list: parent_list,
-            old_offset: parent_offset,
-            path_len: parent_path_len,
-        }) = levels.last()
-        {
-            if child == NONE {
-                // This level is done: back to the parent, at the sibling after this node.
-                levels.pop();
-                match levels.last() {
-                    Some(up) => path.truncate(up.path_len),
-                    None => break,
+        // An unchanged top (a plan needing a list of its own) is its old block, copied.
+        let mut frames = Vec::new();
+        if self.is_changed(top) {
+            frames.push(self.enter(top, (old_list, old_offset), &mut out));
+        } else {
+            self.copy(old_list, old_offset, size, &mut out);
+        }
+        while let Some(frame) = frames.last_mut() {
+            if let Some(child) = self.next_step(frame, &mut out) {
+                let parent_path = frame.path_len;
+                if let Some(entered) = self.visit(child, frame, parent_path, &mut out) {
+                    frames.push(entered);
                 }
-                child = self.nodes[parent as usize].next_sibling;
                 continue;
             }
-            let n = self.nodes[child as usize];
-            if n.kept & CHANGED != 0 {
-                let old = match self.kept_list(child) {
-                    Some(list) => {
-                        freed.push(list);
-                        (list, 0)
-                    }
-                    None => (parent_list, parent_offset.wrapping_add(n.kept & LOW_BITS)),
-                };
-                if plan.is_some() {
-                    path.truncate(parent_path_len);
-                    if parent != ROOT {
-                        path.push_str(separator);
-                    }
-                    path.push_str(self.segment_text(child));
-                }
-                self.flush_run(&mut run, &mut ids, plan.as_deref_mut());
-                let start = ids.len() as u32;
-                self.set_delta(child, start - parent_start);
-                self.enter(child, &mut levels, old, &mut ids, &path, plan.as_deref_mut());
-                child = n.first_child;
-                continue;
-            }
-            // Unchanged: its block lies in its own list, or in its parent's old block at its delta.
-            let (list, offset) = match self.kept_list(child) {
-                Some(list) => {
-                    freed.push(list);
-                    (list, 0)
-                }
-                None => (parent_list, parent_offset + (n.kept & LOW_BITS)),
-            };
-            let start = ids.len() as u32 + run.count;
-            if run.count > 0 && run.list == list && run.offset + run.count == offset {
-                run.count += n.names;
-            } else {
-                self.flush_run(&mut run, &mut ids, plan.as_deref_mut());
-                run = Run {
-                    list,
-                    offset,
-                    count: n.names,
-                };
-            }
-            self.set_delta(child, start - parent_start);
-            child = n.next_sibling;
+            let done = frames.pop().expect("a frame");
+            self.leave(done);
         }
-        self.flush_run(&mut run, &mut ids, plan.as_deref_mut());
+        self.flush(&mut out);
+        let Output {
+            ids, freed, mut plan, ..
+        } = out;
         assert_eq!(
             ids.len(),
             size as usize,
@@ -307,159 +216,256 @@ impl TopicTrie {
             ids,
             mirrored: plan.is_some(),
         };
-        self.nodes[top as usize].kept = KEPT | index;
+        self.holders.insert(top, index);
+        self.nodes[top as usize].kept |= KEPT;
         if let Some(plan) = plan {
             self.announce_frees(plan);
         }
     }
 
-    /// Copies the pending run of unchanged blocks into `ids` (and `plan`) and empties it.
-    fn flush_run(&mut self, run: &mut Run, ids: &mut Vec<u32>, plan: Option<&mut Plan>) {
-        if run.count == 0 {
-            return;
-        }
-        let Run { list, offset, count } = *run;
-        ids.extend_from_slice(self.list_ids(list, offset, count));
-        if let Some(plan) = plan {
-            self.copy_into_plan(plan, list, offset, count);
-        }
-        run.count = 0;
-    }
-
-    /// Enters the changed node `node` in `lay_down`: its level, its own name, and no longer changed
-    /// (the caller has queued any list it held to be freed).
-    fn enter(
-        &mut self,
-        node: u32,
-        levels: &mut Vec<Level>,
-        (old_list, old_offset): (u32, u32),
-        ids: &mut Vec<u32>,
-        path: &str,
-        plan: Option<&mut Plan>,
-    ) {
-        levels.push(Level {
+    /// Starts laying down `node`, whose old block is at `old`: its frame and its own name.
+    fn enter(&mut self, node: u32, (old_list, old_offset): (u32, u32), out: &mut Output) -> Frame {
+        self.flush(out);
+        let start = out.len();
+        let names = self.nodes[node as usize].names;
+        let record = self.edits.remove(&node).filter(|_| old_list != NONE);
+        let next_key = match self.key_maps.get(&node) {
+            Some(map) => map.next_key,
+            None => record.as_ref().map_or(0, |r| r.old_names),
+        };
+        // Fresh keys for this lay-down come to at most its names; past the key range, every child
+        // takes its position as its key again.
+        let by_record = record.is_some() && u64::from(next_key) + u64::from(names) <= u64::from(KEY_BITS);
+        let mut frame = Frame {
             node,
-            start: ids.len() as u32,
+            start,
             old_list,
             old_offset,
-            path_len: path.len(),
-        });
-        let n = &mut self.nodes[node as usize];
-        // Keeps the delta (set by the caller), drops the flags.
-        n.kept &= LOW_BITS;
-        if n.name != NONE {
-            ids.push(n.name);
-            let id = n.name;
-            if let Some(plan) = plan {
-                self.name_into_plan(plan, id, Some(path));
-            }
-        }
-    }
-
-    /// Records where `node`'s block starts in its parent's, keeping its `CHANGED` flag and dropping
-    /// any list it held (the caller has queued that list to be freed).
-    fn set_delta(&mut self, node: u32, delta: u32) {
-        assert!(delta < KEPT, "trie: a block offset past the kept-list range");
-        let n = &mut self.nodes[node as usize];
-        n.kept = (n.kept & CHANGED) | delta;
-    }
-
-    /// Adds the name with id `id` to `plan`: by id when handed out before, else with its text
-    /// (`path` when given, else rebuilt from its parents).
-    fn name_into_plan(&mut self, plan: &mut Plan, id: u32, path: Option<&str>) {
-        let word = id as usize / 64;
-        if word >= self.handed.len() {
-            self.handed.resize(word + 1, 0);
-        }
-        let bit = 1u64 << (id % 64);
-        if self.handed[word] & bit != 0 {
-            plan.ops.extend([PLAN_NAME, id]);
-            return;
-        }
-        self.handed[word] |= bit;
-        let end = match path {
-            Some(path) => plan.push_text(path),
-            None => {
-                let mut scratch = std::mem::take(&mut plan.scratch);
-                scratch.clear();
-                self.write_path(self.name_nodes[id as usize], &mut scratch);
-                let end = plan.push_text(&scratch);
-                plan.scratch = scratch;
-                end
-            }
+            by_record,
+            entries: Vec::new(),
+            next_entry: 0,
+            old_at: 0,
+            old_end: 0,
+            child: self.nodes[node as usize].first_child,
+            pieces: Vec::new(),
+            next_key,
+            path_len: out.path.len(),
         };
-        plan.ops.extend([PLAN_NEW_NAME, id, end]);
+        if let (true, Some(record)) = (by_record, record) {
+            frame.entries = record.children;
+            frame.entries.sort_unstable_by_key(|e| e.at);
+            frame.old_at = u32::from(record.old_named);
+            frame.old_end = record.old_names;
+            frame.child = self.first_new_child(node);
+        }
+        self.nodes[node as usize].kept &= !CHANGED;
+        let id = self.nodes[node as usize].name;
+        if id != NONE {
+            out.ids.push(id);
+            if let Some(plan) = out.plan.as_deref_mut() {
+                self.name_into_plan(plan, id, Some(&out.path));
+            }
+        }
+        frame
     }
 
-    /// Adds a run of list `list` to `plan`: as a copy when the caller holds that list, else name by
-    /// name.
-    fn copy_into_plan(&mut self, plan: &mut Plan, list: u32, offset: u32, count: u32) {
-        if self.lists[list as usize].mirrored {
-            plan.ops.extend([PLAN_COPY, list, offset, count]);
+    /// The first of `node`'s children placed since its block was laid down (they follow the others).
+    fn first_new_child(&self, node: u32) -> u32 {
+        let first = self.nodes[node as usize].first_child;
+        if first == NONE {
+            return NONE;
+        }
+        let mut child = self.nodes[first as usize].prev_sibling;
+        let mut newest = NONE;
+        while self.nodes[child as usize].kept & IN_PARENT == 0 {
+            newest = child;
+            if child == first {
+                break;
+            }
+            child = self.nodes[child as usize].prev_sibling;
+        }
+        newest
+    }
+
+    /// Copies what the frame has to copy before its next child to visit, and returns that child;
+    /// `None` when the frame is done.
+    fn next_step(&mut self, frame: &mut Frame, out: &mut Output) -> Option<u32> {
+        if frame.by_record {
+            while let Some(&entry) = frame.entries.get(frame.next_entry) {
+                frame.next_entry += 1;
+                self.copy_old(frame, entry.at, out);
+                frame.old_at = entry.at + entry.size;
+                if entry.node != NONE {
+                    return Some(entry.node);
+                }
+            }
+            self.copy_old(frame, frame.old_end, out);
+            frame.old_at = frame.old_end;
+        }
+        let child = frame.child;
+        if child == NONE {
+            return None;
+        }
+        frame.child = self.nodes[child as usize].next_sibling;
+        Some(child)
+    }
+
+    /// Copies positions `[frame.old_at, to)` of the frame's old block, and maps their keys.
+    fn copy_old(&mut self, frame: &mut Frame, to: u32, out: &mut Output) {
+        let from = frame.old_at;
+        if to <= from {
             return;
         }
-        for at in offset..offset + count {
-            let id = self.lists[list as usize].ids[at as usize];
-            self.name_into_plan(plan, id, None);
+        let at = out.len() - frame.start;
+        match self.key_maps.get(&frame.node) {
+            Some(map) => map.moved(from, to, at, &mut frame.pieces),
+            None => push_piece(
+                &mut frame.pieces,
+                Piece {
+                    key: from,
+                    at,
+                    len: to - from,
+                },
+            ),
+        }
+        self.copy(frame.old_list, frame.old_offset + from, to - from, out);
+    }
+
+    /// Takes `child` of the frame's node into the new block: copies its block when it has not
+    /// changed, else returns its frame. Gives it its key in the new block.
+    fn visit(
+        &mut self,
+        child: u32,
+        frame: &mut Frame,
+        parent_path: usize,
+        out: &mut Output,
+    ) -> Option<Frame> {
+        let names = self.nodes[child as usize].names;
+        let at = out.len() - frame.start;
+        let key = if frame.by_record {
+            let key = frame.next_key;
+            frame.next_key += names;
+            push_piece(&mut frame.pieces, Piece { key, at, len: names });
+            key
+        } else {
+            at
+        };
+        assert!(key <= KEY_BITS, "trie: a block position past the key range");
+        let kept = self.nodes[child as usize].kept;
+        // Its old block: a list it holds, else in the parent's old block (read before the key goes).
+        let own = self.take_kept_list(child);
+        let old = match own {
+            Some(list) => {
+                out.freed.push(list);
+                (list, 0)
+            }
+            None if kept & IN_PARENT != 0 && frame.old_list != NONE => (
+                frame.old_list,
+                frame.old_offset + self.child_position(frame.node, child),
+            ),
+            None => (NONE, 0),
+        };
+        self.nodes[child as usize].kept = (kept & CHANGED) | IN_PARENT | key;
+        if kept & CHANGED == 0 {
+            assert!(old.0 != NONE, "trie: an unchanged node lies in no kept list");
+            self.copy(old.0, old.1, names, out);
+            return None;
+        }
+        if out.plan.is_some() {
+            out.path.truncate(parent_path);
+            if frame.node != ROOT {
+                out.path.push_str(self.dialect.separator());
+            }
+            out.path
+                .push_str(self.segments.text(self.nodes[child as usize].segment));
+        }
+        Some(self.enter(child, old, out))
+    }
+
+    /// Finishes laying down the frame's node: its new key map.
+    fn leave(&mut self, frame: Frame) {
+        if frame.by_record {
+            self.key_maps
+                .insert(frame.node, KeyMap::new(frame.pieces, frame.next_key));
+        } else {
+            self.key_maps.remove(&frame.node);
         }
     }
 
-    /// [`block_of`](Self::block_of) for a plan: the list returned is one the caller holds. A list
-    /// laid down by a walk without a plan is handed over whole when the node holds it (its holder
-    /// is unchanged, so all of it is valid); a block inside another node's list is laid down on its
-    /// own instead (the rest of that list may be out of date).
-    pub(super) fn plan_block(&mut self, node: u32, plan: &mut Plan) -> (u32, u32) {
-        let (list, offset) = self.block_of(node, Some(plan));
-        if self.lists[list as usize].mirrored {
-            return (list, offset);
-        }
-        if self.kept_list(node) != Some(list) {
-            self.lay_down(node, Some(plan));
-        }
-        let list = self
-            .kept_list(node)
-            .expect("a node just laid down holds its list");
-        self.mirror_list(plan, list);
-        (list, 0)
-    }
-
-    /// Hands list `list` to the plan's caller if it does not hold it yet.
-    fn mirror_list(&mut self, plan: &mut Plan, list: u32) {
-        if self.lists[list as usize].mirrored {
+    /// Queues `count` ids of list `list` from `offset` for the new list, joined to the pending run
+    /// when it continues it.
+    fn copy(&mut self, list: u32, offset: u32, count: u32, out: &mut Output) {
+        let run = &mut out.run;
+        if run.count > 0 && run.list == list && run.offset + run.count == offset {
+            run.count += count;
             return;
         }
-        let size = self.lists[list as usize].ids.len() as u32;
-        plan.ops.extend([PLAN_LIST_START, list, size]);
-        self.copy_into_plan(plan, list, 0, size);
-        plan.ops.push(PLAN_LIST_END);
-        self.lists[list as usize].mirrored = true;
+        self.flush(out);
+        out.run = Run { list, offset, count };
     }
 
-    /// Tells the plan's caller of the lists freed since it was last told.
-    pub(super) fn announce_frees(&mut self, plan: &mut Plan) {
-        for list in self.freed_mirrored.drain(..) {
-            plan.ops.extend([PLAN_FREE, list]);
+    /// Copies the pending run into the new list (and the plan) and empties it.
+    fn flush(&mut self, out: &mut Output) {
+        let Run { list, offset, count } = out.run;
+        if count == 0 {
+            return;
         }
-    }
-
-    /// Adds the name with id `id` to `plan` (a match that is not part of a block).
-    pub(super) fn single_name_into_plan(&mut self, plan: &mut Plan, id: u32) {
-        self.name_into_plan(plan, id, None);
-    }
-
-    /// Forgets what plans handed out, as for a new caller holding nothing.
-    #[cfg(test)]
-    pub(super) fn forget_plans(&mut self) {
-        self.handed.clear();
-        self.freed_mirrored.clear();
-        for list in &mut self.lists {
-            list.mirrored = false;
+        out.ids.extend_from_slice(self.list_ids(list, offset, count));
+        if let Some(plan) = out.plan.as_deref_mut() {
+            self.copy_into_plan(plan, list, offset, count);
         }
+        out.run.count = 0;
     }
 
     /// Whether a trailing wildcard at `node` takes the names child by child: MQTT's root, whose
     /// `$` children a wildcard skips.
     pub(super) fn rest_by_child(&self, node: u32) -> bool {
         node == ROOT && self.dialect == Dialect::Mqtt
+    }
+}
+
+#[cfg(test)]
+impl TopicTrie {
+    /// The ids of `node`'s subtree in depth-first order, children in list order, from the links.
+    pub(super) fn naive_block(&self, node: u32, out: &mut Vec<u32>) {
+        let n = &self.nodes[node as usize];
+        if n.name != NONE {
+            out.push(n.name);
+        }
+        let mut child = n.first_child;
+        while child != NONE {
+            self.naive_block(child, out);
+            child = self.nodes[child as usize].next_sibling;
+        }
+    }
+
+    /// Checks that every unchanged node's block, where `locate` finds it, is its subtree in walk
+    /// order; returns the first node where it is not.
+    pub(super) fn check_blocks(&self) -> Result<(), String> {
+        let mut stack = vec![ROOT];
+        while let Some(node) = stack.pop() {
+            let mut child = self.nodes[node as usize].first_child;
+            while child != NONE {
+                stack.push(child);
+                child = self.nodes[child as usize].next_sibling;
+            }
+            if self.is_changed(node) {
+                continue;
+            }
+            let mut expected = Vec::new();
+            self.naive_block(node, &mut expected);
+            let (list, offset) = self.locate(node);
+            let ids = &self.lists[list as usize].ids;
+            let end = offset as usize + expected.len();
+            let got = ids.get(offset as usize..end);
+            if got != Some(&expected[..]) {
+                let mut path = String::new();
+                self.write_path(node, &mut path);
+                return Err(format!(
+                    "node {node} `{path}`: list {list} at {offset}: {got:?}, expected {expected:?}"
+                ));
+            }
+        }
+        Ok(())
     }
 }

@@ -10,7 +10,7 @@
 //! walks identically, so both give the same order for the same history; callers should treat it as
 //! unspecified.
 
-use super::snapshot::{Plan, PLAN_COPY};
+use super::plan::{Plan, PLAN_COPY};
 use super::{Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
 use crate::error::Violation;

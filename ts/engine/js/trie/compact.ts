@@ -12,7 +12,7 @@
  * the last compaction and the walks since have visited as many nodes as are live: the scattered
  * walking has then cost about what the compaction costs, and it never comes before the first walks
  * after a bulk of adds. Name ids, child order, kept lists and therefore every answer stay the same;
- * `changed`, `delta` and `kept` move with their nodes.
+ * `changed`, `key` and `kept` move with their nodes, and the records and key maps of edits.ts follow.
  */
 import type { JsTopicTrie } from './trie.js';
 import { NONE, nextAfterSubtree, ROOT } from './walk.js';
@@ -86,7 +86,7 @@ export function compact(trie: JsTopicTrie): void {
   const firstChild = gather(trie.firstChild, true);
   const nextSibling = gather(trie.nextSibling, true);
   const prevSibling = gather(trie.prevSibling, true);
-  const delta = gather(trie.delta, false);
+  const key = gather(trie.key, false);
   const kept = gather(trie.kept, false);
   const changed = new Uint8Array(capacity);
   for (let from = 0; from < capacity; from++) {
@@ -111,7 +111,7 @@ export function compact(trie: JsTopicTrie): void {
       nextSibling,
       prevSibling,
       changed,
-      delta,
+      key,
       kept,
       children,
       nodeText,

@@ -5,27 +5,29 @@
  *
  * A node's block is the names of its subtree in depth-first order, its own name first, then each
  * child's block in child order: `names[node]` entries. A walk that takes the whole subtree of a node
- * (the top) writes the top's block into a list of its own (texts and ids side by side) and records,
- * at every node it visits, where that node's block starts within its parent's block (`delta`). The
- * top then holds the list (`kept`); a node whose subtree has not changed since finds its block by
- * climbing to the nearest node holding a list and adding the deltas on the way.
+ * (the top) writes the top's block into a list of its own (texts and ids side by side), which the top
+ * then holds (`kept`), and gives every node it visits a key saying where its block starts within its
+ * parent's (edits.ts). A node whose subtree has not changed since finds its block by climbing to the
+ * nearest node holding a list, adding its ancestors' positions on the way.
  *
- * Changes mark their node and its ancestors `changed` (every ancestor of a changed node is changed,
- * so marking stops at the first one already marked). A walk whose top changed lays the top's block
- * down again: it follows the links only through changed nodes and copies the block of each
- * unchanged child from where it lies, so it costs the changed paths and the copy, not the subtree.
- * A list an unchanged child held is absorbed into the new one (its block now lies there), so lists
- * do not pile up: at most one per top walked, each the size of its subtree's answer.
+ * Changes mark their node and its ancestors changed, and each node so marked records what its block
+ * was (edits.ts). A walk whose top changed lays the top's block down again from the old one: it
+ * copies the runs of the old block between the recorded children (texts sharing the old rope's
+ * chunks, ids with `set`), lays the recorded children down again in their places and the new
+ * children after them, so it costs the changes, their depth and the copy, not the subtree. A list a
+ * child held is absorbed into the new one, so lists do not pile up.
  *
- * Lists hold ids and texts, not node positions, so compaction moves `delta`, `kept` and `changed`
- * with their nodes and keeps every list.
+ * Lists hold ids and texts, not node positions, so compaction moves `key`, `kept` and `changed` with
+ * their nodes and keeps every list.
  */
+import { type NameRope, RopeBuilder } from '../../../common/name-rope.js';
+import { CHANGED, childPosition, type Entry, IN_PARENT, KEY_LIMIT, KeyMap, pushPiece } from './edits.js';
 import type { JsTopicTrie } from './trie.js';
 import { NONE } from './walk.js';
 
-/** One kept list: a block of names in walk order, as texts and as ids. */
+/** One kept list: a block of names in walk order, as texts (a rope, ts/common/name-rope.ts) and as ids. */
 export interface KeptList {
-  texts: string[];
+  texts: NameRope;
   ids: Int32Array;
 }
 
@@ -36,21 +38,21 @@ interface Location {
 }
 
 /**
- * Where the block of `node`, which has not changed since it was laid down, lies: the list of the
- * nearest node (itself or an ancestor) holding one, at the sum of the deltas on the way up.
+ * Where the block of `node` lies as last laid down: the list of the nearest node (itself or an
+ * ancestor) holding one, at the sum of the positions on the way up; `NONE` for a node never laid
+ * down. Valid for an unchanged node; for a changed one, its old block.
  */
 function locate(trie: JsTopicTrie, node: number): Location {
-  const { kept, delta, parent } = trie;
+  const { kept, changed, parent } = trie;
   let offset = 0;
   let at = node;
   for (;;) {
     const list = kept[at] as number;
     if (list !== NONE) return { list, offset };
-    offset += delta[at] as number;
-    at = parent[at] as number;
-    // Only a node never laid down lies nowhere; its children were all placed after it, so none is
-    // unchanged and its old location is never read.
-    if (at === NONE) return { list: NONE, offset: 0 };
+    if (((changed[at] as number) & IN_PARENT) === 0) return { list: NONE, offset: 0 };
+    const up = parent[at] as number;
+    offset += childPosition(trie, up, at);
+    at = up;
   }
 }
 
@@ -59,133 +61,265 @@ function locate(trie: JsTopicTrie, node: number): Location {
  * the subtree changed since.
  */
 export function blockOf(trie: JsTopicTrie, node: number): { list: KeptList; offset: number } {
-  if (trie.changed[node] !== 0) layDown(trie, node);
+  if (((trie.changed[node] as number) & CHANGED) !== 0) layDown(trie, node);
   const { list, offset } = locate(trie, node);
   const kept = trie.keptLists[list];
   if (kept === undefined) throw new Error('trie: an unchanged node lies in no kept list');
   return { list: kept, offset };
 }
 
-/** Scratch stacks of `layDown`, one entry per level of the walk, shared (walks never nest). */
-let nodeStack = new Int32Array(64);
-/** Where each level's node's block starts in the new list. */
-let startStack = new Int32Array(64);
-/** Where each level's node's old block lay (list, offset): valid only for a node laid down before. */
-let oldListStack = new Int32Array(64);
-let oldOffsetStack = new Int32Array(64);
+/** One node on the way down of `layDown` (see the Rust `Frame`). */
+interface Frame {
+  node: number;
+  start: number;
+  oldList: number;
+  oldOffset: number;
+  byRecord: boolean;
+  entries: Entry[];
+  nextEntry: number;
+  oldAt: number;
+  oldEnd: number;
+  child: number;
+  pieces: number[];
+  nextKey: number;
+}
 
-function grownStacks(): void {
-  const grow = (old: Int32Array<ArrayBuffer>): Int32Array<ArrayBuffer> => {
-    const next = new Int32Array(old.length * 2);
-    next.set(old);
-    return next;
-  };
-  nodeStack = grow(nodeStack);
-  startStack = grow(startStack);
-  oldListStack = grow(oldListStack);
-  oldOffsetStack = grow(oldOffsetStack);
+/** Copies for one lay-down: texts into a rope, ids written in place, runs joined while they continue. */
+class Output {
+  readonly ids: Int32Array;
+  at = 0;
+  private readonly texts = new RopeBuilder();
+  private runList = NONE;
+  private runOffset = 0;
+  private runCount = 0;
+  readonly freed: number[] = [];
+
+  constructor(
+    private readonly trie: JsTopicTrie,
+    size: number,
+  ) {
+    this.ids = new Int32Array(size);
+  }
+
+  /** Positions taken so far, the pending run included. */
+  length(): number {
+    return this.at + this.runCount;
+  }
+
+  name(id: number, text: string): void {
+    this.flush();
+    this.texts.name(text);
+    this.ids[this.at++] = id;
+  }
+
+  copy(list: number, offset: number, count: number): void {
+    if (this.runCount > 0 && this.runList === list && this.runOffset + this.runCount === offset) {
+      this.runCount += count;
+      return;
+    }
+    this.flush();
+    this.runList = list;
+    this.runOffset = offset;
+    this.runCount = count;
+  }
+
+  flush(): void {
+    const count = this.runCount;
+    if (count === 0) return;
+    const source = this.trie.keptLists[this.runList] as KeptList;
+    const from = this.runOffset;
+    source.texts.copyTo(this.texts, from, count);
+    this.ids.set(source.ids.subarray(from, from + count), this.at);
+    this.at += count;
+    this.runCount = 0;
+  }
+
+  /** The texts, as a rope. */
+  rope(): NameRope {
+    this.flush();
+    return this.texts.toRope();
+  }
 }
 
 /**
- * Lays the block of the changed node `top` down into a new list that `top` then holds: the names
- * of changed nodes from the nodes, the blocks of unchanged children copied from their lists. Every
- * node visited becomes unchanged; the lists of visited or copied nodes (the top's previous one
- * included) are freed once the copies are done.
+ * Lays the block of the changed node `top` down into a new list that `top` then holds: runs of old
+ * blocks copied, changed and new nodes visited (edits.ts says which). Every node visited becomes
+ * unchanged; the lists of visited or copied nodes (the top's previous one included) are freed once
+ * the copies are done.
  */
 function layDown(trie: JsTopicTrie, top: number): void {
-  const { names, nodeName, nodeText, firstChild, nextSibling, changed, delta, kept } = trie;
-  const size = names[top] as number;
-  const texts = new Array<string>(size);
-  const ids = new Int32Array(size);
-  const freed: number[] = [];
-  let at = 0;
-  let depth = 0;
-  // Enters a changed node: its old location from its parent's (read before its delta is rewritten)
-  // or its own list, its start, and its own name.
-  const enter = (node: number, parentDepth: number): void => {
-    if (depth === nodeStack.length) grownStacks();
-    const ownList = kept[node] as number;
-    if (ownList !== NONE) {
-      oldListStack[depth] = ownList;
-      oldOffsetStack[depth] = 0;
-      freed.push(ownList);
-      kept[node] = NONE;
-    } else if (parentDepth >= 0) {
-      oldListStack[depth] = oldListStack[parentDepth] as number;
-      oldOffsetStack[depth] = (oldOffsetStack[parentDepth] as number) + (delta[node] as number);
-    } else {
-      // The top's old block lies where its ancestors' deltas lead (changes rewrite no delta).
-      const old = locate(trie, node);
-      oldListStack[depth] = old.list;
-      oldOffsetStack[depth] = old.offset;
-    }
-    if (parentDepth >= 0) delta[node] = at - (startStack[parentDepth] as number);
-    nodeStack[depth] = node;
-    startStack[depth] = at;
-    changed[node] = 0;
-    const id = nodeName[node] as number;
-    if (id !== NONE) {
-      texts[at] = nodeText[node] as string;
-      ids[at] = id;
-      at++;
-    }
-    depth++;
-  };
-  // Unchanged blocks lying one after another in the same list are copied as one run.
-  let runList = NONE;
-  let runOffset = 0;
-  let runCount = 0;
-  const flush = (): void => {
-    if (runCount === 0) return;
-    const source = trie.keptLists[runList] as KeptList;
-    for (let k = 0; k < runCount; k++) texts[at + k] = source.texts[runOffset + k] as string;
-    ids.set(source.ids.subarray(runOffset, runOffset + runCount), at);
-    at += runCount;
-    runCount = 0;
-  };
-  enter(top, -1);
-  // The child to visit next at each level is found from the last one visited: a changed child is
-  // entered (one level down); an unchanged one is copied whole and the walk goes on to its sibling.
-  let child = firstChild[top] as number;
-  while (depth > 0) {
-    if (child === NONE) {
-      // This level is done: back to the parent, at the sibling after this node.
-      depth--;
-      if (depth === 0) break;
-      child = nextSibling[nodeStack[depth] as number] as number;
-      continue;
-    }
-    const level = depth - 1;
-    if (changed[child] !== 0) {
-      flush();
-      enter(child, level);
-      child = firstChild[child] as number;
-      continue;
-    }
-    // Unchanged: its block lies in its own list, or in its parent's old block at its delta.
-    const count = names[child] as number;
-    let list = kept[child] as number;
-    let offset = 0;
-    if (list !== NONE) {
-      freed.push(list);
-      kept[child] = NONE;
-    } else {
-      list = oldListStack[level] as number;
-      offset = (oldOffsetStack[level] as number) + (delta[child] as number);
-    }
-    delta[child] = at + runCount - (startStack[level] as number);
-    if (runCount > 0 && runList === list && runOffset + runCount === offset) {
-      runCount += count;
-    } else {
-      flush();
-      runList = list;
-      runOffset = offset;
-      runCount = count;
-    }
-    child = nextSibling[child] as number;
+  const { kept } = trie;
+  const size = trie.names[top] as number;
+  const out = new Output(trie, size);
+  const old = locate(trie, top);
+  const ownList = kept[top] as number;
+  if (ownList !== NONE) {
+    out.freed.push(ownList);
+    kept[top] = NONE;
   }
-  flush();
-  if (at !== size) throw new Error(`trie: laid down ${at} names where the counts say ${size}`);
-  for (const list of freed) trie.freeKeptList(list);
-  kept[top] = trie.keepList({ texts, ids });
+  let depth = 0;
+  enter(trie, top, old.list, old.offset, out, frameAt(depth++));
+  while (depth > 0) {
+    const frame = frames[depth - 1] as Frame;
+    const child = nextStep(trie, frame, out);
+    if (child === NONE) {
+      leave(trie, frame);
+      depth--;
+      continue;
+    }
+    if (visit(trie, child, frame, out, frames[depth])) depth++;
+  }
+  const texts = out.rope();
+  if (out.at !== size || texts.size !== size) {
+    throw new Error(`trie: laid down ${out.at} names where the counts say ${size}`);
+  }
+  for (const list of out.freed) trie.freeKeptList(list);
+  kept[top] = trie.keepList({ texts, ids: out.ids });
+}
+
+/** The frames of `layDown` by depth, reused (lay-downs never nest): the first one visits every node. */
+const frames: Frame[] = [];
+/** Shared by frames that take no record (they never write to it). */
+const NO_ENTRIES: Entry[] = [];
+
+function frameAt(depth: number): Frame {
+  while (frames.length <= depth) {
+    frames.push({
+      node: NONE,
+      start: 0,
+      oldList: NONE,
+      oldOffset: 0,
+      byRecord: false,
+      entries: NO_ENTRIES,
+      nextEntry: 0,
+      oldAt: 0,
+      oldEnd: 0,
+      child: NONE,
+      pieces: [],
+      nextKey: 0,
+    });
+  }
+  return frames[depth] as Frame;
+}
+
+/**
+ * Starts laying down `node`, whose old block is at (`oldList`, `oldOffset`), in `frame`: its state
+ * and its own name.
+ */
+function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: number, out: Output, frame: Frame): void {
+  out.flush();
+  const record = oldList === NONE ? undefined : trie.edits.get(node);
+  trie.edits.delete(node);
+  const map = trie.keyMaps.get(node);
+  const nextKey = map !== undefined ? map.nextKey : (record?.oldNames ?? 0);
+  // Fresh keys for this lay-down come to at most its names; past the key range, every child takes
+  // its position as its key again.
+  const byRecord = record !== undefined && nextKey + (trie.names[node] as number) <= KEY_LIMIT;
+  frame.node = node;
+  frame.start = out.length();
+  frame.oldList = oldList;
+  frame.oldOffset = oldOffset;
+  frame.byRecord = byRecord;
+  frame.entries = NO_ENTRIES;
+  frame.nextEntry = 0;
+  frame.oldAt = 0;
+  frame.oldEnd = 0;
+  frame.child = trie.firstChild[node] as number;
+  frame.nextKey = nextKey;
+  if (byRecord && record !== undefined) {
+    // A map of its own: the frame's array is kept by the key map it becomes.
+    frame.pieces = [];
+    frame.entries = record.children.sort((a, b) => a.at - b.at);
+    frame.oldAt = record.oldNamed ? 1 : 0;
+    frame.oldEnd = record.oldNames;
+    frame.child = firstNewChild(trie, node);
+  }
+  trie.changed[node] = (trie.changed[node] as number) & ~CHANGED;
+  const id = trie.nodeName[node] as number;
+  if (id !== NONE) out.name(id, trie.nodeText[node] as string);
+}
+
+/** The first of `node`'s children placed since its block was laid down (they follow the others). */
+function firstNewChild(trie: JsTopicTrie, node: number): number {
+  const { firstChild, prevSibling, changed } = trie;
+  const first = firstChild[node] as number;
+  if (first === NONE) return NONE;
+  let child = prevSibling[first] as number;
+  let newest = NONE;
+  while (((changed[child] as number) & IN_PARENT) === 0) {
+    newest = child;
+    if (child === first) break;
+    child = prevSibling[child] as number;
+  }
+  return newest;
+}
+
+/** Copies what the frame has to copy before its next child to visit, and returns that child; NONE when done. */
+function nextStep(trie: JsTopicTrie, frame: Frame, out: Output): number {
+  if (frame.byRecord) {
+    while (frame.nextEntry < frame.entries.length) {
+      const entry = frame.entries[frame.nextEntry++] as Entry;
+      copyOld(trie, frame, entry.at, out);
+      frame.oldAt = entry.at + entry.size;
+      if (entry.node !== NONE) return entry.node;
+    }
+    copyOld(trie, frame, frame.oldEnd, out);
+    frame.oldAt = frame.oldEnd;
+  }
+  const child = frame.child;
+  if (child !== NONE) frame.child = trie.nextSibling[child] as number;
+  return child;
+}
+
+/** Copies positions `[frame.oldAt, to)` of the frame's old block, and maps their keys. */
+function copyOld(trie: JsTopicTrie, frame: Frame, to: number, out: Output): void {
+  const from = frame.oldAt;
+  if (to <= from) return;
+  const at = out.length() - frame.start;
+  const map = trie.keyMaps.get(frame.node);
+  if (map !== undefined) map.moved(from, to, at, frame.pieces);
+  else pushPiece(frame.pieces, from, at, to - from);
+  out.copy(frame.oldList, frame.oldOffset + from, to - from);
+}
+
+/**
+ * Takes `child` of the frame's node into the new block: copies its block when it has not changed,
+ * else enters it in the next frame (and returns true). Gives it its key in the new block.
+ */
+function visit(trie: JsTopicTrie, child: number, frame: Frame, out: Output, next: Frame | undefined): boolean {
+  const { changed, kept } = trie;
+  const names = trie.names[child] as number;
+  const at = out.length() - frame.start;
+  let key = at;
+  if (frame.byRecord) {
+    key = frame.nextKey;
+    frame.nextKey += names;
+    pushPiece(frame.pieces, key, at, names);
+  }
+  const flags = changed[child] as number;
+  // Its old block: a list it holds, else in the parent's old block (read before the key goes).
+  let oldList = kept[child] as number;
+  let oldOffset = 0;
+  if (oldList !== NONE) {
+    out.freed.push(oldList);
+    kept[child] = NONE;
+  } else if ((flags & IN_PARENT) !== 0 && frame.oldList !== NONE) {
+    oldList = frame.oldList;
+    oldOffset = frame.oldOffset + childPosition(trie, frame.node, child);
+  }
+  changed[child] = (flags & CHANGED) | IN_PARENT;
+  trie.key[child] = key;
+  if ((flags & CHANGED) === 0) {
+    if (oldList === NONE) throw new Error('trie: an unchanged node lies in no kept list');
+    out.copy(oldList, oldOffset, names);
+    return false;
+  }
+  enter(trie, child, oldList, oldOffset, out, next ?? frameAt(frames.length));
+  return true;
+}
+
+/** Finishes laying down the frame's node: its new key map. */
+function leave(trie: JsTopicTrie, frame: Frame): void {
+  if (frame.byRecord) trie.keyMaps.set(frame.node, new KeyMap(frame.pieces, frame.nextKey));
+  else trie.keyMaps.delete(frame.node);
 }

@@ -16,6 +16,7 @@ import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from '..
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../../contract.js';
 import { Interner } from '../interner.js';
 import { compactIfScattered } from './compact.js';
+import { CHANGED, type Edits, forgetEdits, type KeyMap, markChanged, moveEdits } from './edits.js';
 import { IdleSet } from './idle.js';
 import { listNames } from './list.js';
 import { linkLast, unlink } from './nodes.js';
@@ -38,13 +39,18 @@ export class JsTopicTrie implements TopicTrieCore {
   /** For a first child: the last child of its parent (appends are O(1), as in Rust). */
   prevSibling = new Int32Array(INITIAL_NODES);
   /**
-   * 1 for a node whose subtree had a node placed or freed, or a name added or removed, since its
-   * block was last laid down in a kept list (and for every ancestor of such a node, and every node
-   * never laid down); 0 for one whose block still lies where it was laid down (snapshot.ts).
+   * Kept-list flags (edits.ts): `CHANGED` for a node whose subtree had a node placed or freed, or a
+   * name added or removed, since its block was last laid down in a kept list (and for every ancestor
+   * of such a node, and every node never laid down); `IN_PARENT` for a node whose block lies in its
+   * parent's as last laid down; `LISTED` for one with an entry in its parent's record.
    */
   changed = new Uint8Array(INITIAL_NODES);
-  /** Where a node's block starts within its parent's block, as last laid down: valid while unchanged. */
-  delta = new Int32Array(INITIAL_NODES);
+  /** A node's key in its parent's key map: where its block starts within its parent's (edits.ts). */
+  key = new Int32Array(INITIAL_NODES);
+  /** Per changed node that was laid down: its old block and the children to take apart (edits.ts). */
+  edits = new Map<number, Edits>();
+  /** Per node laid down from its record: where its children's blocks start, by key (edits.ts). */
+  keyMaps = new Map<number, KeyMap>();
   /** The kept list a node holds (an index into `keptLists`), `NONE` for most nodes. */
   kept = new Int32Array(INITIAL_NODES);
   /** Kept lists by index; freed slots are `undefined` and listed in `freeKeptLists`. */
@@ -91,7 +97,9 @@ export class JsTopicTrie implements TopicTrieCore {
     this.nextSibling = new Int32Array(INITIAL_NODES);
     this.prevSibling = new Int32Array(INITIAL_NODES);
     this.changed = new Uint8Array(INITIAL_NODES);
-    this.delta = new Int32Array(INITIAL_NODES);
+    this.key = new Int32Array(INITIAL_NODES);
+    this.edits = new Map();
+    this.keyMaps = new Map();
     this.kept = new Int32Array(INITIAL_NODES);
     this.keptLists = [];
     this.freeKeptLists = [];
@@ -112,7 +120,7 @@ export class JsTopicTrie implements TopicTrieCore {
     this.nodeName[ROOT] = NONE;
     this.firstChild[ROOT] = NONE;
     this.kept[ROOT] = NONE;
-    this.changed[ROOT] = 1;
+    this.changed[ROOT] = CHANGED;
     this.walkedSinceCompaction = 0;
   }
 
@@ -149,7 +157,7 @@ export class JsTopicTrie implements TopicTrieCore {
       | 'nextSibling'
       | 'prevSibling'
       | 'changed'
-      | 'delta'
+      | 'key'
       | 'kept'
       | 'children'
       | 'nodeText'
@@ -166,7 +174,7 @@ export class JsTopicTrie implements TopicTrieCore {
       nextSibling: this.nextSibling,
       prevSibling: this.prevSibling,
       changed: this.changed,
-      delta: this.delta,
+      key: this.key,
       kept: this.kept,
       children: this.children,
       nodeText: this.nodeText,
@@ -176,6 +184,7 @@ export class JsTopicTrie implements TopicTrieCore {
       const node = nameNodes[id] as number;
       if (node !== NONE) nameNodes[id] = moved[node] as number;
     }
+    moveEdits(this, moved);
     this.nodeCount = live;
     this.freeNodes = [];
     this.placedSinceCompaction = 0;
@@ -211,10 +220,11 @@ export class JsTopicTrie implements TopicTrieCore {
       return existing;
     }
     const timestamp = timestampMs ?? 0;
+    // Before the name and the counts change: a node laid down records them as they were.
+    markChanged(this, node);
     const id = this.allocateName(node, name, timestamp);
     this.idle.insert(timestamp, id, name);
     this.adjustCounts(node, 1);
-    this.markChanged(node);
     this.nameCount++;
     if (this.isDollar(name)) this.dollarNames++;
     return id;
@@ -233,14 +243,14 @@ export class JsTopicTrie implements TopicTrieCore {
   remove(name: string): boolean {
     const id = this.idOf(name);
     if (id === NONE) return false;
-    this.idle.remove(this.lastActive[id] as number, id);
     const node = this.nameNodes[id] as number;
+    markChanged(this, node);
+    this.idle.remove(this.lastActive[id] as number, id);
     this.nodeName[node] = NONE;
     this.nodeText[node] = undefined;
     this.nameNodes[id] = NONE;
     this.freeNames.push(id);
     this.adjustCounts(node, -1);
-    this.markChanged(node);
     this.nameCount--;
     if (this.isDollar(name)) this.dollarNames--;
     this.prune(node);
@@ -364,10 +374,10 @@ export class JsTopicTrie implements TopicTrieCore {
     this.firstChild[child] = NONE;
     this.nextSibling[child] = NONE;
     this.children[child] = undefined;
-    this.changed[child] = 1;
-    this.delta[child] = 0;
+    this.changed[child] = CHANGED;
+    this.key[child] = 0;
     this.kept[child] = NONE;
-    this.markChanged(parent);
+    markChanged(this, parent);
     linkLast(this, parent, child);
     this.indexChild(parent, child, segment);
     return child;
@@ -393,15 +403,6 @@ export class JsTopicTrie implements TopicTrieCore {
     this.children[parent] = made;
   }
 
-  /**
-   * Marks `node` and its ancestors as changed since the last compaction. Every ancestor of a changed
-   * node is changed, so the climb stops at the first one already marked.
-   */
-  private markChanged(node: number): void {
-    const { changed, parent } = this;
-    for (let n = node; n !== NONE && changed[n] === 0; n = parent[n] as number) changed[n] = 1;
-  }
-
   private grow(): void {
     const capacity = this.parent.length * 2;
     const grown = <T extends Int32Array | Float64Array>(old: T, make: (n: number) => T): T => {
@@ -419,7 +420,7 @@ export class JsTopicTrie implements TopicTrieCore {
     const changed = new Uint8Array(capacity);
     changed.set(this.changed);
     this.changed = changed;
-    this.delta = grown(this.delta, (n) => new Int32Array(n));
+    this.key = grown(this.key, (n) => new Int32Array(n));
     this.kept = grown(this.kept, (n) => new Int32Array(n));
   }
 
@@ -428,6 +429,7 @@ export class JsTopicTrie implements TopicTrieCore {
     let node = start;
     while (node !== ROOT && this.names[node] === 0) {
       const parent = this.parent[node] as number;
+      forgetEdits(this, node);
       const map = this.children[parent];
       if (map !== undefined) {
         map.delete(this.segment[node] as number);
@@ -443,8 +445,8 @@ export class JsTopicTrie implements TopicTrieCore {
         this.kept[node] = NONE;
       }
       this.freeNodes.push(node);
-      this.changed[node] = 1;
-      this.markChanged(parent);
+      this.changed[node] = CHANGED;
+      markChanged(this, parent);
       node = parent;
     }
     // Nothing left: start afresh, so an emptied trie is as small as a new one (as in Rust).

@@ -8,6 +8,7 @@
  * (compact.ts), which changes its speed, not its answers.
  */
 import { validatePattern } from '../../../common/dialect.js';
+import { RopeBuilder } from '../../../common/name-rope.js';
 import { blockOf, type KeptList } from './snapshot.js';
 import type { JsTopicTrie } from './trie.js';
 
@@ -200,34 +201,35 @@ function answerCount(trie: JsTopicTrie, nodes: Int32Array, length: number, rest:
 
 /**
  * The names of the ids `expandIdsInto` writes, in the same order, or null for an invalid pattern: the
- * same walk, reading the texts kept at the nodes since `add`. The answer's size is known before the
- * walk (the per-node name counts), so its array is allocated once at that size: growing it by `push`
- * copies it several times, and an array over 128 KiB (16,384 names) is a fresh large object each
- * time, whose pages the kernel must fault in and zero.
+ * same walk, reading the texts kept at the nodes since `add`. Without a trailing wildcard the
+ * answer's size is known before the walk (the per-node name counts), so its array is allocated once
+ * at that size: growing it by `push` copies it several times, and an array over 128 KiB (16,384
+ * names) is a fresh large object each time, whose pages the kernel must fault in and zero. With one,
+ * the blocks' ropes are joined by one `concat`.
  */
 export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null {
   if (validatePattern(trie.dialect, pattern) !== null) return null;
   const { nodes, length, rest } = reach(trie, pattern);
   const { nodeText, firstChild, nextSibling } = trie;
-  if (rest && length === 1 && !byChild(trie, nodes[0] as number)) {
-    // One block: its copy is the answer.
-    const { list, from, to } = restBlock(trie, nodes[0] as number);
-    return list.texts.slice(from, to);
-  }
   const count = answerCount(trie, nodes, length, rest);
-  const out = new Array<string>(count);
-  let at = 0;
+  if (!rest) {
+    const names = new Array<string>(count);
+    let at = 0;
+    for (let f = 0; f < length; f++) {
+      const text = nodeText[nodes[f] as number];
+      if (text !== undefined) names[at++] = text;
+    }
+    if (at !== count) throw new Error(`trie: the walk found ${at} names where the counts say ${count}`);
+    return names;
+  }
+  const out = new RopeBuilder();
   const copy = (node: number): void => {
     const { list, from, to } = restBlock(trie, node);
-    const { texts } = list;
-    for (let k = from; k < to; k++) out[at++] = texts[k] as string;
+    list.texts.copyTo(out, from, to - from);
   };
   for (let f = 0; f < length; f++) {
     const node = nodes[f] as number;
-    if (!rest) {
-      const text = nodeText[node];
-      if (text !== undefined) out[at++] = text;
-    } else if (byChild(trie, node)) {
+    if (byChild(trie, node)) {
       for (let child = firstChild[node] as number; child !== NONE; child = nextSibling[child] as number) {
         if (!skipsDollar(trie, node, child)) copy(child);
       }
@@ -235,8 +237,10 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
       copy(node);
     }
   }
-  if (at !== count) throw new Error(`trie: the walk found ${at} names where the counts say ${count}`);
-  return out;
+  const names = out.toArray();
+  if (names.length !== count)
+    throw new Error(`trie: the walk found ${names.length} names where the counts say ${count}`);
+  return names;
 }
 
 /** How many stored names `pattern` matches, or -1 for an invalid pattern. */

@@ -3,7 +3,7 @@
 mod model;
 
 use super::list::compare_segments;
-use super::snapshot::Plan;
+use super::plan::Plan;
 use super::*;
 use crate::limits::MAX_LITE_TOPIC_BYTES;
 use crate::pattern::Pattern;
@@ -357,6 +357,7 @@ fn kept_lists_follow_changes() {
             let mut sorted = walked.clone();
             sorted.sort();
             assert_eq!(sorted, expected, "{pattern}");
+            trie.check_blocks().unwrap();
             assert_eq!(
                 reader.expand(trie, pattern),
                 walked,

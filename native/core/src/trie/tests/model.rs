@@ -84,6 +84,8 @@ fn matches_brute_force_under_random_operations() {
                 },
             }
             assert_eq!(trie.len(), live.len());
+            trie.check_blocks()
+                .unwrap_or_else(|e| panic!("step {step} before expand: {e}"));
             let pattern = random_pattern(&mut rng, dialect);
             let Ok(compiled) = Pattern::compile(&pattern, dialect) else {
                 assert!(
@@ -103,6 +105,8 @@ fn matches_brute_force_under_random_operations() {
                 "step {step}: {} {pattern}",
                 dialect.name()
             );
+            trie.check_blocks()
+                .unwrap_or_else(|e| panic!("step {step} after {pattern}: {e}"));
             assert_eq!(
                 trie.count(&pattern).unwrap(),
                 expected.len(),

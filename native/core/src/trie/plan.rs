@@ -1,0 +1,171 @@
+//! Plans: expand answers for a caller that keeps the names it was given by id and a copy of each
+//! kept list (the native adapter). [`expand_plan`](TopicTrie::expand_plan) writes the lists it lays
+//! down as operations on the caller's copies (copy a run of another list, take a name by id) and
+//! the answer as runs of lists and single names, with the text of each name the caller has not been
+//! given yet. The caller replays them on its strings, as the js engine copies its lists of texts,
+//! and creates a string only for a name it has never had.
+
+use super::snapshot::KeptList;
+use super::TopicTrie;
+
+/// Plan operation: `[PLAN_NAME, id]`, a name the caller was given before.
+pub const PLAN_NAME: u32 = 0;
+/// Plan operation: `[PLAN_NEW_NAME, id, end]`, a name whose text is next in the plan's text,
+/// ending at `end` (UTF-16 code units from the text's start; names are NUL-separated).
+pub const PLAN_NEW_NAME: u32 = 1;
+/// Plan operation: `[PLAN_COPY, list, offset, count]`, a run of a list the caller copied.
+pub const PLAN_COPY: u32 = 2;
+/// Plan operation: `[PLAN_LIST_START, list, size]`: the operations up to `PLAN_LIST_END` make
+/// list `list` (replacing any list of that index), not the answer.
+pub const PLAN_LIST_START: u32 = 3;
+pub const PLAN_LIST_END: u32 = 4;
+/// Plan operation: `[PLAN_FREE, list]`: the list is gone; its copy may be dropped.
+pub const PLAN_FREE: u32 = 5;
+
+/// What a plan call writes: the operations, and the texts of the new names.
+#[derive(Debug, Default)]
+pub struct Plan {
+    pub ops: Vec<u32>,
+    /// The new names, NUL-separated.
+    pub text: String,
+    /// The length of `text` in UTF-16 code units.
+    utf16_len: usize,
+    /// Names in `text`.
+    new_names: usize,
+    /// Scratch for names rebuilt from their parents.
+    scratch: String,
+}
+
+impl Plan {
+    pub fn clear(&mut self) {
+        self.ops.clear();
+        self.text.clear();
+        self.utf16_len = 0;
+        self.new_names = 0;
+    }
+
+    fn push_text(&mut self, name: &str) -> u32 {
+        if self.new_names > 0 {
+            self.text.push('\0');
+            self.utf16_len += 1;
+        }
+        self.new_names += 1;
+        self.text.push_str(name);
+        self.utf16_len += if name.is_ascii() {
+            name.len()
+        } else {
+            name.encode_utf16().count()
+        };
+        u32::try_from(self.utf16_len).expect("a plan's text under 4 G code units")
+    }
+}
+
+impl TopicTrie {
+    /// Adds the name with id `id` to `plan`: by id when handed out before, else with its text
+    /// (`path` when given, else rebuilt from its parents).
+    pub(super) fn name_into_plan(&mut self, plan: &mut Plan, id: u32, path: Option<&str>) {
+        let word = id as usize / 64;
+        if word >= self.handed.len() {
+            self.handed.resize(word + 1, 0);
+        }
+        let bit = 1u64 << (id % 64);
+        if self.handed[word] & bit != 0 {
+            plan.ops.extend([PLAN_NAME, id]);
+            return;
+        }
+        self.handed[word] |= bit;
+        let end = match path {
+            Some(path) => plan.push_text(path),
+            None => {
+                let mut scratch = std::mem::take(&mut plan.scratch);
+                scratch.clear();
+                self.write_path(self.name_nodes[id as usize], &mut scratch);
+                let end = plan.push_text(&scratch);
+                plan.scratch = scratch;
+                end
+            }
+        };
+        plan.ops.extend([PLAN_NEW_NAME, id, end]);
+    }
+
+    /// Adds a run of list `list` to `plan`: as a copy when the caller holds that list, else name by
+    /// name.
+    pub(super) fn copy_into_plan(&mut self, plan: &mut Plan, list: u32, offset: u32, count: u32) {
+        if self.lists[list as usize].mirrored {
+            plan.ops.extend([PLAN_COPY, list, offset, count]);
+            return;
+        }
+        for at in offset..offset + count {
+            let id = self.lists[list as usize].ids[at as usize];
+            self.name_into_plan(plan, id, None);
+        }
+    }
+
+    /// [`block_of`](Self::block_of) for a plan: the list returned is one the caller holds. A list
+    /// laid down by a walk without a plan is handed over whole when the node holds it (its holder
+    /// is unchanged, so all of it is valid); a block inside another node's list is laid down on its
+    /// own instead (the rest of that list may be out of date).
+    pub(super) fn plan_block(&mut self, node: u32, plan: &mut Plan) -> (u32, u32) {
+        let (list, offset) = self.block_of(node, Some(plan));
+        if self.lists[list as usize].mirrored {
+            return (list, offset);
+        }
+        if offset != 0 || self.lists[list as usize].ids.len() != self.nodes[node as usize].names as usize {
+            self.lay_down(node, Some(plan));
+        }
+        let (list, offset) = self.locate(node);
+        self.mirror_list(plan, list);
+        (list, offset)
+    }
+
+    /// Hands list `list` to the plan's caller if it does not hold it yet.
+    fn mirror_list(&mut self, plan: &mut Plan, list: u32) {
+        if self.lists[list as usize].mirrored {
+            return;
+        }
+        let size = self.lists[list as usize].ids.len() as u32;
+        plan.ops.extend([PLAN_LIST_START, list, size]);
+        self.copy_into_plan(plan, list, 0, size);
+        plan.ops.push(PLAN_LIST_END);
+        self.lists[list as usize].mirrored = true;
+    }
+
+    /// Tells the plan's caller of the lists freed since it was last told.
+    pub(super) fn announce_frees(&mut self, plan: &mut Plan) {
+        for list in self.freed_mirrored.drain(..) {
+            plan.ops.extend([PLAN_FREE, list]);
+        }
+    }
+
+    /// Adds the name with id `id` to `plan` (a match that is not part of a block).
+    pub(super) fn single_name_into_plan(&mut self, plan: &mut Plan, id: u32) {
+        self.name_into_plan(plan, id, None);
+    }
+
+    /// Forgets what plans handed out, as for a new caller holding nothing.
+    #[cfg(test)]
+    pub(super) fn forget_plans(&mut self) {
+        self.handed.clear();
+        self.freed_mirrored.clear();
+        for list in &mut self.lists {
+            list.mirrored = false;
+        }
+    }
+
+    /// Frees list `list`; a caller holding a copy hears of it in the next plan.
+    pub(super) fn free_list(&mut self, list: u32) {
+        let kept = std::mem::take(&mut self.lists[list as usize]);
+        if kept.mirrored {
+            self.freed_mirrored.push(list);
+        }
+        self.free_lists.push(list);
+    }
+
+    /// A new, empty list's index.
+    pub(super) fn new_list(&mut self) -> u32 {
+        self.free_lists.pop().unwrap_or_else(|| {
+            self.lists.push(KeptList::default());
+            (self.lists.len() - 1) as u32
+        })
+    }
+}

@@ -1,0 +1,58 @@
+/**
+ * The ropes the trie's kept lists are made of (ts/common/name-rope.ts, used by both engines): lists
+ * built from runs of other lists and single names, against plain arrays.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { NameRope, RopeBuilder } from '../ts/common/name-rope.js';
+
+/** A step: a run of an earlier list (by index, start and length as fractions), or a single name. */
+const step = fc.oneof(
+  fc.record({
+    list: fc.nat(),
+    from: fc.double({ min: 0, max: 1, noNaN: true }),
+    share: fc.double({ min: 0, max: 1, noNaN: true }),
+  }),
+  fc.string({ maxLength: 3 }),
+);
+
+describe('NameRope', () => {
+  it('holds what its runs and names say, however chunks are shared and joined', () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(step, { maxLength: 12 }), { minLength: 1, maxLength: 30 }), (lists) => {
+        const ropes: NameRope[] = [new NameRope([], 0)];
+        const arrays: string[][] = [[]];
+        for (const steps of lists) {
+          const builder = new RopeBuilder();
+          const expected: string[] = [];
+          for (const s of steps) {
+            if (typeof s === 'string') {
+              builder.name(s);
+              expected.push(s);
+              continue;
+            }
+            const index = s.list % ropes.length;
+            const source = arrays[index] as string[];
+            const from = Math.floor(s.from * source.length);
+            const count = Math.floor(s.share * (source.length - from));
+            (ropes[index] as NameRope).copyTo(builder, from, count);
+            expected.push(...source.slice(from, from + count));
+          }
+          const answer = new RopeBuilder();
+          const rope = builder.toRope();
+          expect(rope.size).toBe(expected.length);
+          rope.copyTo(answer, 0, rope.size);
+          const names = answer.toArray();
+          expect(names).toEqual(expected);
+          // An answer is the caller's: changing it changes no list.
+          names.fill('x');
+          const again = new RopeBuilder();
+          rope.copyTo(again, 0, rope.size);
+          expect(again.toArray()).toEqual(expected);
+          ropes.push(rope);
+          arrays.push(expected);
+        }
+      }),
+    );
+  });
+});
