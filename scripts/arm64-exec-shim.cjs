@@ -8,6 +8,7 @@
 const childProcess = require('node:child_process');
 const { closeSync, fstatSync, openSync, readSync } = require('node:fs');
 const { syncBuiltinESMExports } = require('node:module');
+const { promisify } = require('node:util');
 
 const emulator = process.env.LITETOPIC_ARM64_QEMU;
 const sysroot = process.env.LITETOPIC_ARM64_SYSROOT;
@@ -59,4 +60,17 @@ for (const name of ['spawn', 'spawnSync', 'execFile', 'execFileSync']) {
       : original.call(this, rewritten[0], rewritten[1], args, ...rest);
   };
 }
+// util.promisify(execFile) resolves { stdout, stderr } through execFile's own promisified form, which
+// calls the unpatched function: give the patched one a form of its own that goes through the patch.
+childProcess.execFile[promisify.custom] = (file, ...rest) => {
+  let child;
+  const promise = new Promise((resolve, reject) => {
+    child = childProcess.execFile(file, ...rest, (error, stdout, stderr) => {
+      if (error) reject(Object.assign(error, { stdout, stderr }));
+      else resolve({ stdout, stderr });
+    });
+  });
+  promise.child = child;
+  return promise;
+};
 syncBuiltinESMExports();
