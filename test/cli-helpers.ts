@@ -8,7 +8,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const ROOT = join(__dirname, '..');
-const MAIN = join(ROOT, 'ts', 'cli', 'main.ts');
+const FROM_SOURCES = ['--import', 'tsx', join(ROOT, 'ts', 'cli', 'main.ts')];
+/**
+ * LITETOPIC_TEST_CLI=dist runs the compiled command (dist/cli/main.js, fresh from `npm run build:ts`)
+ * instead: `npm run test:arm64` sets it, since an emulated Node takes seconds to load tsx and
+ * transform the sources for every command. `bench` still runs from the sources: it records how it
+ * was started, and the tests check what a checkout records.
+ */
+function command(args: readonly string[]): string[] {
+  if (process.env.LITETOPIC_TEST_CLI !== 'dist' || args[0] === 'bench') return FROM_SOURCES;
+  return [join(ROOT, 'dist', 'cli', 'main.js')];
+}
 
 export interface CliResult {
   code: number | null;
@@ -27,7 +37,7 @@ export function cli(args: readonly string[], env: Record<string, string | undefi
     const childEnv: NodeJS.ProcessEnv = { ...process.env, ...env };
     for (const [key, value] of Object.entries(env)) if (value === undefined) delete childEnv[key];
     // Not a terminal: progress comes as plain lines.
-    const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], { cwd: ROOT, env: childEnv });
+    const child = spawn(process.execPath, [...command(args), ...args], { cwd: ROOT, env: childEnv });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {

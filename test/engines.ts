@@ -8,11 +8,24 @@ import { type EngineName, engineInfo, nativeAvailable } from '../ts/index.js';
 
 const nativeRequired = process.env.CI === 'true' || process.env.LITETOPIC_REQUIRE_NATIVE === '1';
 
+/**
+ * LITETOPIC_TEST_ENGINES=native narrows the run to the native engine, which must then load. Only
+ * `npm run test:arm64` sets it: under emulation the native binary is what differs by CPU, while the js
+ * engine is the same TypeScript everywhere and has its full run in `npm test`.
+ */
+const selection = process.env.LITETOPIC_TEST_ENGINES;
+if (selection !== undefined && selection !== 'native') {
+  throw new Error(`LITETOPIC_TEST_ENGINES takes "native" or is unset (got "${selection}")`);
+}
+const nativeOnly = selection === 'native';
+
 function listEngines(): EngineName[] {
-  if (nativeAvailable()) return ['native', 'js'];
+  if (nativeAvailable()) return nativeOnly ? ['native'] : ['native', 'js'];
   const why = engineInfo().nativeLoadError ?? 'unknown reason';
-  if (nativeRequired) {
-    throw new Error(`the native engine is required here (CI or LITETOPIC_REQUIRE_NATIVE=1) but did not load: ${why}`);
+  if (nativeRequired || nativeOnly) {
+    throw new Error(
+      `the native engine is required here (CI, LITETOPIC_REQUIRE_NATIVE=1 or LITETOPIC_TEST_ENGINES=native) but did not load: ${why}`,
+    );
   }
   console.warn(`\n*** native engine unavailable (${why}); testing the js engine only ***\n`);
   return ['js'];
