@@ -549,16 +549,16 @@ export class StateJournal {
     if (this.failure !== undefined) throw this.failure;
   }
 
-  /**
-   * The number that hot records of this file give `name`, appending its `NAME` record the first
-   * time; -1 when it cannot have one (a name too long for a binary name field, or every number of
-   * the file given), and the record then names it in full.
-   */
   /** Which numbering `nameId` answers from: a number kept with another count is to be asked again. */
   get nameFile(): number {
     return this.numbering;
   }
 
+  /**
+   * The number that hot records of this file give `name`, appending its `NAME` record the first
+   * time; -1 when it cannot have one (a name too long for a binary name field, or every number of
+   * the file given), and the record then names it in full.
+   */
   nameId(name: string): number {
     const known = this.names.get(name);
     if (known !== undefined) return known;
