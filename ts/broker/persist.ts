@@ -117,20 +117,19 @@ function numberOf(journal: StateJournal, named: JournalNamed, name: string): num
 export function journalRecorder(journal: StateJournal): JournalRecorder {
   return {
     record: (record) => {
-      if (!appendHot(journal, record)) journal.append(record);
+      const kind = record[0];
+      if (kind !== 'start' && kind !== 'ack' && kind !== 'deliver') {
+        journal.append(record);
+        return;
+      }
+      const [, group, liteTopic, value] = record;
+      const groupId = journal.nameId(group);
+      appendHot(journal, kind, group, liteTopic, groupId, groupId < 0 ? -1 : journal.nameId(liteTopic), value);
     },
     hot: (kind, group, progress, value) => {
       const groupId = numberOf(journal, group, group.name);
       const liteId = groupId < 0 ? -1 : numberOf(journal, progress, progress.liteTopic);
-      if (liteId < 0) {
-        if (!appendHot(journal, [kind, group.name, progress.liteTopic, value] as StateRecord)) {
-          journal.append([kind, group.name, progress.liteTopic, value]);
-        }
-        return;
-      }
-      const { buffer, at } = journal.claim(hotByIdBytes(value));
-      writeHotById(buffer, at, kind, groupId, liteId, value);
-      journal.commit();
+      appendHot(journal, kind, group.name, progress.liteTopic, groupId, liteId, value);
     },
     settle: () => journal.settle(),
     durable: () => journal.durable(),
@@ -140,28 +139,33 @@ export function journalRecorder(journal: StateJournal): JournalRecorder {
 
 /**
  * Appends a hot record (`start`, `ack`, `deliver`) in its binary form, written in place in the
- * journal, its group and lite topic named by the numbers the journal gave them (`nameId`:
- * snapshot.ts `writeHotById`), or in full when a name has none (`writeHot`); false for any other
- * record: it stays JSON.
+ * journal: its group and lite topic named by the numbers the journal gave them (snapshot.ts
+ * `writeHotById`), or, when either has none (-1), in full (`writeHot`), or as JSON for a name too
+ * long for a binary name field.
  */
-function appendHot(journal: StateJournal, record: StateRecord): boolean {
-  const kind = record[0];
-  if (kind !== 'start' && kind !== 'ack' && kind !== 'deliver') return false;
-  const [, group, liteTopic, value] = record;
-  const groupId = journal.nameId(group);
-  const liteId = groupId < 0 ? -1 : journal.nameId(liteTopic);
-  if (liteId >= 0) {
+function appendHot(
+  journal: StateJournal,
+  kind: HotKind,
+  group: string,
+  liteTopic: string,
+  groupId: number,
+  liteId: number,
+  value: number | readonly number[],
+): void {
+  if (groupId >= 0 && liteId >= 0) {
     const { buffer, at } = journal.claim(hotByIdBytes(value));
     writeHotById(buffer, at, kind, groupId, liteId, value);
     journal.commit();
-    return true;
+    return;
   }
   const bytes = hotBytes(group, liteTopic, value);
-  if (bytes < 0) return false;
+  if (bytes < 0) {
+    journal.append([kind, group, liteTopic, value]);
+    return;
+  }
   const { buffer, at } = journal.claim(bytes);
   writeHot(buffer, at, kind, group, liteTopic, value);
   journal.commit();
-  return true;
 }
 
 /** The state a journal describes. */

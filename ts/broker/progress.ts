@@ -165,7 +165,7 @@ export class TopicProgress {
   removed = false;
   /** The lite topic's kept info (state.ts `liteOf`), from the first dispatch that found one. */
   lite: LiteTopicInfo | undefined;
-  /** The lite topic's number in the state journal's hot records (persist.ts `JournalNamed`). */
+  /** The lite topic's number in the state journal's hot records (journal.ts `JournalNamed`). */
   journalName = -1;
   journalFile = -1;
   /**

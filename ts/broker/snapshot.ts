@@ -14,7 +14,7 @@
  * Version 3 adds the hot records in binary (`encodeHot`): `start`, `ack` and `deliver`, written on
  * every arrival that starts a group's progress, every ack and every POP, whose JSON text cost more
  * than the rest of an ack. Version 4 names their group and lite topic by number (`writeHotById`),
- * each number given by a `NAME` record (`writeNameRecord`) once per file: writing a name cost more
+ * each number given by a `NAME` record (`encodeNames`, `writeNamed`) once per file: writing a name cost more
  * than the rest of such a record.
  */
 import type { TopicProgress } from './progress.js';

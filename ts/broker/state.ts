@@ -219,7 +219,7 @@ export class GroupState {
   slot = -1;
   /** Ids for the pattern index. */
   nextClientId = 0;
-  /** Its number in the state journal's hot records (persist.ts `JournalNamed`). */
+  /** Its number in the state journal's hot records (journal.ts `JournalNamed`). */
   journalName = -1;
   journalFile = -1;
   chooseCounter = 0;
