@@ -816,17 +816,15 @@ export class Broker extends EventEmitter {
           }
         }
       }
+      // The info holds every progress of the lite topic (`LiteTopicInfo.progress`): none there is none.
       let progress = info.progress[group.slot];
-      if (progress === undefined || progress.removed) {
-        progress = group.progress.get(liteTopic);
-        if (progress === undefined) {
-          // No progress means no holder (subscribing makes progress): only catch-all clients want it.
-          if (group.catchAll.size === 0) continue;
-          progress = newProgress(group.config, liteTopic, offset);
-          this.dispatcher.startsAtStored(progress);
-          group.progress.set(liteTopic, progress);
-          this.context.journal.hot('start', group, progress, offset);
-        }
+      if (progress === undefined) {
+        // No progress means no holder (subscribing makes progress): only catch-all clients want it.
+        if (group.catchAll.size === 0) continue;
+        progress = newProgress(group.config, liteTopic, offset);
+        this.dispatcher.startsAtStored(progress);
+        group.progress.set(liteTopic, progress);
+        this.context.journal.hot('start', group, progress, offset);
         info.progress[group.slot] = progress;
       }
       this.dispatcher.ready(group, liteTopic, now, offset + 1, progress);

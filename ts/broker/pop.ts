@@ -249,8 +249,9 @@ export class Popper {
       this.dispatcher.drainBacklog(group, client);
     }
     const out: PoppedMessage[] = [];
-    const touched: string[] = [];
-    const touchedProgress: (TopicProgress | undefined)[] = [];
+    const touched: TopicProgress[] = [];
+    // Deliveries past maxReconsumeTimes, per lite topic (emptied after each).
+    const dying: Delivery[] = [];
     // What was handed out, read once every event is taken (one store call for all, where it can).
     const handed: HandedOut[] = [];
     let count = 0;
@@ -270,16 +271,17 @@ export class Popper {
         const liteTopic = progress.liteTopic;
         // Off the queue first: anything that queues it again from here on stays queued.
         this.dispatcher.dequeue(client, progress);
-        touched.push(liteTopic);
-        touchedProgress.push(progress);
-        if (progress === undefined || isExpiring(group.parent, liteTopic)) continue;
+        touched.push(progress);
+        if (isExpiring(group.parent, liteTopic)) continue;
         const info = liteOf(group.parent, liteTopic, progress);
         const lmq = info?.lmq ?? lmqName(group.parent.name, liteTopic);
         this.dispatcher.skipRetired(progress, lmq);
-        const dying: Delivery[] = [];
         const scope = { context: this.context, group, liteTopic, lmq, info, now };
         const taken = progress.take(scope, client, maxNum - count, invisibleTimeMs, dying);
-        for (const delivery of dying) this.moveInBackground(group, liteTopic, lmq, progress, delivery, now);
+        if (dying.length > 0) {
+          for (const delivery of dying) this.moveInBackground(group, liteTopic, lmq, progress, delivery, now);
+          dying.length = 0;
+        }
         if (taken.length === 0) continue;
         this.dispatcher.armWake(group, liteTopic, progress, now);
         handed.push({ liteTopic, lmq, progress, taken });
@@ -289,9 +291,7 @@ export class Popper {
       // Even when a read fails, every lite topic taken off the queue is offered again: an event
       // consumed here is never lost (docs/BROKER.md, "No lost events").
       // With this POP's `now`: a deadline reached since then only means a wake timer due at once.
-      for (let i = 0; i < touched.length; i++) {
-        this.dispatcher.ready(group, touched[i] as string, now, 0, touchedProgress[i]);
-      }
+      for (const progress of touched) this.dispatcher.ready(group, progress.liteTopic, now, 0, progress);
       this.dispatcher.drainBacklog(group, client, now);
     }
     return out;

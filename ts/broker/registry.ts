@@ -13,7 +13,7 @@ import type { Dispatcher } from './dispatcher.js';
 import { newProgress } from './key-shared-progress.js';
 import { checkQuota } from './quota.js';
 import { type StartPosition, startOffset } from './start.js';
-import type { BrokerContext, ClientState, GroupState } from './state.js';
+import { type BrokerContext, type ClientState, type GroupState, keepProgress } from './state.js';
 import { lmqName } from './store.js';
 
 export type UnsubscribeReason = 'evicted' | 'expired';
@@ -155,6 +155,7 @@ export class Registry {
       const offset = group.parent.expiring.has(liteTopic) ? 0 : startOffset(this.context.store, lmq, start);
       progress = newProgress(group.config, liteTopic, offset);
       group.progress.set(liteTopic, progress);
+      keepProgress(group, progress);
       // Committed now, so a restart before the first POP still starts where this subscription chose.
       this.context.journal.hot('start', group, progress, offset);
     }

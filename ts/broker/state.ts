@@ -51,8 +51,9 @@ export class LiteTopicInfo {
   /** The last activity this broker set in the trie for it (-1: none since open). */
   touched = -1;
   /**
-   * Each group's progress on the lite topic, by the group's `slot`, as far as an arrival has looked
-   * it up: a send offers its messages to every group without looking the name up in each group.
+   * Each group's progress on the lite topic, by the group's `slot`: filled when the info is made and
+   * kept whole after (every progress made while the info exists is set here too), so a send offers
+   * its messages to every group without looking the name up in any group's map.
    */
   readonly progress: (TopicProgress | undefined)[] = [];
 
@@ -90,9 +91,20 @@ export function keptLite(parent: ParentTopic, liteTopic: string): LiteTopicInfo 
   let info = parent.lite.get(liteTopic);
   if (info === undefined) {
     info = new LiteTopicInfo(lmqName(parent.name, liteTopic));
+    // Progress made before the info (a subscription by name before the first message, a restart).
+    for (const group of parent.groups) {
+      const progress = group.progress.get(liteTopic);
+      if (progress !== undefined) info.progress[group.slot] = progress;
+    }
     parent.lite.set(liteTopic, info);
   }
   return info;
+}
+
+/** Keeps `progress`, just made for `group`, in its lite topic's info when there is one (see `LiteTopicInfo.progress`). */
+export function keepProgress(group: GroupState, progress: TopicProgress): void {
+  const info = group.parent.lite.get(progress.liteTopic);
+  if (info !== undefined) info.progress[group.slot] = progress;
 }
 
 /** Forgets the kept info of `liteTopic` (it no longer exists); progress holding it looks again. */

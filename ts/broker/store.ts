@@ -47,6 +47,9 @@ export interface MessageStore {
   stats(): { segments: number; segmentBytesOnDisk: number; lmqs: number; filesOpen: number };
 }
 
+/** The properties of a stored message sent without any (frozen: shared by all of them). */
+const NO_PROPERTIES: Record<string, string> = Object.freeze({});
+
 /** The store the broker uses when it has no directory: everything in memory, lost on close. */
 export class MemoryStore implements MessageStore {
   private readonly queues = new Map<string, StoredMessage[]>();
@@ -60,16 +63,23 @@ export class MemoryStore implements MessageStore {
   async append(records: readonly AppendRecord[]): Promise<AppendResult[]> {
     this.checkOpen();
     const now = this.clock.now();
-    return records.map((record) => {
+    const results: AppendResult[] = new Array(records.length);
+    for (let r = 0; r < records.length; r++) {
+      const record = records[r] as AppendRecord;
       const position = this.position++;
       const body = typeof record.body === 'string' ? Buffer.from(record.body) : Buffer.from(record.body);
-      const offsets = record.lmqs.map((lmq) => {
+      // Whoever hands a stored message out copies its properties: none share one empty object.
+      const properties = record.properties === undefined ? NO_PROPERTIES : { ...record.properties };
+      const offsets: number[] = new Array(record.lmqs.length);
+      for (let i = 0; i < record.lmqs.length; i++) {
+        const lmq = record.lmqs[i] as string;
         let queue = this.queues.get(lmq);
         if (queue === undefined) {
           queue = [];
           this.queues.set(lmq, queue);
         }
-        const message: StoredMessage = {
+        offsets[i] = queue.length;
+        queue.push({
           lmq,
           offset: queue.length,
           position,
@@ -77,14 +87,13 @@ export class MemoryStore implements MessageStore {
           bornTimestamp: record.bornTimestamp ?? now,
           key: record.key,
           tag: record.tag,
-          properties: { ...record.properties },
+          properties,
           body,
-        };
-        queue.push(message);
-        return message.offset;
-      });
-      return { position, offsets };
-    });
+        });
+      }
+      results[r] = { position, offsets };
+    }
+    return results;
   }
 
   read(lmq: string, fromOffset: number, maxNum: number): StoredMessage[] {
