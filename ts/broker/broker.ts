@@ -619,7 +619,7 @@ export class Broker extends EventEmitter {
       for (const name of created) {
         if (this.context.store.maxOffset(lmqOf(parent, name)) === 0) {
           parent.trie.remove(name);
-          dropLite(parent, name);
+          dropLite(parent, name, true);
         }
       }
       throw error;

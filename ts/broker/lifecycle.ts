@@ -189,7 +189,7 @@ export class Lifecycle {
   private expire(parent: ParentTopic, names: readonly string[]): Promise<void> {
     for (const name of names) {
       parent.trie.remove(name);
-      dropLite(parent, name);
+      dropLite(parent, name, false);
       for (const group of parent.groups) {
         const progress = group.progress.get(name);
         progress?.dropAll();

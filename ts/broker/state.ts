@@ -93,8 +93,11 @@ export function keptLite(parent: ParentTopic, liteTopic: string): LiteTopicInfo 
     info = new LiteTopicInfo(lmqName(parent.name, liteTopic));
     // Progress made before the info (a subscription by name before the first message, a restart).
     for (const group of parent.groups) {
+      if (group.unkept === 0) continue;
       const progress = group.progress.get(liteTopic);
-      if (progress !== undefined) info.progress[group.slot] = progress;
+      if (progress === undefined) continue;
+      info.progress[group.slot] = progress;
+      group.unkept--;
     }
     parent.lite.set(liteTopic, info);
   }
@@ -105,14 +108,18 @@ export function keptLite(parent: ParentTopic, liteTopic: string): LiteTopicInfo 
 export function keepProgress(group: GroupState, progress: TopicProgress): void {
   const info = group.parent.lite.get(progress.liteTopic);
   if (info !== undefined) info.progress[group.slot] = progress;
+  else group.unkept++;
 }
 
 /** Forgets the kept info of `liteTopic` (it no longer exists); progress holding it looks again. */
-export function dropLite(parent: ParentTopic, liteTopic: string): void {
+export function dropLite(parent: ParentTopic, liteTopic: string, progressKept: boolean): void {
   const info = parent.lite.get(liteTopic);
   if (info === undefined) return;
   info.dropped = true;
   parent.lite.delete(liteTopic);
+  if (!progressKept) return;
+  // The groups keep the progress it held: the next info of the name finds it again.
+  for (const group of parent.groups) if (info.progress[group.slot] !== undefined) group.unkept++;
 }
 
 /**
@@ -229,6 +236,12 @@ export class GroupState {
   restoredUnoffered = false;
   /** Its place among its parent's groups (`LiteTopicInfo.progress`); groups are never removed. */
   slot = -1;
+  /**
+   * At least how many of its progress objects no `LiteTopicInfo` holds: made before their lite topic
+   * had one (a subscription by name before the first message, a restart) or left by a dropped info.
+   * While it is 0, a new info needs no lookup in this group's map (`keptLite`).
+   */
+  unkept = 0;
   /** Ids for the pattern index. */
   nextClientId = 0;
   /** Its number in the state journal's hot records (journal.ts `JournalNamed`). */
@@ -245,6 +258,7 @@ export class GroupState {
   ) {
     this.patternIndex = patternIndex;
     this.progress = progress;
+    this.unkept = progress.size;
   }
 
   get wildcard(): boolean {
