@@ -24,7 +24,8 @@ function throughputTable(rows: readonly ThroughputRow[], config: BrokerBenchResu
       'sent but not yet acked by planner or tools. msgs/s = messages ÷ (first send → last ack of the last group); ' +
       "deliveries/s counts every pop+ack of every group; sent/s is the producer's view (until the last send resolved). " +
       'CPU µs/msg = CPU time of the process (all threads) over the run ÷ messages. ' +
-      'Medians over rounds; spread = range of the rounds over the median. ' +
+      'Each case runs once untimed on a tenth of the workload before the rounds (warm-up: the rounds meet compiled ' +
+      'code, as a running service does). Medians over rounds; spread = range of the rounds over the median. ' +
       'The floor row is not the broker: it is bench/broker-floor.ts, the least work any broker with this API does for ' +
       'this workload (trie, pattern match, stored message, one event per group, FIFO, message objects, one promise per ' +
       'ack; state in typed arrays by integer id; no journal, invisible time, timers, quotas or validation), run by the ' +
