@@ -135,6 +135,44 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(got.sort()).toEqual(['a#0', 'a#1', 'b#0', 'b#1', 'c#0', 'c#1']);
   });
 
+  it('after a restart, a send to lite topics that exist counts only the new ones against maxLiteTopicsPerBroker', async () => {
+    // 5: every name of the send fits even if all were new; 3: they fit only because two exist.
+    for (const limit of [5, 3]) {
+      const dir = tempDir();
+      const clock = new ManualClock();
+      const first = await open(engine, dir, clock);
+      first.createTopic('agents');
+      for (const liteTopic of ['a', 'b']) await send(first, liteTopic, 1);
+      await first.close();
+      const broker = await open(engine, dir, clock, { limits: { maxLiteTopicsPerBroker: limit } });
+      broker.createTopic('agents');
+      const sent = await broker.sendBatch('agents', [
+        { liteTopic: 'a', body: 'a#1' },
+        { liteTopic: 'n', body: 'n#0' },
+        { liteTopic: 'b', body: 'b#1' },
+      ]);
+      expect(sent.map((r) => [r.liteTopic, r.offset])).toEqual([
+        ['a', 1],
+        ['n', 0],
+        ['b', 1],
+      ]);
+      expect(broker.admin.topicInfo('agents').liteTopics).toBe(3);
+      for (let i = 3; i < limit; i++) await send(broker, `fill${i}`, 1);
+      await expect(
+        broker.sendBatch('agents', [
+          { liteTopic: 'a', body: 'a#2' },
+          { liteTopic: 'over', body: 'x' },
+        ]),
+      ).rejects.toMatchObject({
+        quota: 'maxLiteTopicsPerBroker',
+        limit,
+        actual: limit + 1,
+      });
+      expect(broker.admin.liteTopicInfo('agents', 'over')).toBeNull();
+      await broker.close();
+    }
+  });
+
   it('honours receipt handles of deliveries still current after a restart and rejects stale ones', async () => {
     const dir = tempDir();
     const clock = new ManualClock();

@@ -586,25 +586,17 @@ export class Broker extends EventEmitter {
     this.context.journal.check();
     // A kept info means an existing lite topic (`ParentTopic.lite`): no trie lookup for those.
     const kept = names.map((name) => parent.lite.get(name));
-    const newNames = new Set<string>();
-    for (let i = 0; i < names.length; i++) {
-      const name = names[i] as string;
-      if (kept[i] === undefined && !newNames.has(name) && !parent.trie.has(name)) newNames.add(name);
-    }
-    const created = [...newNames];
-    if (created.length > 0) {
-      let existing = 0;
-      for (const p of this.parents.values()) existing += p.trie.size;
-      checkQuota(this.context.limits, 'maxLiteTopicsPerBroker', existing + created.length, created);
-    }
+    const unknown = new Set<string>();
+    for (let i = 0; i < names.length; i++) if (kept[i] === undefined) unknown.add(names[i] as string);
     const now = this.context.clock.now();
     // In the trie before the append, so concurrent sends count them against the quota too; every
     // name's last write is recorded before the append, so expiry never picks a lite topic being
     // written to (it checks `LiteTopicInfo.lastWrite` before it expires what the trie calls idle).
-    for (const name of created) parent.trie.add(name, now);
+    const newNames = unknown.size === 0 ? unknown : this.addLiteTopics(parent, unknown, now);
+    const created = [...newNames];
     const infos = names.map((name, i) => kept[i] ?? keptLite(parent, name));
     for (const info of infos) info.written(now);
-    for (const name of created) (parent.lite.get(name) as LiteTopicInfo).touched = now;
+    for (const name of unknown) (parent.lite.get(name) as LiteTopicInfo).touched = now;
     const records = messages.map((message, i) => ({
       lmqs: [(infos[i] as LiteTopicInfo).lmq],
       body: message.body,
@@ -639,6 +631,33 @@ export class Broker extends EventEmitter {
     this.context.counters.sent(parent.name, sent.length);
     if (CHANNELS.send.hasSubscribers) CHANNELS.send.publish({ topic: parent.name, results: sent });
     return sent;
+  }
+
+  /**
+   * Adds `names` (lite topics of a send without a kept info: new ones, or ones this broker has not
+   * sent to since it opened) to `parent`'s trie at `now` and returns the new ones, refused whole by
+   * `maxLiteTopicsPerBroker`. When even all of them fit, each is added at once and the trie's size
+   * tells the new ones, one trie call per name; otherwise the new ones are found first and counted.
+   */
+  private addLiteTopics(parent: ParentTopic, names: ReadonlySet<string>, now: number): Set<string> {
+    const { trie } = parent;
+    let existing = 0;
+    for (const p of this.parents.values()) existing += p.trie.size;
+    const created = new Set<string>();
+    if (existing + names.size <= this.context.limits.maxLiteTopicsPerBroker) {
+      let size = trie.size;
+      for (const name of names) {
+        trie.add(name, now);
+        const after = trie.size;
+        if (after > size) created.add(name);
+        size = after;
+      }
+      return created;
+    }
+    for (const name of names) if (!trie.has(name)) created.add(name);
+    checkQuota(this.context.limits, 'maxLiteTopicsPerBroker', existing + created.size, [...created]);
+    for (const name of names) trie.add(name, now);
+    return created;
   }
 
   /** Up to `maxNum` (default 32) dead letters of `group` from `fromOffset` (default 0). */
