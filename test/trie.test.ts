@@ -479,6 +479,33 @@ describe.each(ENGINES)('%s engine: addMany', (engine) => {
     expect(trie.expand('t1__**')).toEqual(['t1__a0__s9', 't1__a1', 't1__a1__s2']);
   });
 
+  it('gives a fresh trie ids in segment order, equal names by their first place', () => {
+    const trie = new TopicTrie({ engine });
+    // Names whose string order and segment order differ (`a_` sorts before `a__B` as a string,
+    // after it by segments), upper case before lower, and names given more than once.
+    const segments = ['a', 'a_', 'B', 'b', 'ab', 'z9', 'Z', '0'];
+    const names: string[] = [];
+    for (let i = 0; i < 400; i++) {
+      const depth = 1 + (i % 3);
+      const parts = Array.from({ length: depth }, (_, d) => segments[(i * (d + 3) + d * 5) % segments.length]);
+      names.push(parts.join('__'));
+    }
+    const ids = trie.addMany(names);
+    const segmentOrder = (x: string, y: string) => {
+      const xs = x.split('__');
+      const ys = y.split('__');
+      for (let d = 0; d < Math.min(xs.length, ys.length); d++) {
+        const a = xs[d] as string;
+        const b = ys[d] as string;
+        if (a !== b) return a < b ? -1 : 1;
+      }
+      return xs.length - ys.length;
+    };
+    const distinct = [...new Set(names)].sort(segmentOrder);
+    expect(distinct.map((name) => trie.idOf(name))).toEqual(distinct.map((_, i) => i));
+    expect([...ids].map((id) => trie.nameOf(id))).toEqual(names);
+  });
+
   it('throws like add at the first invalid name, keeping those before it', () => {
     const trie = new TopicTrie({ engine });
     expect(() => trie.addMany(['a__b', 'c d', 'a'])).toThrow(InvalidLiteTopicError);
