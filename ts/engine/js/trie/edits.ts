@@ -28,6 +28,9 @@ export const LISTED = 4;
 /** Keys stay below this, as in Rust (the bits of `Node::kept` below its flags). */
 export const KEY_LIMIT = 2 ** 28 - 1;
 
+/** Above every piece index of a key map sorted by number (larger maps sort with a comparator). */
+const INDEX_SPAN = 2 ** 24;
+
 /** A child's old block within its parent's old block; `node` is `NONE` once the child is pruned. */
 export interface Entry {
   node: number;
@@ -54,8 +57,20 @@ export class KeyMap {
     readonly nextKey: number,
   ) {
     const count = pieces.length / 3;
-    this.byKey = Array.from({ length: count }, (_, i) => i);
-    this.byKey.sort((a, b) => (pieces[a * 3] as number) - (pieces[b * 3] as number));
+    if (count >= INDEX_SPAN) {
+      this.byKey = Array.from({ length: count }, (_, i) => i);
+      this.byKey.sort((a, b) => (pieces[a * 3] as number) - (pieces[b * 3] as number));
+      return;
+    }
+    // Sorted as numbers, key above index (keys below 2^28, indices below 2^24: exact in a double):
+    // a typed array sorts without calling back into JavaScript, where a comparator is called per
+    // comparison, and a node laid down again and again keeps a map of many pieces.
+    const order = new Float64Array(count);
+    for (let i = 0; i < count; i++) order[i] = (pieces[i * 3] as number) * INDEX_SPAN + i;
+    order.sort();
+    const byKey = new Array<number>(count);
+    for (let i = 0; i < count; i++) byKey[i] = (order[i] as number) % INDEX_SPAN;
+    this.byKey = byKey;
   }
 
   position(key: number): number {
