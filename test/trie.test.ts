@@ -369,6 +369,33 @@ describe.each(ENGINES)('%s engine: names handed out before', (engine) => {
   });
 });
 
+describe.each(ENGINES)('%s engine: names handed out across many ids', (engine) => {
+  // The native adapter keeps handed-out names in pages by id: ids first met far past the others,
+  // and ids freed and taken again on pages that were never or already filled, answer their names.
+  it('answers with the current name of every id, first walk in any id order', () => {
+    const trie = new TopicTrie({ engine });
+    const names = Array.from({ length: 10_000 }, (_, i) => `t${i % 7}__a${i}`);
+    const live = new Set(names);
+    for (const name of names) trie.add(name);
+    // Only the last tenant's names first: its ids are spread over every page.
+    expect(sorted(trie.expand('t6__**'))).toEqual(sorted(names.filter((n) => n.startsWith('t6__'))));
+    const removed = ['t6__a9995', 't0__a7', 't2__a5000', 't1__a4096'];
+    for (const name of removed) {
+      const id = trie.idOf(name) as number;
+      expect(trie.remove(name)).toBe(true);
+      live.delete(name);
+      const added = `t${id % 7}__new${id}`;
+      expect(trie.add(added)).toBe(id);
+      live.add(added);
+    }
+    for (let i = 0; i < 5000; i++) live.add(trie.nameOf(trie.add(`u__b${i}`)) as string);
+    for (const pattern of ['t6__**', '**', 't0__**', 'u__**']) {
+      const expected = [...live].filter((n) => modelMatches('lite', pattern, n));
+      expect(sorted(trie.expand(pattern)), pattern).toEqual(sorted(expected));
+    }
+  });
+});
+
 describe.each(ENGINES)('%s engine: changes after a walk', (engine) => {
   it('sees a name removed or added again at a node that stays as a prefix', () => {
     const trie = new TopicTrie({ engine });
@@ -450,6 +477,33 @@ describe.each(ENGINES)('%s engine: addMany', (engine) => {
     expect(trie.list().names).toEqual(['b__x', 't1', 't1__a0__s9', 't1__a1', 't1__a1__s2', 't10', 't1_x__y']);
     // Children in order of creation, which followed segment order here.
     expect(trie.expand('t1__**')).toEqual(['t1__a0__s9', 't1__a1', 't1__a1__s2']);
+  });
+
+  it('gives a fresh trie ids in segment order, equal names by their first place', () => {
+    const trie = new TopicTrie({ engine });
+    // Names whose string order and segment order differ (`a_` sorts before `a__B` as a string,
+    // after it by segments), upper case before lower, and names given more than once.
+    const segments = ['a', 'a_', 'B', 'b', 'ab', 'z9', 'Z', '0'];
+    const names: string[] = [];
+    for (let i = 0; i < 400; i++) {
+      const depth = 1 + (i % 3);
+      const parts = Array.from({ length: depth }, (_, d) => segments[(i * (d + 3) + d * 5) % segments.length]);
+      names.push(parts.join('__'));
+    }
+    const ids = trie.addMany(names);
+    const segmentOrder = (x: string, y: string) => {
+      const xs = x.split('__');
+      const ys = y.split('__');
+      for (let d = 0; d < Math.min(xs.length, ys.length); d++) {
+        const a = xs[d] as string;
+        const b = ys[d] as string;
+        if (a !== b) return a < b ? -1 : 1;
+      }
+      return xs.length - ys.length;
+    };
+    const distinct = [...new Set(names)].sort(segmentOrder);
+    expect(distinct.map((name) => trie.idOf(name))).toEqual(distinct.map((_, i) => i));
+    expect([...ids].map((id) => trie.nameOf(id))).toEqual(names);
   });
 
   it('throws like add at the first invalid name, keeping those before it', () => {

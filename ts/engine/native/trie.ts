@@ -29,6 +29,13 @@ const PLAN_LIST_START = 3;
 const PLAN_LIST_END = 4;
 const PLAN_FREE = 5;
 
+/** Kept names per page of `namePages`: a power of two, so an id splits by shift and mask. */
+const NAME_PAGE_BITS = 12;
+const NAME_PAGE_SIZE = 1 << NAME_PAGE_BITS;
+const NAME_PAGE_MASK = NAME_PAGE_SIZE - 1;
+/** Stands for a page no id has come to yet; never written to (`keep` replaces it first). */
+const EMPTY_PAGE: (string | undefined)[] = [];
+
 function split(joined: string): string[] {
   return joined === '' ? [] : joined.split('\0');
 }
@@ -49,8 +56,13 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   private readonly handle: Handle;
   /** Reused by `expand`: the plan header, then the plan. */
   private plan = new Uint32Array(INITIAL_PLAN_WORDS);
-  /** The names handed out so far, by id (a hole for an id not handed out or removed since). */
-  private byId: (string | undefined)[] = [];
+  /**
+   * The names handed out so far, by id, in pages of `NAME_PAGE_SIZE` (undefined for an id not
+   * handed out or removed since). Pages, not one array: ids come in no order, and growing one array
+   * past a new id copies every name kept before it, a pause of tens of ms at a million names in
+   * whichever expand first meets an id past the end.
+   */
+  private namePages: (string | undefined)[][] = [];
   /** Copies of the trie's kept lists, by index. */
   private lists: (NameRope | undefined)[] = [];
   /** Reused by `addAll`. */
@@ -81,7 +93,8 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
       const id = this.binding.topicTrieRemove(this.handle, name);
       if (id < 0) return false;
       // A later name may take this id.
-      if (id < this.byId.length) this.byId[id] = undefined;
+      const page = this.namePages[id >>> NAME_PAGE_BITS];
+      if (page !== undefined && page !== EMPTY_PAGE) page[id & NAME_PAGE_MASK] = undefined;
       return true;
     } catch (error) {
       throw toTypedError(error);
@@ -185,7 +198,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     for (let p = PLAN_HEADER; p < end; ) {
       switch (plan[p]) {
         case PLAN_NAME:
-          out.name(this.byId[plan[p + 1] as number] as string);
+          out.name(this.nameById(plan[p + 1] as number));
           p += 2;
           break;
         case PLAN_NEW_NAME: {
@@ -222,23 +235,22 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     return names;
   }
 
+  /** A name handed out before (the plan names it by id only then). */
+  private nameById(id: number): string {
+    return (this.namePages[id >>> NAME_PAGE_BITS] as (string | undefined)[])[id & NAME_PAGE_MASK] as string;
+  }
+
   private keep(id: number, name: string): void {
-    let known = this.byId;
-    if (id >= known.length) {
-      // A write far past the end would turn the array into a dictionary, and growing it a slot
-      // at a time costs tens of ms at a million names: make a filled array half again as long, and
-      // at least as long as the trie has names (ids are handed out densely), so that the first
-      // expand of a large trie, whose ids come in no order, grows it once.
-      const length = Math.max(
-        id + 1,
-        known.length + (known.length >> 1),
-        this.binding.topicTrieSize(this.handle),
-        1024,
-      );
-      const room = new Array<string | undefined>(length - known.length).fill(undefined);
-      this.byId = known = known.concat(room);
+    const pages = this.namePages;
+    const at = id >>> NAME_PAGE_BITS;
+    let page = pages[at];
+    if (page === undefined || page === EMPTY_PAGE) {
+      // Pages between stand empty until an id of theirs comes (no holes in `pages`).
+      while (pages.length <= at) pages.push(EMPTY_PAGE);
+      page = new Array<string | undefined>(NAME_PAGE_SIZE).fill(undefined);
+      pages[at] = page;
     }
-    known[id] = name;
+    page[id & NAME_PAGE_MASK] = name;
   }
 
   expandInto(pattern: string, out: Uint32Array): number {
@@ -285,7 +297,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   clear(): void {
     try {
       this.binding.topicTrieClear(this.handle);
-      this.byId = [];
+      this.namePages = [];
       this.lists = [];
     } catch (error) {
       throw toTypedError(error);

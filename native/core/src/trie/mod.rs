@@ -130,6 +130,8 @@ pub struct TopicTrie {
     /// lookups do not allocate.
     frontier: Vec<u32>,
     next_frontier: Vec<u32>,
+    /// Scratch of the one-segment wildcard: the children of each node of a group (walk.rs).
+    sibling_chains: Vec<Vec<u32>>,
 }
 
 impl TopicTrie {
@@ -158,6 +160,7 @@ impl TopicTrie {
             idle: IdleSet::default(),
             frontier: Vec::new(),
             next_frontier: Vec::new(),
+            sibling_chains: Vec::new(),
         }
     }
 

@@ -21,8 +21,9 @@
 
 use super::edits::{push_piece, Entry, KeyMap, Piece};
 use super::plan::{Plan, PLAN_LIST_END, PLAN_LIST_START};
-use super::{TopicTrie, NONE, ROOT};
+use super::{Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
+use crate::prefetch::prefetch;
 
 /// `Node::kept` flag: the subtree changed since the node's block was laid down, or it never was.
 pub(super) const CHANGED: u32 = 1 << 31;
@@ -340,6 +341,11 @@ impl TopicTrie {
         parent_path: usize,
         out: &mut Output,
     ) -> Option<Frame> {
+        // The walk comes to the next child once this one's subtree is done; its node, which
+        // nothing else needs before then, loads meanwhile.
+        if frame.child != NONE {
+            prefetch((&self.nodes[frame.child as usize] as *const Node).cast());
+        }
         let names = self.nodes[child as usize].names;
         let at = out.len() - frame.start;
         let key = if frame.by_record {

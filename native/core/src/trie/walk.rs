@@ -20,6 +20,9 @@ use crate::pattern::{tokenize, Token};
 /// have a few children, and reading them costs less than a probe sequence in a table that may be
 /// three quarters full (a miss there reads several unrelated nodes).
 const SCANNED_CHILDREN: usize = 8;
+/// Child lists the one-segment wildcard follows at once: enough misses in flight to keep the
+/// memory system busy, few enough that the cursors stay in registers.
+const INTERLEAVED_CHAINS: usize = 8;
 
 /// What a walk found: a name matched by itself, or the names of a node's block from `skip` on
 /// (a trailing wildcard).
@@ -140,11 +143,7 @@ impl TopicTrie {
                         }
                     }
                 }
-                Token::One => {
-                    for &node in &frontier {
-                        self.push_children_reversed(node, &mut next);
-                    }
-                }
+                Token::One => self.push_all_children_reversed(&frontier, &mut next),
                 Token::Rest => {
                     // Always the last token.
                     rest = true;
@@ -186,25 +185,43 @@ impl TopicTrie {
         }
     }
 
-    /// Appends the children of `node` to `out`, last to first (the js engine's stack order), but
-    /// for those a leading MQTT wildcard does not reach.
-    fn push_children_reversed(&self, node: u32, out: &mut Vec<u32>) {
-        let first = self.nodes[node as usize].first_child;
-        if first == NONE {
-            return;
-        }
-        let dollar_rule = self.dialect == Dialect::Mqtt && node == ROOT;
-        // The first child's `prev_sibling` is the last child.
-        let mut child = self.nodes[first as usize].prev_sibling;
-        loop {
-            if !(dollar_rule && self.segment_text(child).starts_with('$')) {
-                out.push(child);
+    /// Appends the children of each of `parents` in turn to `out`, each node's last to first (the
+    /// js engine's stack order), but for those a leading MQTT wildcard does not reach.
+    ///
+    /// A node's children are a chain: each is found from the one before, so following one chain
+    /// waits for a cache miss per child. The chains of `INTERLEAVED_CHAINS` parents are followed
+    /// a step each in turn, so that their misses overlap, into scratch lists appended in order
+    /// after.
+    fn push_all_children_reversed(&mut self, parents: &[u32], out: &mut Vec<u32>) {
+        let mut chains = std::mem::take(&mut self.sibling_chains);
+        chains.resize_with(INTERLEAVED_CHAINS, Vec::new);
+        for group in parents.chunks(INTERLEAVED_CHAINS) {
+            let mut cursors = [NONE; INTERLEAVED_CHAINS];
+            for (k, &parent) in group.iter().enumerate() {
+                cursors[k] = self.nodes[parent as usize].first_child;
+                chains[k].clear();
             }
-            if child == first {
-                return;
+            let mut following = true;
+            while following {
+                following = false;
+                for (cursor, chain) in cursors.iter_mut().zip(chains.iter_mut()) {
+                    if *cursor != NONE {
+                        chain.push(*cursor);
+                        *cursor = self.nodes[*cursor as usize].next_sibling;
+                        following = true;
+                    }
+                }
             }
-            child = self.nodes[child as usize].prev_sibling;
+            for (&parent, chain) in group.iter().zip(&chains) {
+                let dollar_rule = self.dialect == Dialect::Mqtt && parent == ROOT;
+                for &child in chain.iter().rev() {
+                    if !(dollar_rule && self.segment_text(child).starts_with('$')) {
+                        out.push(child);
+                    }
+                }
+            }
         }
+        self.sibling_chains = chains;
     }
 
     /// The child of `node` along segment id `segment`, or `NONE`: a look along the first few

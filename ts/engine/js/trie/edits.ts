@@ -42,20 +42,48 @@ export interface Edits {
   children: Entry[];
 }
 
+/** Numbers per piece in a key map's flat array: key, position, length, rank. */
+const PIECE = 4;
+
 /**
- * Where the blocks of a node's children start, by key: pieces `[key, at, len]` flat, in position
- * order, and their indices in key order.
+ * Where the blocks of a node's children start, by key: pieces `[key, at, len, rank]` flat, in
+ * position order, and their indices in key order.
+ *
+ * The key order comes without comparing keys. A map is built (`leave` in snapshot.ts) from parts
+ * of the previous map's pieces, in position order, and from fresh pieces, whose keys are past all
+ * of those and rise with their positions. Each part carries the rank of its piece in the previous
+ * map's key order, and parts of one piece come in rising key order, so ordering the pieces by that
+ * rank, stably, orders them by key: one counting pass over the pieces, where a sort per lay-down
+ * cost a node laid down again and again (its map holds a piece or two per child ever laid down)
+ * more than the rest of its lay-down. Built, a piece's rank becomes its place in this map's key
+ * order, for the next map.
  */
 export class KeyMap {
-  private readonly byKey: number[];
+  private readonly byKey: Int32Array;
 
+  /** `ranks`: the ranks the pieces carry run below it (the fresh pieces' rank, the largest). */
   constructor(
     readonly pieces: number[],
     readonly nextKey: number,
+    ranks: number,
   ) {
-    const count = pieces.length / 3;
-    this.byKey = Array.from({ length: count }, (_, i) => i);
-    this.byKey.sort((a, b) => (pieces[a * 3] as number) - (pieces[b * 3] as number));
+    const count = pieces.length / PIECE;
+    const starts = new Int32Array(ranks + 2);
+    for (let p = 3; p < pieces.length; p += PIECE) (starts[(pieces[p] as number) + 1] as number)++;
+    for (let r = 1; r < starts.length; r++) starts[r] = (starts[r] as number) + (starts[r - 1] as number);
+    const byKey = new Int32Array(count);
+    for (let i = 0; i < count; i++) {
+      const rank = pieces[i * PIECE + 3] as number;
+      byKey[starts[rank] as number] = i;
+      starts[rank] = (starts[rank] as number) + 1;
+    }
+    for (let k = 0; k < count; k++) pieces[(byKey[k] as number) * PIECE + 3] = k;
+    this.byKey = byKey;
+  }
+
+  /** The rank fresh pieces take in the next map built from this one's: past every piece's. */
+  get freshRank(): number {
+    return this.byKey.length;
   }
 
   position(key: number): number {
@@ -64,37 +92,43 @@ export class KeyMap {
     let high = byKey.length;
     while (low < high) {
       const mid = (low + high) >>> 1;
-      if ((pieces[(byKey[mid] as number) * 3] as number) <= key) low = mid + 1;
+      if ((pieces[(byKey[mid] as number) * PIECE] as number) <= key) low = mid + 1;
       else high = mid;
     }
     if (low === 0) throw new Error('trie: a child key below every piece');
-    const piece = (byKey[low - 1] as number) * 3;
+    const piece = (byKey[low - 1] as number) * PIECE;
     return (pieces[piece + 1] as number) + key - (pieces[piece] as number);
   }
 
-  /** Appends the pieces that map positions `[from, to)` of the old block, moved to start at `toAt`. */
+  /**
+   * Appends the pieces that map positions `[from, to)` of the old block, moved to start at `toAt`,
+   * each with the rank of the piece it comes from.
+   */
   moved(from: number, to: number, toAt: number, out: number[]): void {
     const { pieces } = this;
     let low = 0;
-    let high = pieces.length / 3;
+    let high = pieces.length / PIECE;
     while (low < high) {
       const mid = (low + high) >>> 1;
-      if ((pieces[mid * 3 + 1] as number) + (pieces[mid * 3 + 2] as number) <= from) low = mid + 1;
+      if ((pieces[mid * PIECE + 1] as number) + (pieces[mid * PIECE + 2] as number) <= from) low = mid + 1;
       else high = mid;
     }
-    for (let p = low * 3; p < pieces.length; p += 3) {
+    for (let p = low * PIECE; p < pieces.length; p += PIECE) {
       const at = pieces[p + 1] as number;
       if (at >= to) break;
       const start = Math.max(at, from);
       const end = Math.min(at + (pieces[p + 2] as number), to);
-      pushPiece(out, (pieces[p] as number) + start - at, toAt + start - from, end - start);
+      pushPiece(out, (pieces[p] as number) + start - at, toAt + start - from, end - start, pieces[p + 3] as number);
     }
   }
 }
 
-/** Appends a piece, joined to the last one when both continue it. */
-export function pushPiece(out: number[], key: number, at: number, len: number): void {
-  const last = out.length - 3;
+/**
+ * Appends a piece of rank `rank` (see `KeyMap`), joined to the last one when both continue it (its
+ * keys then follow the last one's directly, so the last one's rank orders both).
+ */
+export function pushPiece(out: number[], key: number, at: number, len: number, rank: number): void {
+  const last = out.length - PIECE;
   if (last >= 0) {
     const lastLen = out[last + 2] as number;
     if ((out[last] as number) + lastLen === key && (out[last + 1] as number) + lastLen === at) {
@@ -102,7 +136,7 @@ export function pushPiece(out: number[], key: number, at: number, len: number): 
       return;
     }
   }
-  out.push(key, at, len);
+  out.push(key, at, len, rank);
 }
 
 /** Where the block of `child` starts within its parent's block, from its key. */

@@ -82,6 +82,8 @@ interface Frame {
   child: number;
   pieces: number[];
   nextKey: number;
+  /** The rank of the frame's fresh pieces in its new key map (edits.ts). */
+  freshRank: number;
 }
 
 /** Copies for one lay-down: texts into a rope, ids written in place, runs joined while they continue. */
@@ -197,6 +199,7 @@ function frameAt(depth: number): Frame {
       child: NONE,
       pieces: [],
       nextKey: 0,
+      freshRank: 0,
     });
   }
   return frames[depth] as Frame;
@@ -226,6 +229,8 @@ function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: numb
   frame.oldEnd = 0;
   frame.child = trie.firstChild[node] as number;
   frame.nextKey = nextKey;
+  // Without a map the old block's positions are its children's keys, all of one rank.
+  frame.freshRank = map !== undefined ? map.freshRank : 1;
   if (byRecord && record !== undefined) {
     // A map of its own: the frame's array is kept by the key map it becomes.
     frame.pieces = [];
@@ -278,7 +283,7 @@ function copyOld(trie: JsTopicTrie, frame: Frame, to: number, out: Output): void
   const at = out.length() - frame.start;
   const map = trie.keyMaps.get(frame.node);
   if (map !== undefined) map.moved(from, to, at, frame.pieces);
-  else pushPiece(frame.pieces, from, at, to - from);
+  else pushPiece(frame.pieces, from, at, to - from, 0);
   out.copy(frame.oldList, frame.oldOffset + from, to - from);
 }
 
@@ -294,7 +299,7 @@ function visit(trie: JsTopicTrie, child: number, frame: Frame, out: Output, next
   if (frame.byRecord) {
     key = frame.nextKey;
     frame.nextKey += names;
-    pushPiece(frame.pieces, key, at, names);
+    pushPiece(frame.pieces, key, at, names, frame.freshRank);
   }
   const flags = changed[child] as number;
   // Its old block: a list it holds, else in the parent's old block (read before the key goes).
@@ -320,6 +325,6 @@ function visit(trie: JsTopicTrie, child: number, frame: Frame, out: Output, next
 
 /** Finishes laying down the frame's node: its new key map. */
 function leave(trie: JsTopicTrie, frame: Frame): void {
-  if (frame.byRecord) trie.keyMaps.set(frame.node, new KeyMap(frame.pieces, frame.nextKey));
+  if (frame.byRecord) trie.keyMaps.set(frame.node, new KeyMap(frame.pieces, frame.nextKey, frame.freshRank));
   else trie.keyMaps.delete(frame.node);
 }

@@ -214,6 +214,11 @@ export class JsTopicTrie implements TopicTrieCore {
     if (problem !== 0) return problem;
     let node = ROOT;
     for (const segment of name.split(this.dialect.separator)) node = this.childOrInsert(node, segment);
+    return this.addAt(node, name, timestampMs);
+  }
+
+  /** Adds the valid `name`, whose path ends at `node`, or touches it when it is there. */
+  private addAt(node: number, name: string, timestampMs: number | undefined): number {
     const existing = this.nodeName[node] as number;
     if (existing !== NONE) {
       if (timestampMs !== undefined) this.touchId(existing, timestampMs);
@@ -312,12 +317,31 @@ export class JsTopicTrie implements TopicTrieCore {
     return this.idle.olderThan(cutoffMs, limit);
   }
 
+  /**
+   * `add` of each name in turn. The names come in segment order (`TopicTrie.addMany`), so a name
+   * mostly shares its first segments with the one before: the nodes of the last name's path are
+   * taken again for them instead of being looked up from the root. Adding places nodes and never
+   * frees or moves one, so that path stays valid through the batch.
+   */
   addAll(names: readonly string[], timestampsMs: Float64Array, out: Float64Array): number {
+    const { separator } = this.dialect;
+    let pathTexts: string[] = [];
+    const pathNodes: number[] = [];
     for (let i = 0; i < names.length; i++) {
+      const name = names[i] as string;
+      if (this.check(name) !== 0) return i;
+      const segments = name.split(separator);
+      const limit = Math.min(segments.length, pathTexts.length);
+      let shared = 0;
+      while (shared < limit && segments[shared] === pathTexts[shared]) shared++;
+      let node = shared === 0 ? ROOT : (pathNodes[shared - 1] as number);
+      for (let depth = shared; depth < segments.length; depth++) {
+        node = this.childOrInsert(node, segments[depth] as string);
+        pathNodes[depth] = node;
+      }
+      pathTexts = segments;
       const timestamp = timestampsMs[i] as number;
-      const id = this.add(names[i] as string, timestamp >= 0 ? timestamp : undefined);
-      if (id < 0) return i;
-      out[i] = id;
+      out[i] = this.addAt(node, name, timestamp >= 0 ? timestamp : undefined);
     }
     return -1;
   }
