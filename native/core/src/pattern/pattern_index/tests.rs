@@ -118,3 +118,30 @@ fn one_id_under_several_patterns_is_reported_once() {
     index.match_into("t__a__s", &mut out);
     assert_eq!(out, [3, 7]);
 }
+
+#[test]
+fn an_invalid_topic_reached_by_wildcards_matches_nothing() {
+    let mut index = PatternIndex::new(Dialect::Lite);
+    index.add("a__*", 1).unwrap();
+    index.add("**", 2).unwrap();
+    index.add("a__b", 3).unwrap();
+    let mut out = Vec::new();
+    assert_eq!(index.match_into("a__b c", &mut out), 0);
+    assert_eq!(index.match_count("a__b c"), 0);
+    assert_eq!(index.match_count("a__b"), 3);
+    assert_eq!(index.match_count("a__c"), 2);
+}
+
+#[test]
+fn literal_and_wildcard_entries_are_freed_separately() {
+    let mut index = PatternIndex::new(Dialect::Lite);
+    index.add("a__b", 1).unwrap();
+    index.add("a__*", 1).unwrap();
+    assert!(index.remove("a__*", 1));
+    assert_eq!(index.stats().nodes, 1, "the automaton holds no literal pattern");
+    assert_eq!(index.match_count("a__b"), 1);
+    assert!(!index.remove("a__*", 1));
+    assert!(index.remove("a__b", 1));
+    assert_eq!(index.match_count("a__b"), 0);
+    assert!(index.is_empty());
+}
