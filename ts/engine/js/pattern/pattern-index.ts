@@ -1,9 +1,12 @@
 /**
- * The reverse pattern index, mirroring `native/core/src/pattern/pattern_index.rs`: a trie over
- * interned segment ids (a node per pattern prefix), literal edges in a per-node map created only for
- * nodes that have literal children, one `one`-wildcard child per node, and at each node the ids
- * whose pattern ends there (`exact`) or continues with the trailing wildcard (`rest`). A lookup
- * walks only the branches the topic's segments can take; nodes and segments are freed on removal.
+ * The reverse pattern index, mirroring `native/core/src/pattern/pattern_index.rs`. Patterns without
+ * wildcards match only the topic equal to them, so they live in one map keyed by their text: a topic
+ * finds them with one lookup of itself. Patterns with wildcards form a trie over interned segment
+ * ids (a node per pattern prefix), literal edges in a per-node map created only for nodes that have
+ * literal children, one `one`-wildcard child per node, and at each node the ids whose pattern ends
+ * there (`exact`) or continues with the trailing wildcard (`rest`). A lookup walks only the branches
+ * the topic's segments can take and looks a segment up only when a node it reached has literal
+ * children; nodes, segments and map entries are freed on removal.
  */
 
 import { type DialectRules, isValidTopic, validatePattern } from '../../../common/dialect.js';
@@ -13,6 +16,8 @@ import { tokenize } from './pattern.js';
 
 const NONE = -1;
 const ROOT = 0;
+/** A topic segment whose id the lookup has not needed yet. */
+const UNRESOLVED = -2;
 
 /**
  * The ids on one node: a lone id inline (most exact subscriptions have one subscriber, and an array
@@ -59,6 +64,8 @@ function idCount(ids: Ids): number {
 }
 
 export class JsPatternIndex implements PatternIndexCore {
+  /** Ids of the patterns without wildcards, by pattern text. */
+  private literals = new Map<string, Ids>();
   // Nodes as parallel arrays (struct of arrays): far less memory than an object per node.
   private parent: number[] = [NONE];
   private segment: number[] = [NONE];
@@ -72,6 +79,7 @@ export class JsPatternIndex implements PatternIndexCore {
   /** Largest id added since creation or `clear()` (decides the dedup strategy). */
   private maxId = 0;
   // Scratch reused by every lookup.
+  /** Per topic segment: its start, its end, and its id (`UNRESOLVED` until a node needs it). */
   private readonly topicSegments: number[] = [];
   private readonly stack: number[] = [];
   private readonly lists: Ids[] = [];
@@ -85,8 +93,24 @@ export class JsPatternIndex implements PatternIndexCore {
     return this.entries;
   }
 
+  /** Whether a valid pattern has no wildcard, so it matches only the topic equal to it. */
+  private isLiteral(pattern: string): boolean {
+    for (const segment of pattern.split(this.dialect.separator)) {
+      if (segment === this.dialect.one || segment === this.dialect.rest) return false;
+    }
+    return true;
+  }
+
   add(pattern: string, id: number): 1 | 0 | -1 {
     if (validatePattern(this.dialect, pattern) !== null) return -1;
+    if (this.isLiteral(pattern)) {
+      const ids = withId(this.literals.get(pattern), id);
+      if (ids === null) return 0;
+      this.literals.set(pattern, ids);
+      this.entries++;
+      if (id > this.maxId) this.maxId = id;
+      return 1;
+    }
     const { node, rest } = this.locate(pattern, true);
     const lists = rest ? this.rest : this.exact;
     const ids = withId(lists[node], id);
@@ -99,6 +123,7 @@ export class JsPatternIndex implements PatternIndexCore {
 
   remove(pattern: string, id: number): boolean {
     if (validatePattern(this.dialect, pattern) !== null) return false;
+    if (this.isLiteral(pattern)) return this.removeLiteral(pattern, id);
     const { node, rest } = this.locate(pattern, false);
     if (node === NONE) return false;
     const lists = rest ? this.rest : this.exact;
@@ -107,6 +132,17 @@ export class JsPatternIndex implements PatternIndexCore {
     lists[node] = ids;
     this.entries--;
     this.prune(node);
+    return true;
+  }
+
+  private removeLiteral(pattern: string, id: number): boolean {
+    const ids = withoutId(this.literals.get(pattern), id);
+    if (ids === null) return false;
+    if (ids === undefined) this.literals.delete(pattern);
+    else this.literals.set(pattern, ids);
+    this.entries--;
+    // Nothing left: drop the arrays too, so an emptied index is as small as a new one.
+    if (this.entries === 0) this.clear();
     return true;
   }
 
@@ -134,6 +170,7 @@ export class JsPatternIndex implements PatternIndexCore {
   }
 
   clear(): void {
+    this.literals = new Map();
     this.parent = [NONE];
     this.segment = [NONE];
     this.oneChild = [NONE];
@@ -149,25 +186,35 @@ export class JsPatternIndex implements PatternIndexCore {
   }
 
   /**
-   * Fills `this.lists` with the id lists of every node the topic reaches, walking only the branches
-   * the topic's segments can take.
+   * Fills `this.lists` with the ids of the literal pattern equal to the topic and of every trie
+   * node the topic reaches, walking only the branches the topic's segments can take. A topic equal to
+   * a literal pattern is valid (a valid pattern without wildcards is a valid topic); any other is
+   * checked only when it reached some list, since for most topics the check would cost as much as
+   * the rest of the lookup.
    */
   private collectLists(topic: string): void {
     const lists = this.lists;
     lists.length = 0;
-    if (this.entries === 0 || !isValidTopic(this.dialect, topic)) return;
+    if (this.entries === 0 || typeof topic !== 'string') return;
+    if (!this.isUnused(ROOT)) this.walk(topic);
+    const literal = this.literals.get(topic);
+    if (literal !== undefined) lists.push(literal);
+    else if (lists.length > 0 && !isValidTopic(this.dialect, topic)) lists.length = 0;
+  }
+
+  private walk(topic: string): void {
+    const lists = this.lists;
     const segments = this.topicSegments;
     segments.length = 0;
     const separator = this.dialect.separator;
     let start = 0;
     for (;;) {
       const end = topic.indexOf(separator, start);
-      const text = end === -1 ? topic.slice(start) : topic.slice(start, end);
-      segments.push(this.segments.get(text) ?? NONE);
+      segments.push(start, end === -1 ? topic.length : end, UNRESOLVED);
       if (end === -1) break;
       start = end + separator.length;
     }
-    const total = segments.length;
+    const total = segments.length / 3;
     const restMin = this.dialect.restMinSegments;
     // MQTT: a topic starting with `$` is not matched by a leading wildcard.
     const dollar = this.dialect.name === 'mqtt' && topic.charCodeAt(0) === 36;
@@ -185,13 +232,19 @@ export class JsPatternIndex implements PatternIndexCore {
         if (exactIds !== undefined) lists.push(exactIds);
         continue;
       }
-      const segment = segments[depth] as number;
-      if (segment !== NONE) {
-        const child = this.children[node]?.get(segment);
-        if (child !== undefined) stack.push(child, depth + 1);
-      }
       const one = this.oneChild[node] as number;
       if (one !== NONE && !rootOfDollar) stack.push(one, depth + 1);
+      const children = this.children[node];
+      if (children === undefined) continue;
+      const slot = depth * 3;
+      let segment = segments[slot + 2] as number;
+      if (segment === UNRESOLVED) {
+        segment = this.segments.get(topic.slice(segments[slot], segments[slot + 1])) ?? NONE;
+        segments[slot + 2] = segment;
+      }
+      if (segment === NONE) continue;
+      const child = children.get(segment);
+      if (child !== undefined) stack.push(child, depth + 1);
     }
   }
 
@@ -321,13 +374,25 @@ export class JsPatternIndex implements PatternIndexCore {
       idSlots += (exact === undefined ? 0 : idCount(exact)) + (rest === undefined ? 0 : idCount(rest));
       maps += this.children[node]?.size ?? 0;
     }
+    let literalChars = 0;
+    for (const [pattern, ids] of this.literals) {
+      literalChars += pattern.length;
+      idSlots += idCount(ids);
+    }
+    maps += this.literals.size;
     return {
       entries: this.entries,
       nodes: this.parent.length - this.freeNodes.length,
       segments: this.segments.size,
-      // Six array slots of 8 bytes per node, 8 per id, about 40 per map entry.
+      // Six array slots of 8 bytes per node, 8 per id, about 40 per map entry, literal pattern
+      // text as UTF-16.
       approximateBytes:
-        this.parent.length * 48 + idSlots * 8 + maps * 40 + this.stamps.byteLength + this.segments.approximateBytes(),
+        this.parent.length * 48 +
+        idSlots * 8 +
+        maps * 40 +
+        literalChars * 2 +
+        this.stamps.byteLength +
+        this.segments.approximateBytes(),
     };
   }
 
