@@ -71,6 +71,65 @@ impl WalkNode {
     }
 }
 
+/// The ids of one pattern without wildcards. Most such patterns name one subscriber, whose id is
+/// kept inline: no allocation per pattern, and a lookup that finds it reads no second one.
+#[derive(Debug)]
+enum LiteralIds {
+    One(u32),
+    /// Two or more, ascending.
+    Many(Vec<u32>),
+}
+
+impl LiteralIds {
+    fn as_slice(&self) -> &[u32] {
+        match self {
+            LiteralIds::One(id) => std::slice::from_ref(id),
+            LiteralIds::Many(ids) => ids,
+        }
+    }
+
+    /// Adds `id`; false when it was there already.
+    fn insert(&mut self, id: u32) -> bool {
+        match self {
+            LiteralIds::One(existing) if *existing == id => false,
+            LiteralIds::One(existing) => {
+                let (low, high) = (id.min(*existing), id.max(*existing));
+                *self = LiteralIds::Many(vec![low, high]);
+                true
+            }
+            LiteralIds::Many(ids) => match ids.binary_search(&id) {
+                Ok(_) => false,
+                Err(at) => {
+                    ids.insert(at, id);
+                    true
+                }
+            },
+        }
+    }
+
+    /// Removes `id`: `None` when it was not there, else whether no id is left.
+    fn remove(&mut self, id: u32) -> Option<bool> {
+        match self {
+            LiteralIds::One(existing) => (*existing == id).then_some(true),
+            LiteralIds::Many(ids) => {
+                let at = ids.binary_search(&id).ok()?;
+                ids.remove(at);
+                if let [last] = ids[..] {
+                    *self = LiteralIds::One(last);
+                }
+                Some(false)
+            }
+        }
+    }
+
+    fn heap_ids(&self) -> usize {
+        match self {
+            LiteralIds::One(_) => 0,
+            LiteralIds::Many(ids) => ids.capacity(),
+        }
+    }
+}
+
 /// Memory and shape figures for reports and tests. `nodes` and `segments` are those of the automaton,
 /// which holds only the patterns with wildcards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,7 +145,7 @@ pub struct PatternIndexStats {
 pub struct PatternIndex {
     dialect: Dialect,
     /// Ids of the patterns without wildcards, by pattern text, each list sorted ascending.
-    literals: FxHashMap<Box<str>, Vec<u32>>,
+    literals: FxHashMap<Box<str>, LiteralIds>,
     nodes: Vec<Node>,
     /// Per node, what a lookup reads of it (same index as `nodes`).
     walk_nodes: Vec<WalkNode>,
@@ -140,6 +199,13 @@ fn edge_key(node: u32, segment: u32) -> u64 {
     (u64::from(node) << 32) | u64::from(segment)
 }
 
+/// Whether `text` starts with `prefix`, compared byte by byte: a separator is one or two bytes,
+/// shorter than what a call to `memcmp` is worth.
+#[inline]
+fn starts_with_bytes(text: &[u8], prefix: &[u8]) -> bool {
+    text.len() >= prefix.len() && text.iter().zip(prefix).all(|(a, b)| a == b)
+}
+
 /// Pushes the byte range of every segment of `topic` (split left to right, non-overlapping, empty
 /// parts kept, as `Dialect::split` does) with its id unresolved. A byte scan: the separators are
 /// ASCII, so every cut falls on a character boundary, and it costs less than a substring search.
@@ -149,7 +215,7 @@ fn split_segments(topic: &[u8], separator: &[u8], out: &mut Vec<TopicSegment>) {
     let mut start = 0;
     let mut at = 0;
     while at < topic.len() {
-        if topic[at] == first && topic[at..].starts_with(separator) {
+        if topic[at] == first && starts_with_bytes(&topic[at..], separator) {
             out.push(TopicSegment {
                 start: start as u32,
                 end: at as u32,
@@ -290,22 +356,32 @@ impl PatternIndex {
     /// Adds `id` under `pattern`. Returns `Ok(false)` if that exact entry was already present.
     pub fn add(&mut self, pattern: &str, id: u32) -> Result<bool, Violation> {
         self.dialect.validate_pattern(pattern)?;
-        let ids = if self.is_literal(pattern) {
+        if self.is_literal(pattern) {
             debug_assert!(
                 self.dialect.is_valid_topic(pattern),
                 "a lookup takes a topic equal to a literal pattern as valid"
             );
-            self.literals.entry(pattern.into()).or_default()
-        } else {
-            let (node, rest) = self.locate(pattern, true);
-            let walk_node = &mut self.walk_nodes[node as usize];
-            if rest {
-                walk_node.has_rest_ids = true;
-            } else {
-                walk_node.has_exact_ids = true;
+            let inserted = match self.literals.get_mut(pattern) {
+                Some(ids) => ids.insert(id),
+                None => {
+                    self.literals.insert(pattern.into(), LiteralIds::One(id));
+                    true
+                }
+            };
+            if inserted {
+                self.entries += 1;
+                self.max_id = self.max_id.max(id);
             }
-            self.ids_mut(node, rest)
-        };
+            return Ok(inserted);
+        }
+        let (node, rest) = self.locate(pattern, true);
+        let walk_node = &mut self.walk_nodes[node as usize];
+        if rest {
+            walk_node.has_rest_ids = true;
+        } else {
+            walk_node.has_exact_ids = true;
+        }
+        let ids = self.ids_mut(node, rest);
         let inserted = match ids.binary_search(&id) {
             Ok(_) => false,
             Err(at) => {
@@ -359,12 +435,12 @@ impl PatternIndex {
         let Some(ids) = self.literals.get_mut(pattern) else {
             return false;
         };
-        let Ok(at) = ids.binary_search(&id) else {
-            return false;
-        };
-        ids.remove(at);
-        if ids.is_empty() {
-            self.literals.remove(pattern);
+        match ids.remove(id) {
+            None => return false,
+            Some(true) => {
+                self.literals.remove(pattern);
+            }
+            Some(false) => {}
         }
         self.entries -= 1;
         if self.entries == 0 {
@@ -408,7 +484,7 @@ impl PatternIndex {
     pub fn match_into(&mut self, topic: &str, out: &mut Vec<u32>) -> usize {
         let start = out.len();
         self.collect_lists(topic);
-        let literal = self.literals.get(topic).map_or(&[][..], Vec::as_slice);
+        let literal = self.literals.get(topic).map_or(&[][..], LiteralIds::as_slice);
         drop_if_invalid(self.dialect, topic, literal, &mut self.lists);
         match (literal.len(), self.lists.len()) {
             (_, 0) => out.extend_from_slice(literal),
@@ -436,7 +512,7 @@ impl PatternIndex {
     /// Counts the distinct ids matching `topic` without listing them in order.
     pub fn match_count(&mut self, topic: &str) -> usize {
         self.collect_lists(topic);
-        let literal = self.literals.get(topic).map_or(&[][..], Vec::as_slice);
+        let literal = self.literals.get(topic).map_or(&[][..], LiteralIds::as_slice);
         drop_if_invalid(self.dialect, topic, literal, &mut self.lists);
         match (literal.len(), self.lists.len()) {
             (count, 0) => count,
@@ -521,13 +597,13 @@ impl PatternIndex {
             .sum();
         let (literal_ids, literal_text): (usize, usize) =
             self.literals.iter().fold((0, 0), |(ids, text), (pattern, list)| {
-                (ids + list.capacity(), text + pattern.len())
+                (ids + list.heap_ids(), text + pattern.len())
             });
         let approximate_bytes = self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.walk_nodes.capacity() * std::mem::size_of::<WalkNode>()
             + (ids + literal_ids + self.stamps.capacity()) * 4
             + literal_text
-            + self.literals.capacity() * (std::mem::size_of::<(Box<str>, Vec<u32>)>() + 1)
+            + self.literals.capacity() * (std::mem::size_of::<(Box<str>, LiteralIds)>() + 1)
             + self.edges.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
             + self.segments.approximate_bytes();
         PatternIndexStats {

@@ -145,3 +145,22 @@ fn literal_and_wildcard_entries_are_freed_separately() {
     assert_eq!(index.match_count("a__b"), 0);
     assert!(index.is_empty());
 }
+
+#[test]
+fn a_literal_pattern_keeps_its_ids_ascending_through_adds_and_removes() {
+    let mut index = PatternIndex::new(Dialect::Lite);
+    let mut out = Vec::new();
+    for id in [5, 2, 9, 2] {
+        index.add("a__b", id).unwrap();
+    }
+    index.match_into("a__b", &mut out);
+    assert_eq!(out, [2, 5, 9]);
+    assert!(index.remove("a__b", 5));
+    assert!(index.remove("a__b", 9));
+    assert!(!index.remove("a__b", 9));
+    out.clear();
+    index.match_into("a__b", &mut out);
+    assert_eq!(out, [2]);
+    assert!(index.add("a__b", 1).unwrap());
+    assert_eq!(index.match_count("a__b"), 2);
+}
