@@ -206,6 +206,29 @@ fn starts_with_bytes(text: &[u8], prefix: &[u8]) -> bool {
     text.len() >= prefix.len() && text.iter().zip(prefix).all(|(a, b)| a == b)
 }
 
+/// The position of the first `needle` in `haystack` at or after `from`, eight bytes at a time: a
+/// word whose bytes all differ from the needle is skipped at once (the "has a zero byte" test on the
+/// word xor the needle repeated; its lowest flagged byte is the first match).
+fn find_byte(haystack: &[u8], from: usize, needle: u8) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    let repeated = ONES * u64::from(needle);
+    let mut at = from;
+    let mut chunks = haystack[from..].chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let differs = u64::from_le_bytes(word) ^ repeated;
+        let zero_bytes = differs.wrapping_sub(ONES) & !differs & HIGHS;
+        if zero_bytes != 0 {
+            return Some(at + (zero_bytes.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let tail = chunks.remainder();
+    tail.iter().position(|&byte| byte == needle).map(|i| at + i)
+}
+
 /// Pushes the byte range of every segment of `topic` (split left to right, non-overlapping, empty
 /// parts kept, as `Dialect::split` does) with its id unresolved. A byte scan: the separators are
 /// ASCII, so every cut falls on a character boundary, and it costs less than a substring search.
@@ -214,8 +237,9 @@ fn split_segments(topic: &[u8], separator: &[u8], out: &mut Vec<TopicSegment>) {
     let width = separator.len();
     let mut start = 0;
     let mut at = 0;
-    while at < topic.len() {
-        if topic[at] == first && starts_with_bytes(&topic[at..], separator) {
+    while let Some(found) = find_byte(topic, at, first) {
+        at = found;
+        if starts_with_bytes(&topic[at..], separator) {
             out.push(TopicSegment {
                 start: start as u32,
                 end: at as u32,

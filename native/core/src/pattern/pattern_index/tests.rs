@@ -164,3 +164,23 @@ fn a_literal_pattern_keeps_its_ids_ascending_through_adds_and_removes() {
     assert!(index.add("a__b", 1).unwrap());
     assert_eq!(index.match_count("a__b"), 2);
 }
+
+#[test]
+fn split_segments_agrees_with_the_dialect_split() {
+    let mut rng = Rng(0x5eed_5717);
+    let alphabet = ["a", "_", "__", "/", ".", "bc", "é"];
+    for _ in 0..5000 {
+        let length = rng.below(40);
+        let topic: String = (0..length).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+        for dialect in Dialect::ALL {
+            let mut segments = Vec::new();
+            split_segments(topic.as_bytes(), dialect.separator().as_bytes(), &mut segments);
+            let got: Vec<&str> = segments
+                .iter()
+                .map(|s| &topic[s.start as usize..s.end as usize])
+                .collect();
+            let expected: Vec<&str> = dialect.split(&topic).collect();
+            assert_eq!(got, expected, "{} {topic:?}", dialect.name());
+        }
+    }
+}
