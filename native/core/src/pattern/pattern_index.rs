@@ -11,19 +11,21 @@
 //! reaches has literal children. Nodes, segment strings and map entries are freed on removal, so
 //! memory follows the live patterns.
 
+mod literal_ids;
 #[cfg(test)]
 mod tests;
+mod topic_split;
 
 use super::{tokenize, Token};
 use crate::dialect::Dialect;
 use crate::error::Violation;
 use crate::interner::Interner;
+use literal_ids::LiteralIds;
 use rustc_hash::FxHashMap;
+use topic_split::{split_segments, TopicSegment, UNRESOLVED};
 
 const NONE: u32 = u32::MAX;
 const ROOT: u32 = 0;
-/// A topic segment whose id the lookup has not needed yet.
-const UNRESOLVED: u32 = u32::MAX - 1;
 
 #[derive(Debug, Default)]
 struct Node {
@@ -71,65 +73,6 @@ impl WalkNode {
     }
 }
 
-/// The ids of one pattern without wildcards. Most such patterns name one subscriber, whose id is
-/// kept inline: no allocation per pattern, and a lookup that finds it reads no second one.
-#[derive(Debug)]
-enum LiteralIds {
-    One(u32),
-    /// Two or more, ascending.
-    Many(Vec<u32>),
-}
-
-impl LiteralIds {
-    fn as_slice(&self) -> &[u32] {
-        match self {
-            LiteralIds::One(id) => std::slice::from_ref(id),
-            LiteralIds::Many(ids) => ids,
-        }
-    }
-
-    /// Adds `id`; false when it was there already.
-    fn insert(&mut self, id: u32) -> bool {
-        match self {
-            LiteralIds::One(existing) if *existing == id => false,
-            LiteralIds::One(existing) => {
-                let (low, high) = (id.min(*existing), id.max(*existing));
-                *self = LiteralIds::Many(vec![low, high]);
-                true
-            }
-            LiteralIds::Many(ids) => match ids.binary_search(&id) {
-                Ok(_) => false,
-                Err(at) => {
-                    ids.insert(at, id);
-                    true
-                }
-            },
-        }
-    }
-
-    /// Removes `id`: `None` when it was not there, else whether no id is left.
-    fn remove(&mut self, id: u32) -> Option<bool> {
-        match self {
-            LiteralIds::One(existing) => (*existing == id).then_some(true),
-            LiteralIds::Many(ids) => {
-                let at = ids.binary_search(&id).ok()?;
-                ids.remove(at);
-                if let [last] = ids[..] {
-                    *self = LiteralIds::One(last);
-                }
-                Some(false)
-            }
-        }
-    }
-
-    fn heap_ids(&self) -> usize {
-        match self {
-            LiteralIds::One(_) => 0,
-            LiteralIds::Many(ids) => ids.capacity(),
-        }
-    }
-}
-
 /// Memory and shape figures for reports and tests. `nodes` and `segments` are those of the automaton,
 /// which holds only the patterns with wildcards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,14 +108,6 @@ pub struct PatternIndex {
     generation: u32,
 }
 
-#[derive(Clone, Copy, Debug)]
-struct TopicSegment {
-    start: u32,
-    end: u32,
-    /// The interned id, `NONE` when no pattern has this segment, `UNRESOLVED` until looked up.
-    id: u32,
-}
-
 /// One id list a lookup reached: a node's exact or rest ids.
 #[derive(Clone, Copy, Debug)]
 struct ListRef {
@@ -197,65 +132,6 @@ fn dedup_sorted(found: &mut [u32]) -> usize {
 
 fn edge_key(node: u32, segment: u32) -> u64 {
     (u64::from(node) << 32) | u64::from(segment)
-}
-
-/// Whether `text` starts with `prefix`, compared byte by byte: a separator is one or two bytes,
-/// shorter than what a call to `memcmp` is worth.
-#[inline]
-fn starts_with_bytes(text: &[u8], prefix: &[u8]) -> bool {
-    text.len() >= prefix.len() && text.iter().zip(prefix).all(|(a, b)| a == b)
-}
-
-/// The position of the first `needle` in `haystack` at or after `from`, eight bytes at a time: a
-/// word whose bytes all differ from the needle is skipped at once (the "has a zero byte" test on the
-/// word xor the needle repeated; its lowest flagged byte is the first match).
-fn find_byte(haystack: &[u8], from: usize, needle: u8) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGHS: u64 = 0x8080_8080_8080_8080;
-    let repeated = ONES * u64::from(needle);
-    let mut at = from;
-    let mut chunks = haystack[from..].chunks_exact(8);
-    for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let differs = u64::from_le_bytes(word) ^ repeated;
-        let zero_bytes = differs.wrapping_sub(ONES) & !differs & HIGHS;
-        if zero_bytes != 0 {
-            return Some(at + (zero_bytes.trailing_zeros() / 8) as usize);
-        }
-        at += 8;
-    }
-    let tail = chunks.remainder();
-    tail.iter().position(|&byte| byte == needle).map(|i| at + i)
-}
-
-/// Pushes the byte range of every segment of `topic` (split left to right, non-overlapping, empty
-/// parts kept, as `Dialect::split` does) with its id unresolved. A byte scan: the separators are
-/// ASCII, so every cut falls on a character boundary, and it costs less than a substring search.
-fn split_segments(topic: &[u8], separator: &[u8], out: &mut Vec<TopicSegment>) {
-    let first = separator[0];
-    let width = separator.len();
-    let mut start = 0;
-    let mut at = 0;
-    while let Some(found) = find_byte(topic, at, first) {
-        at = found;
-        if starts_with_bytes(&topic[at..], separator) {
-            out.push(TopicSegment {
-                start: start as u32,
-                end: at as u32,
-                id: UNRESOLVED,
-            });
-            at += width;
-            start = at;
-        } else {
-            at += 1;
-        }
-    }
-    out.push(TopicSegment {
-        start: start as u32,
-        end: topic.len() as u32,
-        id: UNRESOLVED,
-    });
 }
 
 /// Empties the wildcard lists a lookup reached when the topic is invalid, since invalid topics match
