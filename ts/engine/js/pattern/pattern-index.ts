@@ -203,6 +203,9 @@ export class JsPatternIndex implements PatternIndexCore {
     this.maxId = 0;
     this.found = new Uint32Array(64);
     this.stamps = new Uint32Array(0);
+    // Slots past `listCount` would otherwise keep the old id arrays reachable.
+    this.lists.length = 0;
+    this.listCount = 0;
   }
 
   /**
@@ -240,7 +243,7 @@ export class JsPatternIndex implements PatternIndexCore {
     const restMin = this.dialect.restMinSegments;
     // MQTT: a topic starting with `$` is not matched by a leading wildcard.
     const dollar = this.dialect.name === 'mqtt' && topic.charCodeAt(0) === 36;
-    // Empty again whenever a walk ends.
+    // No reset needed: every walk pops the stack empty.
     const stack = this.stack;
     stack.push(ROOT, 0);
     while (stack.length > 0) {
