@@ -4,6 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { segmentHash } from '../ts/engine/js/pattern/pattern-index.js';
 import { type DialectName, InvalidArgumentError, InvalidPatternError, PatternIndex } from '../ts/index.js';
 import {
   anyTopic,
@@ -98,6 +99,35 @@ describe.each(ENGINES)('%s engine', (engine) => {
     index.clear();
     expect(index.size).toBe(0);
     expect(index.match('x')).toEqual([]);
+  });
+
+  it('tells apart segments whose hashes collide, in any order of removal', () => {
+    // Three segments with the same 30-bit FNV-1a hash (what the js engine keys literal children
+    // by), so their nodes share one chain under the parent.
+    const colliding = ['s206oz', 's2byln', 's3naa4'];
+    expect(new Set(colliding.map((s) => segmentHash(s, 0, s.length))).size).toBe(1);
+    const orders = [
+      [0, 1, 2],
+      [0, 2, 1],
+      [1, 0, 2],
+      [1, 2, 0],
+      [2, 0, 1],
+      [2, 1, 0],
+    ];
+    for (const order of orders) {
+      const index = new PatternIndex({ engine });
+      for (const [id, segment] of colliding.entries()) index.add(`t__${segment}__*`, id);
+      const live = new Set([0, 1, 2]);
+      for (const removed of order) {
+        for (const [id, segment] of colliding.entries()) {
+          expect(index.match(`t__${segment}__x`)).toEqual(live.has(id) ? [id] : []);
+        }
+        expect(index.remove(`t__${colliding[removed]}__*`, removed)).toBe(true);
+        live.delete(removed);
+      }
+      expect(index.size).toBe(0);
+      expect(index.stats().nodes).toBe(1);
+    }
   });
 
   it('applies the MQTT $ rule and # matching the parent level', () => {

@@ -168,7 +168,10 @@ export function expand(patterns: readonly string[], candidates: readonly string[
 
 /**
  * The pattern index: subscriptions (pattern, id) in, "which ids match this topic?" out, without
- * scanning the patterns. An id may be added under several patterns; it is reported once.
+ * scanning the patterns. An id may be added under several patterns; it is reported once. Patterns
+ * without wildcards are kept by their text, so a topic finds them with one hash lookup however many
+ * there are; patterns with wildcards form a trie that a lookup walks only along the branches the
+ * topic's segments can take.
  */
 export class PatternIndex {
   readonly dialect: DialectName;
@@ -240,7 +243,10 @@ export class PatternIndex {
     this.core.clear();
   }
 
-  /** Entries, trie nodes, distinct segments and the engine's estimate of the bytes it holds. */
+  /**
+   * Entries; the nodes and distinct segments of the trie, which holds only the patterns with
+   * wildcards; and the engine's estimate of the bytes it holds.
+   */
   stats(): PatternIndexStats {
     return this.core.stats();
   }

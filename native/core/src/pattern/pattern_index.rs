@@ -1,21 +1,28 @@
 //! The reverse pattern index: given a topic, the ids of every subscription whose pattern matches it,
 //! without looking at patterns that cannot match.
 //!
-//! Patterns are compiled into a segment automaton (a trie over interned segment ids, like NATS's
-//! sublist): a node per pattern prefix, literal edges in one hash map keyed by (node, segment id), one
-//! `one`-wildcard child per node, and at each node the ids whose pattern ends there (`exact_ids`) or
-//! continues with the trailing wildcard (`rest_ids`). A lookup walks only the branches the topic's
-//! segments can take. Nodes and segment strings are reference-counted and freed on removal, so memory
-//! follows the live patterns.
+//! A pattern without wildcards matches one topic, itself, so those patterns live in one hash map
+//! keyed by their text: a topic finds them with a single hash of itself, however many distinct
+//! names there are. Patterns with wildcards are compiled into a segment automaton (a trie over
+//! interned segment ids, like NATS's sublist): a node per pattern prefix, literal edges in one hash
+//! map keyed by (node, segment id), one `one`-wildcard child per node, and at each node the ids whose
+//! pattern ends there (`exact_ids`) or continues with the trailing wildcard (`rest_ids`). A lookup
+//! walks only the branches the topic's segments can take, and looks a segment up only when a node it
+//! reaches has literal children. Nodes, segment strings and map entries are freed on removal, so
+//! memory follows the live patterns.
 
+mod literal_ids;
 #[cfg(test)]
 mod tests;
+mod topic_split;
 
 use super::{tokenize, Token};
 use crate::dialect::Dialect;
 use crate::error::Violation;
 use crate::interner::Interner;
+use literal_ids::LiteralIds;
 use rustc_hash::FxHashMap;
+use topic_split::{split_segments, TopicSegment, UNRESOLVED};
 
 const NONE: u32 = u32::MAX;
 const ROOT: u32 = 0;
@@ -25,8 +32,6 @@ struct Node {
     parent: u32,
     /// The segment id on the edge from the parent, or `NONE` for the one-wildcard edge and the root.
     segment: u32,
-    one_child: u32,
-    literal_children: u32,
     /// Ids whose pattern ends at this node, sorted ascending.
     exact_ids: Vec<u32>,
     /// Ids whose pattern is this node's path followed by the trailing wildcard, sorted ascending.
@@ -38,22 +43,38 @@ impl Node {
         Node {
             parent,
             segment,
-            one_child: NONE,
-            literal_children: 0,
             exact_ids: Vec::new(),
             rest_ids: Vec::new(),
         }
     }
+}
+
+/// The part of a node a lookup reads on its way down, kept apart from the id lists in an array of
+/// its own: a walk visits many nodes and takes the lists of few, so this way it touches a small,
+/// dense array instead of a cache line or two per node.
+#[derive(Clone, Copy, Debug)]
+struct WalkNode {
+    one_child: u32,
+    literal_children: u32,
+    has_exact_ids: bool,
+    has_rest_ids: bool,
+}
+
+impl WalkNode {
+    const EMPTY: WalkNode = WalkNode {
+        one_child: NONE,
+        literal_children: 0,
+        has_exact_ids: false,
+        has_rest_ids: false,
+    };
 
     fn is_unused(&self) -> bool {
-        self.one_child == NONE
-            && self.literal_children == 0
-            && self.exact_ids.is_empty()
-            && self.rest_ids.is_empty()
+        self.one_child == NONE && self.literal_children == 0 && !self.has_exact_ids && !self.has_rest_ids
     }
 }
 
-/// Memory and shape figures for reports and tests.
+/// Memory and shape figures for reports and tests. `nodes` and `segments` are those of the automaton,
+/// which holds only the patterns with wildcards.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PatternIndexStats {
     pub entries: usize,
@@ -66,7 +87,11 @@ pub struct PatternIndexStats {
 #[derive(Debug)]
 pub struct PatternIndex {
     dialect: Dialect,
+    /// Ids of the patterns without wildcards, by pattern text, each list sorted ascending.
+    literals: FxHashMap<Box<str>, LiteralIds>,
     nodes: Vec<Node>,
+    /// Per node, what a lookup reads of it (same index as `nodes`).
+    walk_nodes: Vec<WalkNode>,
     free_nodes: Vec<u32>,
     edges: FxHashMap<u64, u32>,
     segments: Interner,
@@ -74,7 +99,8 @@ pub struct PatternIndex {
     /// Largest id added since the index was created or cleared (decides the dedup strategy).
     max_id: u32,
     // Scratch reused by every lookup, so matching does not allocate in steady state.
-    topic_segments: Vec<u32>,
+    /// Byte range of each topic segment, and its segment id once a node needed it.
+    topic_segments: Vec<TopicSegment>,
     stack: Vec<(u32, u32)>,
     lists: Vec<ListRef>,
     scratch: Vec<u32>,
@@ -108,11 +134,90 @@ fn edge_key(node: u32, segment: u32) -> u64 {
     (u64::from(node) << 32) | u64::from(segment)
 }
 
+/// Empties the wildcard lists a lookup reached when the topic is invalid, since invalid topics match
+/// nothing. A topic equal to a literal pattern needs no check: every valid pattern without wildcards
+/// is a valid topic (`PatternIndex::add` asserts it), and topics are checked only when needed
+/// because the scan costs as much as the rest of a lookup that hits nothing.
+fn drop_if_invalid(dialect: Dialect, topic: &str, literal: &[u32], lists: &mut Vec<ListRef>) {
+    if literal.is_empty() && !lists.is_empty() && !dialect.is_valid_topic(topic) {
+        lists.clear();
+    }
+}
+
+/// The id list `list` refers to.
+fn list(nodes: &[Node], list: ListRef) -> &[u32] {
+    let node = &nodes[list.node as usize];
+    if list.rest {
+        &node.rest_ids
+    } else {
+        &node.exact_ids
+    }
+}
+
+/// Whether ids are small enough, relative to the number of entries, for a stamp per possible id
+/// (at most 32 bytes per entry plus 16 KiB). Then duplicates are removed in linear time.
+fn ids_are_dense(max_id: u32, entries: usize) -> bool {
+    (max_id as usize) < 8 * entries + 4096
+}
+
+/// One stamp per possible id, and the generation that marks an id as seen in this lookup.
+struct Stamps<'a> {
+    stamps: &'a mut [u32],
+    generation: u32,
+}
+
+/// Stamps for one lookup: grown to cover `max_id`, with a generation no stamp holds yet.
+fn fresh_stamps<'a>(stamps: &'a mut Vec<u32>, generation: &mut u32, max_id: u32) -> Stamps<'a> {
+    let needed = max_id as usize + 1;
+    if stamps.len() < needed {
+        stamps.resize(needed, 0);
+    }
+    *generation = generation.wrapping_add(1);
+    if *generation == 0 {
+        // Wrapped around: old stamps could collide with the new generation.
+        stamps.fill(0);
+        *generation = 1;
+    }
+    Stamps {
+        stamps,
+        generation: *generation,
+    }
+}
+
+/// Counts the distinct ids of `literal` and `lists` with one stamp per id, appending them to `out`
+/// in first-seen order when given.
+fn distinct_by_stamp(
+    stamps: Stamps<'_>,
+    literal: &[u32],
+    nodes: &[Node],
+    lists: &[ListRef],
+    mut out: Option<&mut Vec<u32>>,
+) -> usize {
+    let Stamps { stamps, generation } = stamps;
+    let mut count = 0;
+    let reached = lists.iter().map(|&list_ref| list(nodes, list_ref));
+    for ids in std::iter::once(literal).chain(reached) {
+        for &id in ids {
+            let stamp = &mut stamps[id as usize];
+            if *stamp != generation {
+                *stamp = generation;
+                count += 1;
+                if let Some(out) = out.as_deref_mut() {
+                    out.push(id);
+                }
+            }
+        }
+    }
+    count
+}
+
 impl PatternIndex {
     pub fn new(dialect: Dialect) -> PatternIndex {
         PatternIndex {
             dialect,
+            literals: FxHashMap::default(),
             nodes: vec![Node::new(NONE, NONE)],
+            walk_nodes: vec![WalkNode::EMPTY],
             free_nodes: Vec::new(),
             edges: FxHashMap::default(),
             segments: Interner::default(),
@@ -140,10 +245,42 @@ impl PatternIndex {
         self.entries == 0
     }
 
+    /// Whether a valid pattern has no wildcard, so it matches only the topic equal to it.
+    fn is_literal(&self, pattern: &str) -> bool {
+        let (one, rest) = (self.dialect.one_wildcard(), self.dialect.rest_wildcard());
+        self.dialect
+            .split(pattern)
+            .all(|segment| segment != one && segment != rest)
+    }
+
     /// Adds `id` under `pattern`. Returns `Ok(false)` if that exact entry was already present.
     pub fn add(&mut self, pattern: &str, id: u32) -> Result<bool, Violation> {
         self.dialect.validate_pattern(pattern)?;
+        if self.is_literal(pattern) {
+            debug_assert!(
+                self.dialect.is_valid_topic(pattern),
+                "a lookup takes a topic equal to a literal pattern as valid"
+            );
+            let inserted = match self.literals.get_mut(pattern) {
+                Some(ids) => ids.insert(id),
+                None => {
+                    self.literals.insert(pattern.into(), LiteralIds::One(id));
+                    true
+                }
+            };
+            if inserted {
+                self.entries += 1;
+                self.max_id = self.max_id.max(id);
+            }
+            return Ok(inserted);
+        }
         let (node, rest) = self.locate(pattern, true);
+        let walk_node = &mut self.walk_nodes[node as usize];
+        if rest {
+            walk_node.has_rest_ids = true;
+        } else {
+            walk_node.has_exact_ids = true;
+        }
         let ids = self.ids_mut(node, rest);
         let inserted = match ids.binary_search(&id) {
             Ok(_) => false,
@@ -165,6 +302,9 @@ impl PatternIndex {
         if self.dialect.validate_pattern(pattern).is_err() {
             return false;
         }
+        if self.is_literal(pattern) {
+            return self.remove_literal(pattern, id);
+        }
         let (node, rest) = self.locate(pattern, false);
         if node == NONE {
             return false;
@@ -176,6 +316,12 @@ impl PatternIndex {
                 if ids.is_empty() {
                     // Give the memory back; a node that lost its last id is often pruned next.
                     *ids = Vec::new();
+                    let walk_node = &mut self.walk_nodes[node as usize];
+                    if rest {
+                        walk_node.has_rest_ids = false;
+                    } else {
+                        walk_node.has_exact_ids = false;
+                    }
                 }
                 self.entries -= 1;
                 self.prune(node);
@@ -183,6 +329,25 @@ impl PatternIndex {
             }
             Err(_) => false,
         }
+    }
+
+    fn remove_literal(&mut self, pattern: &str, id: u32) -> bool {
+        let Some(ids) = self.literals.get_mut(pattern) else {
+            return false;
+        };
+        match ids.remove(id) {
+            None => return false,
+            Some(true) => {
+                self.literals.remove(pattern);
+            }
+            Some(false) => {}
+        }
+        self.entries -= 1;
+        if self.entries == 0 {
+            // Nothing left: drop spare capacity too, so an emptied index is as small as a new one.
+            self.clear();
+        }
+        true
     }
 
     /// Follows a valid pattern's tokens from the root to the node its ids hang on, creating missing
@@ -199,7 +364,7 @@ impl PatternIndex {
                     Some(segment) => self.edges.get(&edge_key(node, segment)).copied().unwrap_or(NONE),
                     None => NONE,
                 },
-                (Token::One, false) => self.nodes[node as usize].one_child,
+                (Token::One, false) => self.walk_nodes[node as usize].one_child,
             };
             if node == NONE {
                 break;
@@ -219,17 +384,21 @@ impl PatternIndex {
     pub fn match_into(&mut self, topic: &str, out: &mut Vec<u32>) -> usize {
         let start = out.len();
         self.collect_lists(topic);
-        match self.lists.len() {
-            0 => {}
+        let literal = self.literals.get(topic).map_or(&[][..], LiteralIds::as_slice);
+        drop_if_invalid(self.dialect, topic, literal, &mut self.lists);
+        match (literal.len(), self.lists.len()) {
+            (_, 0) => out.extend_from_slice(literal),
             // One list is already ascending and distinct.
-            1 => out.extend_from_slice(self.list(self.lists[0])),
-            _ if self.ids_are_dense() => {
-                self.distinct_by_stamp(Some(out));
+            (0, 1) => out.extend_from_slice(list(&self.nodes, self.lists[0])),
+            _ if ids_are_dense(self.max_id, self.entries) => {
+                let stamps = fresh_stamps(&mut self.stamps, &mut self.generation, self.max_id);
+                distinct_by_stamp(stamps, literal, &self.nodes, &self.lists, Some(out));
                 out[start..].sort_unstable();
             }
             _ => {
-                for i in 0..self.lists.len() {
-                    out.extend_from_slice(self.list(self.lists[i]));
+                out.extend_from_slice(literal);
+                for &list_ref in &self.lists {
+                    out.extend_from_slice(list(&self.nodes, list_ref));
                 }
                 let found = &mut out[start..];
                 found.sort_unstable();
@@ -243,10 +412,15 @@ impl PatternIndex {
     /// Counts the distinct ids matching `topic` without listing them in order.
     pub fn match_count(&mut self, topic: &str) -> usize {
         self.collect_lists(topic);
-        match self.lists.len() {
-            0 => 0,
-            1 => self.list(self.lists[0]).len(),
-            _ if self.ids_are_dense() => self.distinct_by_stamp(None),
+        let literal = self.literals.get(topic).map_or(&[][..], LiteralIds::as_slice);
+        drop_if_invalid(self.dialect, topic, literal, &mut self.lists);
+        match (literal.len(), self.lists.len()) {
+            (count, 0) => count,
+            (0, 1) => list(&self.nodes, self.lists[0]).len(),
+            _ if ids_are_dense(self.max_id, self.entries) => {
+                let stamps = fresh_stamps(&mut self.stamps, &mut self.generation, self.max_id);
+                distinct_by_stamp(stamps, literal, &self.nodes, &self.lists, None)
+            }
             _ => {
                 let mut scratch = std::mem::take(&mut self.scratch);
                 scratch.clear();
@@ -257,18 +431,21 @@ impl PatternIndex {
         }
     }
 
-    /// Fills `self.lists` with the id lists of every node the topic reaches: walks only the branches
-    /// the topic's segments can take.
+    /// Fills `self.lists` with the id lists of every automaton node the topic reaches, walking only
+    /// the branches the topic's segments can take. The topic's validity is not checked here (see
+    /// `drop_if_invalid`): most topics reach no list, and for them the check would be wasted.
     fn collect_lists(&mut self, topic: &str) {
         self.lists.clear();
-        if self.entries == 0 || !self.dialect.is_valid_topic(topic) {
+        if self.walk_nodes[ROOT as usize].is_unused() {
+            // No wildcard patterns: the topic's own entry in `literals` is the whole answer.
             return;
         }
         self.topic_segments.clear();
-        for segment in self.dialect.split(topic) {
-            let id = self.segments.get(segment).unwrap_or(NONE);
-            self.topic_segments.push(id);
-        }
+        split_segments(
+            topic.as_bytes(),
+            self.dialect.separator().as_bytes(),
+            &mut self.topic_segments,
+        );
         let total = self.topic_segments.len() as u32;
         let rest_min = self.dialect.rest_min_segments() as u32;
         // MQTT: a topic starting with `$` is not matched by a leading wildcard.
@@ -276,16 +453,16 @@ impl PatternIndex {
         self.stack.clear();
         self.stack.push((ROOT, 0));
         while let Some((node_id, depth)) = self.stack.pop() {
-            let node = &self.nodes[node_id as usize];
+            let node = self.walk_nodes[node_id as usize];
             let at_root_of_dollar = dollar && depth == 0;
-            if !node.rest_ids.is_empty() && !at_root_of_dollar && total - depth >= rest_min {
+            if node.has_rest_ids && !at_root_of_dollar && total - depth >= rest_min {
                 self.lists.push(ListRef {
                     node: node_id,
                     rest: true,
                 });
             }
             if depth == total {
-                if !node.exact_ids.is_empty() {
+                if node.has_exact_ids {
                     self.lists.push(ListRef {
                         node: node_id,
                         rest: false,
@@ -293,67 +470,22 @@ impl PatternIndex {
                 }
                 continue;
             }
-            let segment = self.topic_segments[depth as usize];
-            if segment != NONE {
-                if let Some(&child) = self.edges.get(&edge_key(node_id, segment)) {
-                    self.stack.push((child, depth + 1));
-                }
-            }
             if node.one_child != NONE && !at_root_of_dollar {
                 self.stack.push((node.one_child, depth + 1));
             }
-        }
-    }
-
-    fn list(&self, list: ListRef) -> &[u32] {
-        let node = &self.nodes[list.node as usize];
-        if list.rest {
-            &node.rest_ids
-        } else {
-            &node.exact_ids
-        }
-    }
-
-    /// Whether ids are small enough, relative to the number of entries, for a stamp per possible id
-    /// (at most 32 bytes per entry plus 16 KiB). Then duplicates are removed in linear time.
-    fn ids_are_dense(&self) -> bool {
-        (self.max_id as usize) < 8 * self.entries + 4096
-    }
-
-    /// Counts the distinct ids of `self.lists` with one stamp per id, appending them to `out` in
-    /// first-seen order when given.
-    fn distinct_by_stamp(&mut self, mut out: Option<&mut Vec<u32>>) -> usize {
-        let needed = self.max_id as usize + 1;
-        if self.stamps.len() < needed {
-            self.stamps.resize(needed, 0);
-        }
-        self.generation = self.generation.wrapping_add(1);
-        if self.generation == 0 {
-            // Wrapped around: old stamps could collide with the new generation.
-            self.stamps.fill(0);
-            self.generation = 1;
-        }
-        let generation = self.generation;
-        let mut count = 0;
-        for list in &self.lists {
-            let node = &self.nodes[list.node as usize];
-            let ids = if list.rest {
-                &node.rest_ids
-            } else {
-                &node.exact_ids
-            };
-            for &id in ids {
-                let stamp = &mut self.stamps[id as usize];
-                if *stamp != generation {
-                    *stamp = generation;
-                    count += 1;
-                    if let Some(out) = out.as_deref_mut() {
-                        out.push(id);
+            if node.literal_children > 0 {
+                let segment = &mut self.topic_segments[depth as usize];
+                if segment.id == UNRESOLVED {
+                    let text = &topic[segment.start as usize..segment.end as usize];
+                    segment.id = self.segments.get(text).unwrap_or(NONE);
+                }
+                if segment.id != NONE {
+                    if let Some(&child) = self.edges.get(&edge_key(node_id, segment.id)) {
+                        self.stack.push((child, depth + 1));
                     }
                 }
             }
         }
-        count
     }
 
     pub fn stats(&self) -> PatternIndexStats {
@@ -363,8 +495,15 @@ impl PatternIndex {
             .iter()
             .map(|n| n.exact_ids.capacity() + n.rest_ids.capacity())
             .sum();
+        let (literal_ids, literal_text): (usize, usize) =
+            self.literals.iter().fold((0, 0), |(ids, text), (pattern, list)| {
+                (ids + list.heap_ids(), text + pattern.len())
+            });
         let approximate_bytes = self.nodes.capacity() * std::mem::size_of::<Node>()
-            + (ids + self.stamps.capacity()) * 4
+            + self.walk_nodes.capacity() * std::mem::size_of::<WalkNode>()
+            + (ids + literal_ids + self.stamps.capacity()) * 4
+            + literal_text
+            + self.literals.capacity() * (std::mem::size_of::<(Box<str>, LiteralIds)>() + 1)
             + self.edges.capacity() * (std::mem::size_of::<(u64, u32)>() + 1)
             + self.segments.approximate_bytes();
         PatternIndexStats {
@@ -389,10 +528,12 @@ impl PatternIndex {
         match self.free_nodes.pop() {
             Some(id) => {
                 self.nodes[id as usize] = node;
+                self.walk_nodes[id as usize] = WalkNode::EMPTY;
                 id
             }
             None => {
                 self.nodes.push(node);
+                self.walk_nodes.push(WalkNode::EMPTY);
                 (self.nodes.len() - 1) as u32
             }
         }
@@ -407,32 +548,33 @@ impl PatternIndex {
         let segment = self.segments.acquire(literal);
         let child = self.allocate_node(node, segment);
         self.edges.insert(edge_key(node, segment), child);
-        self.nodes[node as usize].literal_children += 1;
+        self.walk_nodes[node as usize].literal_children += 1;
         child
     }
 
     fn one_child_or_insert(&mut self, node: u32) -> u32 {
-        let existing = self.nodes[node as usize].one_child;
+        let existing = self.walk_nodes[node as usize].one_child;
         if existing != NONE {
             return existing;
         }
         let child = self.allocate_node(node, NONE);
-        self.nodes[node as usize].one_child = child;
+        self.walk_nodes[node as usize].one_child = child;
         child
     }
 
     /// Frees `node` and its ancestors while they hold nothing.
     fn prune(&mut self, mut node: u32) {
-        while node != ROOT && self.nodes[node as usize].is_unused() {
+        while node != ROOT && self.walk_nodes[node as usize].is_unused() {
             let Node { parent, segment, .. } = self.nodes[node as usize];
             if segment == NONE {
-                self.nodes[parent as usize].one_child = NONE;
+                self.walk_nodes[parent as usize].one_child = NONE;
             } else {
                 self.edges.remove(&edge_key(parent, segment));
-                self.nodes[parent as usize].literal_children -= 1;
+                self.walk_nodes[parent as usize].literal_children -= 1;
                 self.segments.release(segment);
             }
             self.nodes[node as usize] = Node::new(NONE, NONE);
+            self.walk_nodes[node as usize] = WalkNode::EMPTY;
             self.free_nodes.push(node);
             node = parent;
         }

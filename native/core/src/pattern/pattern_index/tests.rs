@@ -118,3 +118,69 @@ fn one_id_under_several_patterns_is_reported_once() {
     index.match_into("t__a__s", &mut out);
     assert_eq!(out, [3, 7]);
 }
+
+#[test]
+fn an_invalid_topic_reached_by_wildcards_matches_nothing() {
+    let mut index = PatternIndex::new(Dialect::Lite);
+    index.add("a__*", 1).unwrap();
+    index.add("**", 2).unwrap();
+    index.add("a__b", 3).unwrap();
+    let mut out = Vec::new();
+    assert_eq!(index.match_into("a__b c", &mut out), 0);
+    assert_eq!(index.match_count("a__b c"), 0);
+    assert_eq!(index.match_count("a__b"), 3);
+    assert_eq!(index.match_count("a__c"), 2);
+}
+
+#[test]
+fn literal_and_wildcard_entries_are_freed_separately() {
+    let mut index = PatternIndex::new(Dialect::Lite);
+    index.add("a__b", 1).unwrap();
+    index.add("a__*", 1).unwrap();
+    assert!(index.remove("a__*", 1));
+    assert_eq!(index.stats().nodes, 1, "the automaton holds no literal pattern");
+    assert_eq!(index.match_count("a__b"), 1);
+    assert!(!index.remove("a__*", 1));
+    assert!(index.remove("a__b", 1));
+    assert_eq!(index.match_count("a__b"), 0);
+    assert!(index.is_empty());
+}
+
+#[test]
+fn a_literal_pattern_keeps_its_ids_ascending_through_adds_and_removes() {
+    let mut index = PatternIndex::new(Dialect::Lite);
+    let mut out = Vec::new();
+    for id in [5, 2, 9, 2] {
+        index.add("a__b", id).unwrap();
+    }
+    index.match_into("a__b", &mut out);
+    assert_eq!(out, [2, 5, 9]);
+    assert!(index.remove("a__b", 5));
+    assert!(index.remove("a__b", 9));
+    assert!(!index.remove("a__b", 9));
+    out.clear();
+    index.match_into("a__b", &mut out);
+    assert_eq!(out, [2]);
+    assert!(index.add("a__b", 1).unwrap());
+    assert_eq!(index.match_count("a__b"), 2);
+}
+
+#[test]
+fn split_segments_agrees_with_the_dialect_split() {
+    let mut rng = Rng(0x5eed_5717);
+    let alphabet = ["a", "_", "__", "/", ".", "bc", "é"];
+    for _ in 0..5000 {
+        let length = rng.below(40);
+        let topic: String = (0..length).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+        for dialect in Dialect::ALL {
+            let mut segments = Vec::new();
+            split_segments(topic.as_bytes(), dialect.separator().as_bytes(), &mut segments);
+            let got: Vec<&str> = segments
+                .iter()
+                .map(|s| &topic[s.start as usize..s.end as usize])
+                .collect();
+            let expected: Vec<&str> = dialect.split(&topic).collect();
+            assert_eq!(got, expected, "{} {topic:?}", dialect.name());
+        }
+    }
+}
