@@ -108,6 +108,8 @@ export {
 export {
   type AppendRecord,
   type AppendResult,
+  type BodyAppendResult,
+  type BodyBatch,
   type Clock,
   CommitLog,
   type CommitLogOptions,

@@ -130,6 +130,18 @@ export interface EncodedBatch {
   offsets: Float64Array;
 }
 
+/**
+ * Records that carry only a body, laid out flat (what `CommitLog.appendBodies` takes): record `i`
+ * goes to the LMQ `lmqs[lmqIndex[i]]` and its body is `bodies` from `bodyEnds[i - 1]` (0 for the
+ * first) to `bodyEnds[i]`. The number of records is `lmqIndex.length`.
+ */
+export interface BodyBatch {
+  lmqs: readonly string[];
+  lmqIndex: Uint32Array;
+  bodies: Uint8Array;
+  bodyEnds: Uint32Array;
+}
+
 /** What a read returns: the records' bytes back to back, already checked, and where they came from. */
 export interface LogReadResult {
   /** Records as stored (docs/FORMAT.md), back to back; decoded lazily by ts/log.ts. */
@@ -214,6 +226,19 @@ export interface LogCore {
    * after the last record written (so `batch.count` when all were). Never blocks on file creation.
    */
   append(batch: EncodedBatch, from: number, storeTimestampMs: number): number;
+  /**
+   * `append` for a body-only batch, checked by the caller (every `lmqIndex` inside `lmqs`, body
+   * ends in order and inside `bodies`; the names are the engine's to check): records
+   * `from..lmqIndex.length`, born when stored, each with one LMQ, so `positions[i]` and
+   * `offsets[i]` are record i's. An engine without it gets the records encoded by ts/log.ts.
+   */
+  appendBodies?(
+    batch: BodyBatch,
+    from: number,
+    storeTimestampMs: number,
+    positions: Float64Array,
+    offsets: Float64Array,
+  ): number;
   /** Creates, sizes, heads and syncs the next segment off the event loop, unless one is ready. */
   prepareSegment(nowMs: number): Promise<void>;
   /** Makes everything written so far durable, off the event loop; resolves to the durable position. */

@@ -134,6 +134,70 @@ pub fn log_append(
     })
 }
 
+/// Registers LMQ names for `log_append_bodies`: `names` holds them separated by NUL (which no LMQ
+/// name holds). Returns the handle of the first; the others follow in order.
+#[napi(catch_unwind)]
+pub fn log_register_lmqs(
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    names: String,
+) -> Result<u32> {
+    guard_js(handle, || {
+        let names: Vec<&[u8]> = names.as_bytes().split(|&b| b == 0).collect();
+        handle.lock().register_lmqs(&names).map_err(js_error)
+    })
+}
+
+/// Forgets every LMQ handle `log_register_lmqs` gave.
+#[napi(catch_unwind)]
+pub fn log_forget_lmqs(#[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle) -> Result<()> {
+    guard_js(handle, || {
+        handle.lock().forget_lmqs();
+        Ok(())
+    })
+}
+
+/// Writes records `from..count` of a body-only batch in one crossing: record `i` has the body
+/// ending at `body_ends[i]` in `bodies` (starting where the one before ends) and goes to the LMQ of
+/// `lmq_handles[i]` (from `log_register_lmqs`). Fills `positions[i]` and `offsets[i]` for each record
+/// written; returns the index after the last.
+#[napi(catch_unwind)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the flat batch: one crossing instead of an object to unpack"
+)]
+pub fn log_append_bodies(
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    lmq_handles: Uint32ArraySlice,
+    bodies: Uint8ArraySlice,
+    body_ends: Uint32ArraySlice,
+    from: u32,
+    count: u32,
+    store_timestamp_ms: f64,
+    mut positions: Float64ArraySlice,
+    mut offsets: Float64ArraySlice,
+) -> Result<u32> {
+    guard_js(handle, || {
+        // SAFETY: as in `crate::out_slice`.
+        let positions = unsafe { positions.as_mut() };
+        // SAFETY: as in `crate::out_slice`.
+        let offsets = unsafe { offsets.as_mut() };
+        let written = handle
+            .lock()
+            .append_bodies(
+                &lmq_handles,
+                &bodies,
+                &body_ends,
+                from as usize,
+                count as usize,
+                store_timestamp_ms as u64,
+                positions,
+                offsets,
+            )
+            .map_err(js_error)?;
+        Ok(written as u32)
+    })
+}
+
 /// Reads up to `max_count` records of `lmq` from `from_offset` into one new buffer: the position of
 /// each record as a native-endian f64, then the records as stored, back to back, checked. The
 /// buffer is allocated by the engine and filled in place: one allocation and one copy of each
