@@ -39,7 +39,7 @@ function diskTable(result: Pick<LogBenchResult, 'config' | 'disk'>): Table {
 function appendTable(rows: readonly AppendRow[], durable: boolean, config: LogBenchResult['config']): Table {
   const ofMode = rows.filter((r) => r.durable === durable);
   const note = durable
-    ? `litetopic \`flush: 'sync'\` and lmdb (synced commits, awaited through \`flushed\`): ${config.inFlightCalls} concurrent ` +
+    ? `litetopic \`flush: 'sync'\` (\`appendBodies\`) and lmdb (synced commits, awaited through \`flushed\`): ${config.inFlightCalls} concurrent ` +
       `calls of ${config.callRecords} records in flight (${config.inFlightCalls * config.callRecords} records), so group ` +
       `commit can share syncs; better-sqlite3 WAL with \`synchronous=FULL\` and the plain file with fdatasync commit ` +
       `once per ${config.batchRecords} records (both synchronous, nothing in flight).`
