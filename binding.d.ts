@@ -83,6 +83,15 @@ export declare function logPrepareSegment(handle: ExternalObject<'Log'>, nowMs: 
 export declare function logRead(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number, meta: Float64Array): ArrayBuffer | Buffer
 
 /**
+ * `log_read` for the bodies alone: up to `max_count` records of `lmq` from `from_offset`, each
+ * checked whole, into one new buffer holding the position of each record (native-endian f64),
+ * then where each body ends among the bodies (native-endian u32, padded to 8 bytes), then the
+ * bodies back to back; the buffer may run past the last body. `meta` receives the record count,
+ * the first record's offset and the bodies' bytes.
+ */
+export declare function logReadBodies(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number, meta: Float64Array): ArrayBuffer | Buffer
+
+/**
  * `log_read` for several LMQs at once, under one lock into one new buffer: `lmqs` holds their
  * names separated by NUL (which no name the adapter passes holds), `from_offsets` and `max_counts`
  * one entry each. The buffer holds the positions of every record (f64, in request order), then the

@@ -1,7 +1,8 @@
 /**
- * `CommitLog.appendBodies` on every engine: body-only records given flat are stored as `append`
- * stores them, offsets run on across both forms and restart after a deletion, the caller's arrays
- * may change as soon as the call returns, and a bad batch stores nothing.
+ * `CommitLog.appendBodies` and `readBodies` on every engine: body-only records given flat are stored
+ * as `append` stores them, offsets run on across both forms and restart after a deletion, the
+ * caller's arrays may change as soon as the call returns, a bad batch stores nothing, and a read of
+ * bodies returns what `read` returns of them.
  */
 import { describe, expect, it } from 'vitest';
 import { type BodyBatch, InvalidArgumentError, MAX_LMQ_NAME_BYTES } from '../ts/index.js';
@@ -206,6 +207,47 @@ describe.each(ENGINES)('%s engine', (engine) => {
     // The log goes on: a good batch after a refused one is stored whole.
     await log.appendBodies(batchOf(['ok'], [[0, 'after']]));
     expect(log.read('ok', 0, 10).map((m) => m.body.toString())).toEqual(['after']);
+  });
+
+  it('reads the bodies read returns, with their positions and offsets, whatever the records hold', async () => {
+    const log = await openLog(tempDir(), engine);
+    await log.append([
+      { lmqs: ['other', 'q'], body: 'shared', key: 'k', tag: 't', properties: { a: 'b', ü: 'ç' } },
+      { lmqs: ['q'], body: Buffer.alloc(0) },
+    ]);
+    await log.appendBodies(
+      batchOf(
+        ['q', 'other'],
+        [
+          [0, 'flat'],
+          [1, 'not q'],
+          [0, Buffer.from([0, 255])],
+        ],
+      ),
+    );
+    for (const [from, max] of [
+      [0, 100],
+      [1, 2],
+      [3, 1],
+      [4, 10],
+    ] as const) {
+      const messages = log.read('q', from, max);
+      const read = log.readBodies('q', from, max);
+      expect(read.count).toBe(messages.length);
+      expect(read.firstOffset).toBe(messages[0]?.offset ?? from);
+      expect([...read.positions]).toEqual(messages.map((m) => m.position));
+      let start = 0;
+      const bodies = [...read.bodyEnds].map((end) => {
+        const body = read.bodies.subarray(start, end);
+        start = end;
+        return [...body];
+      });
+      expect(bodies).toEqual(messages.map((m) => [...m.body]));
+      expect(read.bodies.length).toBe(start);
+    }
+    expect(log.readBodies('nothing', 0, 10)).toMatchObject({ count: 0, firstOffset: 0 });
+    expect(() => log.readBodies('q', 0, 0)).toThrow(InvalidArgumentError);
+    expect(() => log.readBodies('q', -1, 1)).toThrow(InvalidArgumentError);
   });
 
   it('resolves once durable under flush: sync', async () => {

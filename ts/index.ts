@@ -110,6 +110,7 @@ export {
   type AppendResult,
   type BodyAppendResult,
   type BodyBatch,
+  type BodyReadResult,
   type Clock,
   CommitLog,
   type CommitLogOptions,

@@ -1,19 +1,22 @@
 /**
- * Encodes a body-only batch (`CommitLog.appendBodies`) into the records of docs/FORMAT.md, for an
- * engine that does not frame such records itself (the js engine): the same bytes the native engine
- * frames, with no object per record on the way. Each LMQ name is checked and encoded once, then
- * kept.
+ * Body-only records for an engine that does not handle them itself (the js engine): a batch of
+ * `CommitLog.appendBodies` encoded into the records of docs/FORMAT.md (the bytes the native engine
+ * frames, with no object per record on the way; each LMQ name checked and encoded once, then kept),
+ * and the bodies of a read cut out of its records (`CommitLog.readBodies`).
  */
 import { MAX_LMQ_NAME_BYTES } from './common/limits.js';
 import {
   RECORD_HEADER_BYTES,
   RECORD_MAGIC,
   RECORD_TYPE_MESSAGE,
+  readRecordSize,
+  readU16,
+  readU32,
   writeU16,
   writeU32,
   writeU64,
 } from './common/log-record.js';
-import type { BodyBatch, EncodedBatch } from './engine/contract.js';
+import type { BodyBatch, BodyReadResult, EncodedBatch, LogReadResult } from './engine/contract.js';
 import { InvalidArgumentError } from './errors.js';
 
 /** Bytes of a body-only record besides its LMQ name and body (docs/FORMAT.md, "Record"). */
@@ -118,4 +121,35 @@ export function encodeBodies(batch: BodyBatch, storeTimestampMs: number, maxReco
     positions: new Float64Array(count),
     offsets: new Float64Array(count),
   };
+}
+
+/** The bodies of the records of a read (already checked), copied back to back. */
+export function bodiesOf(read: LogReadResult): BodyReadResult {
+  const { bytes, count } = read;
+  const bodyEnds = new Uint32Array(count);
+  const starts = new Uint32Array(count);
+  let total = 0;
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    const lmqCount = readU16(bytes, at + 14);
+    let p = at + RECORD_HEADER_BYTES + 8 * lmqCount;
+    for (let j = 0; j < lmqCount; j++) p += 2 + readU16(bytes, p);
+    p += 2 + readU16(bytes, p);
+    p += 2 + readU16(bytes, p);
+    const properties = readU16(bytes, p);
+    p += 2;
+    for (let j = 0; j < 2 * properties; j++) p += 2 + readU16(bytes, p);
+    starts[i] = p + 4;
+    total += readU32(bytes, p);
+    bodyEnds[i] = total;
+    at += readRecordSize(bytes, at);
+  }
+  const bodies = Buffer.allocUnsafe(total);
+  let start = 0;
+  for (let i = 0; i < count; i++) {
+    const end = bodyEnds[i] as number;
+    bodies.set(bytes.subarray(starts[i] as number, (starts[i] as number) + end - start), start);
+    start = end;
+  }
+  return { firstOffset: read.firstOffset, count, bodies, bodyEnds, positions: read.positions };
 }

@@ -15,15 +15,23 @@ import {
   SEGMENT_HEADER_BYTES,
 } from './common/limits.js';
 import { type AppendRecord, encodeBatch, encodeDeletions } from './common/log-encode.js';
-import type { BodyBatch, EncodedBatch, EngineName, LogCore, LogCoreStats, ReadRequest } from './engine/contract.js';
+import type {
+  BodyBatch,
+  BodyReadResult,
+  EncodedBatch,
+  EngineName,
+  LogCore,
+  LogCoreStats,
+  ReadRequest,
+} from './engine/contract.js';
 import { getEngine } from './engine/load.js';
 import { ClosedError, InvalidArgumentError, ReadOnlyError } from './errors.js';
-import { BODY_RECORD_FRAME_BYTES, encodeBodies } from './log-bodies.js';
+import { BODY_RECORD_FRAME_BYTES, bodiesOf, encodeBodies } from './log-bodies.js';
 import { decodeMessages, type StoredMessage } from './log-message.js';
 import { requireString } from './pattern.js';
 
 export type { AppendRecord } from './common/log-encode.js';
-export type { BodyBatch, ReadRequest } from './engine/contract.js';
+export type { BodyBatch, BodyReadResult, ReadRequest } from './engine/contract.js';
 export type { StoredMessage } from './log-message.js';
 
 /** A source of time in ms; tests pass a manual one. */
@@ -399,6 +407,21 @@ export class CommitLog {
     this.checkOpen();
     const request = checkRead(lmq, fromOffset, maxNum);
     return decodeMessages(lmq, this.core.read(lmq, request.fromOffset, request.maxNum));
+  }
+
+  /**
+   * The bodies of up to `maxNum` messages of `lmq` from `fromOffset` (or its minimum, if later), in
+   * offset order, with no object per message: `bodies` back to back, `bodyEnds[i]` where message
+   * i's ends, `positions[i]` its position, its offset `firstOffset + i`. Each record is checked
+   * whole, as `read` checks it. For a consumer that needs only the bodies, such as one replaying
+   * what a producer stored with `appendBodies`.
+   */
+  readBodies(lmq: string, fromOffset: number, maxNum: number): BodyReadResult {
+    this.checkOpen();
+    const request = checkRead(lmq, fromOffset, maxNum);
+    const core = this.core;
+    if (core.readBodies !== undefined) return core.readBodies(lmq, request.fromOffset, request.maxNum);
+    return bodiesOf(core.read(lmq, request.fromOffset, request.maxNum));
   }
 
   /**

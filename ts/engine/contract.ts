@@ -153,6 +153,18 @@ export interface LogReadResult {
   count: number;
 }
 
+/** The bodies of a read (what `CommitLog.readBodies` returns). */
+export interface BodyReadResult {
+  /** Offset of the first record (reads start at the LMQ's minimum when asked below it). */
+  firstOffset: number;
+  count: number;
+  /** The records' bodies back to back: record i's ends at `bodyEnds[i]` and starts where the one before ends. */
+  bodies: Buffer;
+  bodyEnds: Uint32Array;
+  /** The position of each record. */
+  positions: Float64Array;
+}
+
 /** One LMQ of a `readMany`: what `read` takes. */
 export interface ReadRequest {
   lmq: string;
@@ -247,6 +259,11 @@ export interface LogCore {
   /** Whether a spare segment is ready for the next roll (ts/log.ts prepares one when not). */
   readonly spareReady: boolean;
   read(lmq: string, fromOffset: number, maxNum: number): LogReadResult;
+  /**
+   * `read` for the bodies alone, each record checked whole first; an engine without it has its
+   * bodies cut out of `read`'s records by ts/log.ts.
+   */
+  readBodies?(lmq: string, fromOffset: number, maxNum: number): BodyReadResult;
   /** `read` of each request, in order (native: one call and one buffer for all). */
   readMany(requests: readonly ReadRequest[]): LogReadResult[];
   /** Next offset to be written; 0 for an unknown LMQ. */

@@ -243,6 +243,59 @@ pub fn log_read<'env>(
     })
 }
 
+/// `log_read` for the bodies alone: up to `max_count` records of `lmq` from `from_offset`, each
+/// checked whole, into one new buffer holding the position of each record (native-endian f64),
+/// then where each body ends among the bodies (native-endian u32, padded to 8 bytes), then the
+/// bodies back to back; the buffer may run past the last body. `meta` receives the record count,
+/// the first record's offset and the bodies' bytes.
+#[napi(catch_unwind, ts_return_type = "ArrayBuffer | Buffer")]
+pub fn log_read_bodies<'env>(
+    env: &'env Env,
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    #[napi(ts_arg_type = "string")] lmq: JsString,
+    from_offset: f64,
+    max_count: u32,
+    mut meta: Float64ArraySlice,
+) -> Result<Either<ArrayBuffer<'env>, BufferSlice<'env>>> {
+    guard_js(handle, || {
+        // SAFETY: as in `log_read`.
+        let meta = unsafe { meta.as_mut() };
+        if meta.len() < 3 {
+            return Err(invalid("meta must have 3 slots"));
+        }
+        let mut name = [0u8; NAME_BUFFER_BYTES];
+        let lmq = name_bytes(env, &lmq, &mut name)?;
+        let mut log = handle.lock();
+        let span = log
+            .read_span(lmq, from_offset as u64, max_count as usize)
+            .map_err(js_error)?;
+        if u32::try_from(span.bytes).is_err() {
+            return Err(invalid("a read of bodies returns at most 4 GiB"));
+        }
+        let positions_bytes = span.count * POSITION_BYTES;
+        let ends_bytes = (span.count * BODY_END_BYTES).next_multiple_of(POSITION_BYTES);
+        // The records' bytes bound their bodies'.
+        let mut out = read_buffer(env, positions_bytes + ends_bytes + span.bytes)?;
+        let (positions, rest) = bytes_of(&mut out).split_at_mut(positions_bytes);
+        let (ends, bodies) = rest.split_at_mut(ends_bytes);
+        let used = log
+            .read_bodies_into(lmq, &span, bodies, |i, position, end| {
+                let at = i * POSITION_BYTES;
+                positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
+                let at = i * BODY_END_BYTES;
+                ends[at..at + BODY_END_BYTES].copy_from_slice(&(end as u32).to_ne_bytes());
+            })
+            .map_err(js_error)?;
+        meta[0] = span.count as f64;
+        meta[1] = span.first_offset as f64;
+        meta[2] = used as f64;
+        Ok(out)
+    })
+}
+
+/// Bytes of one body end in `log_read_bodies`'s buffer.
+const BODY_END_BYTES: usize = 4;
+
 /// A new read result of `total` bytes (see `log_read`): an ArrayBuffer up to [`SMALL_READ_BYTES`],
 /// a Buffer above.
 fn read_buffer(env: &Env, total: usize) -> Result<Either<ArrayBuffer<'_>, BufferSlice<'_>>> {

@@ -8,6 +8,7 @@
  * (native/napi/src/log.rs); `toTypedError` turns them back into the classes of ts/errors.ts, so
  * `instanceof` and `code` are the same as with the js engine.
  */
+import { bufferView } from '../../buffer-view.js';
 import {
   ClosedError,
   InternalError,
@@ -21,6 +22,7 @@ import {
 } from '../../errors.js';
 import type {
   BodyBatch,
+  BodyReadResult,
   EncodedBatch,
   LogCore,
   LogCoreStats,
@@ -109,6 +111,8 @@ const MAX_LMQ_HANDLES = 1 << 20;
 
 /** Bytes of one record position at the start of what `logRead` returns (a native-endian f64). */
 const POSITION_BYTES = 8;
+/** Bytes of one body end in what `logReadBodies` returns (a native-endian u32). */
+const BODY_END_BYTES = 4;
 
 function byteOffsetOf(result: ArrayBuffer | Buffer): number {
   return result instanceof ArrayBuffer ? 0 : result.byteOffset;
@@ -137,6 +141,8 @@ function splitRead(
 export class NativeLogAdapter implements LogCore {
   /** Where `logRead` puts its record count and first offset; reads are synchronous, so one serves all. */
   private readonly readMeta = new Float64Array(2);
+  /** Where `logReadBodies` puts its record count, first offset and body bytes. */
+  private readonly bodiesMeta = new Float64Array(3);
   /** `logReadMany`'s arguments and its meta (three slots per LMQ), grown to the largest call. */
   private manyFrom = new Float64Array(32);
   private manyMax = new Uint32Array(32);
@@ -356,6 +362,31 @@ export class NativeLogAdapter implements LogCore {
       positions,
       firstOffset: meta[1] as number,
       count,
+    };
+  }
+
+  readBodies(lmq: string, fromOffset: number, maxNum: number): BodyReadResult {
+    const meta = this.bodiesMeta;
+    let result: ArrayBuffer | Buffer;
+    try {
+      result = this.binding.logReadBodies(this.handle, lmq, fromOffset, maxNum, meta);
+    } catch (error) {
+      throw toTypedError(error);
+    }
+    const count = meta[0] as number;
+    const { buffer, recordsAt, positions } = splitRead(result, count);
+    // The body ends follow the positions, padded to 8 bytes, then the bodies.
+    const endsBytes = Math.ceil((count * BODY_END_BYTES) / POSITION_BYTES) * POSITION_BYTES;
+    const bodyEnds =
+      recordsAt % BODY_END_BYTES === 0
+        ? new Uint32Array(buffer, recordsAt, count)
+        : new Uint32Array(buffer.slice(recordsAt, recordsAt + count * BODY_END_BYTES));
+    return {
+      firstOffset: meta[1] as number,
+      count,
+      bodies: bufferView(buffer, recordsAt + endsBytes, meta[2] as number),
+      bodyEnds,
+      positions,
     };
   }
 

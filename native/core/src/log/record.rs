@@ -189,6 +189,25 @@ pub fn lmq_names<'a>(record: &'a [u8], layout: &Layout) -> impl Iterator<Item = 
     })
 }
 
+/// Where the record's body starts and ends within it. `record` must have passed [`check_layout`].
+pub fn body_range(record: &[u8], layout: &Layout) -> Option<(usize, usize)> {
+    let mut at = layout.names_at as usize;
+    for _ in 0..layout.lmq_count {
+        at += 2 + usize::from(u16_at(record, at)?);
+    }
+    // The key, then the tag.
+    at += 2 + usize::from(u16_at(record, at)?);
+    at += 2 + usize::from(u16_at(record, at)?);
+    let properties = u16_at(record, at)?;
+    at += 2;
+    for _ in 0..2 * u32::from(properties) {
+        at += 2 + usize::from(u16_at(record, at)?);
+    }
+    let length = u32_at(record, at)? as usize;
+    let start = at + 4;
+    (start + length == record.len()).then_some((start, start + length))
+}
+
 /// The record's offset in its `i`-th LMQ.
 pub fn offset(record: &[u8], i: usize) -> u64 {
     u64_at(record, RECORD_HEADER_BYTES + 8 * i).unwrap_or(u64::MAX)

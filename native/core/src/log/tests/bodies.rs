@@ -1,6 +1,7 @@
 //! Body-only appends (`Log::append_bodies`): the records are the ones `append` would store for the
 //! same LMQ and body, queues looked up through handles follow deletions, bad batches store nothing,
-//! and a batch that fills the segment stops at a record and goes on from there.
+//! and a batch that fills the segment stops at a record and goes on from there; reads of bodies
+//! (`Log::read_bodies_into`).
 
 use super::{append_all, message, open, TempDir};
 use crate::log::record::{check_stored, seal, seal_run};
@@ -166,4 +167,38 @@ fn sealing_a_run_gives_each_record_the_checksum_seal_gives_it() {
     seal_run(&mut run);
     assert_eq!(run, one_by_one);
     assert!(check_stored(&run).is_ok());
+}
+
+#[test]
+fn reading_bodies_gives_the_bodies_of_the_records_read_gives() {
+    let dir = TempDir::new();
+    let log = open(&dir.0);
+    append_all(
+        &log,
+        &[
+            message(&["x", "q"], b"shared body"),
+            message(&["q"], b""),
+            message(&["q"], b"third"),
+        ],
+        5,
+    );
+    let read = log.lock().read(b"q", 0, 10).expect("read");
+    let span = log.lock().read_span(b"q", 0, 10).expect("span");
+    let mut bodies = vec![0u8; span.bytes];
+    let mut seen = Vec::new();
+    let used = log
+        .lock()
+        .read_bodies_into(b"q", &span, &mut bodies, |i, position, end| {
+            seen.push((i, position as f64, end))
+        })
+        .expect("bodies");
+    assert_eq!(&bodies[..used], b"shared bodythird");
+    assert_eq!(
+        seen,
+        [
+            (0, read.positions[0], 11),
+            (1, read.positions[1], 11),
+            (2, read.positions[2], 16)
+        ]
+    );
 }
