@@ -66,7 +66,7 @@ export interface OpenStore {
   append(work: LogWorkload, shape: AppendShape): Promise<void>;
   /** Records the store holds, counted by the store (checked against the workload after appending). */
   count(): number;
-  /** Reads every LMQ in full, in offset order; undefined for a store without an index. */
+  /** Reads every LMQ's bodies in full, in offset order; undefined for a store without an index. */
   readAll?(work: LogWorkload): ReadTally;
   /** litetopic only: the index's own estimate of its memory (`stats().indexBytes`). */
   indexBytes?(): number;
@@ -127,11 +127,11 @@ async function openLitetopic(engine: 'native' | 'js', dir: string, durable: bool
       const tally = { records: 0, bytes: 0 };
       for (const lmq of work.lmqs) {
         for (let from = 0; ; ) {
-          const messages = log.read(lmq, from, READ_PAGE);
-          for (const message of messages) tally.bytes += message.body.length;
-          tally.records += messages.length;
-          if (messages.length < READ_PAGE) break;
-          from = (messages[messages.length - 1]?.offset as number) + 1;
+          const read = log.readBodies(lmq, from, READ_PAGE);
+          tally.bytes += read.bodies.length;
+          tally.records += read.count;
+          if (read.count < READ_PAGE) break;
+          from = read.firstOffset + read.count;
         }
       }
       return tally;
