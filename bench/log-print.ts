@@ -43,7 +43,7 @@ function appendTable(rows: readonly AppendRow[], durable: boolean, config: LogBe
       `calls of ${config.callRecords} records in flight (${config.inFlightCalls * config.callRecords} records), so group ` +
       `commit can share syncs; better-sqlite3 WAL with \`synchronous=FULL\` and the plain file with fdatasync commit ` +
       `once per ${config.batchRecords} records (both synchronous, nothing in flight).`
-    : `litetopic \`flush: 'async'\`, lmdb \`noSync\` (one transaction per event turn, up to ${config.lmdbWindowBatches} batches issued ` +
+    : `litetopic \`flush: 'async'\` (\`appendBodies\`: each batch's bodies copied back to back into one buffer, LMQs as indexes into the table of names), lmdb \`noSync\` (one transaction per event turn, up to ${config.lmdbWindowBatches} batches issued ` +
       `before the oldest is awaited), better-sqlite3 WAL with \`synchronous=OFF\` and one transaction per batch, the plain ` +
       `file (records padded to litetopic's size, the same bytes) one \`writeSync\` per batch. Batches of ${config.batchRecords}. On disk: allocated blocks after close ` +
       '(segments are sparse until written) over body bytes.';
