@@ -341,7 +341,7 @@ export class CommitLog {
     let source = batch;
     const pending: PendingWrite = {
       count,
-      bytes: batch.bodies.length + count * BODY_RECORD_FRAME_BYTES,
+      bytes: (batch.bodyEnds[count - 1] as number) + count * BODY_RECORD_FRAME_BYTES,
       write: (from, at) =>
         (core.appendBodies as NonNullable<LogCore['appendBodies']>)(source, from, at, positions, offsets),
     };
