@@ -30,11 +30,22 @@ export declare function limits(): Array<[string, number]>
  */
 export declare function logAppend(handle: ExternalObject<'Log'>, bytes: Uint8Array, starts: Uint32Array, lmqStarts: Uint32Array, from: number, count: number, storeTimestampMs: number, positions: Float64Array, offsets: Float64Array): number
 
+/**
+ * Writes records `from..count` of a body-only batch in one crossing: record `i` has the body
+ * ending at `body_ends[i]` in `bodies` (starting where the one before ends) and goes to the LMQ of
+ * `lmq_handles[i]` (from `log_register_lmqs`). Fills `positions[i]` and `offsets[i]` for each record
+ * written; returns the index after the last.
+ */
+export declare function logAppendBodies(handle: ExternalObject<'Log'>, lmqHandles: Uint32Array, bodies: Uint8Array, bodyEnds: Uint32Array, from: number, count: number, storeTimestampMs: number, positions: Float64Array, offsets: Float64Array): number
+
 /** Writes a checkpoint as of the current write position, syncing the log to it first. */
 export declare function logCheckpoint(handle: ExternalObject<'Log'>, nowMs: number): Promise<void>
 
 /** Syncs, releases files and mappings, removes the lock. */
 export declare function logClose(handle: ExternalObject<'Log'>): Promise<void>
+
+/** Forgets every LMQ handle `log_register_lmqs` gave. */
+export declare function logForgetLmqs(handle: ExternalObject<'Log'>): void
 
 /** -1 for an unknown LMQ. */
 export declare function logLastWriteTimestamp(handle: ExternalObject<'Log'>, lmq: string): number
@@ -72,6 +83,15 @@ export declare function logPrepareSegment(handle: ExternalObject<'Log'>, nowMs: 
 export declare function logRead(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number, meta: Float64Array): ArrayBuffer | Buffer
 
 /**
+ * `log_read` for the bodies alone: up to `max_count` records of `lmq` from `from_offset`, each
+ * checked whole, into one new buffer holding the position of each record (native-endian f64),
+ * then where each body ends among the bodies (native-endian u32, padded to 8 bytes), then the
+ * bodies back to back; the buffer may run past the last body. `meta` receives the record count,
+ * the first record's offset and the bodies' bytes.
+ */
+export declare function logReadBodies(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number, meta: Float64Array): ArrayBuffer | Buffer
+
+/**
  * `log_read` for several LMQs at once, under one lock into one new buffer: `lmqs` holds their
  * names separated by NUL (which no name the adapter passes holds), `from_offsets` and `max_counts`
  * one entry each. The buffer holds the positions of every record (f64, in request order), then the
@@ -80,6 +100,12 @@ export declare function logRead(handle: ExternalObject<'Log'>, lmq: string, from
  * lite topics made one of each per lite topic.
  */
 export declare function logReadMany(handle: ExternalObject<'Log'>, lmqs: string, fromOffsets: Float64Array, maxCounts: Uint32Array, meta: Float64Array): ArrayBuffer | Buffer
+
+/**
+ * Registers LMQ names for `log_append_bodies`: `names` holds them separated by NUL (which no LMQ
+ * name holds). Returns the handle of the first; the others follow in order.
+ */
+export declare function logRegisterLmqs(handle: ExternalObject<'Log'>, names: string): number
 
 /**
  * Detaches old segments now (never the active one) and removes their files in the task.

@@ -39,11 +39,11 @@ function diskTable(result: Pick<LogBenchResult, 'config' | 'disk'>): Table {
 function appendTable(rows: readonly AppendRow[], durable: boolean, config: LogBenchResult['config']): Table {
   const ofMode = rows.filter((r) => r.durable === durable);
   const note = durable
-    ? `litetopic \`flush: 'sync'\` and lmdb (synced commits, awaited through \`flushed\`): ${config.inFlightCalls} concurrent ` +
+    ? `litetopic \`flush: 'sync'\` (\`appendBodies\`) and lmdb (synced commits, awaited through \`flushed\`): ${config.inFlightCalls} concurrent ` +
       `calls of ${config.callRecords} records in flight (${config.inFlightCalls * config.callRecords} records), so group ` +
       `commit can share syncs; better-sqlite3 WAL with \`synchronous=FULL\` and the plain file with fdatasync commit ` +
       `once per ${config.batchRecords} records (both synchronous, nothing in flight).`
-    : `litetopic \`flush: 'async'\`, lmdb \`noSync\` (one transaction per event turn, up to ${config.lmdbWindowBatches} batches issued ` +
+    : `litetopic \`flush: 'async'\` (\`appendBodies\`: each batch's bodies copied back to back into one buffer, LMQs as indexes into the table of names), lmdb \`noSync\` (one transaction per event turn, up to ${config.lmdbWindowBatches} batches issued ` +
       `before the oldest is awaited), better-sqlite3 WAL with \`synchronous=OFF\` and one transaction per batch, the plain ` +
       `file (records padded to litetopic's size, the same bytes) one \`writeSync\` per batch. Batches of ${config.batchRecords}. On disk: allocated blocks after close ` +
       '(segments are sparse until written) over body bytes.';
@@ -79,7 +79,7 @@ function readTable(rows: readonly ReadRow[], floors: readonly ReadFloorRow[]): T
   return {
     title: 'Warm read back by LMQ',
     note:
-      'Right after appending: every LMQ read in full, in offset order (litetopic `read(lmq, from, 1000)` until a short ' +
+      'Right after appending: every LMQ read in full, in offset order (litetopic `readBodies(lmq, from, 1000)` until a short ' +
       'page; lmdb `getRange` over `[lmq, 0]..[lmq, max]`; sqlite `SELECT body … WHERE lmq = ? ORDER BY seq`), every ' +
       "body's length summed and checked. The plain file has no index to read by. The floor the machine sets under " +
       'such a read, whatever the store: right after each round’s native read, the same records, each LMQ in offset ' +

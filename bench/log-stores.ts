@@ -2,7 +2,10 @@
  * The stores compared by the log suite, behind one small interface: litetopic's CommitLog on each
  * engine, lmdb modelled as per-LMQ queues, better-sqlite3, and a plain append file of records as
  * large as litetopic's.
- * Each is driven in its own fastest idiomatic style at the durability asked for:
+ * Each is driven in its own fastest idiomatic style at the durability asked for. litetopic takes the
+ * records as `appendBodies` does, from the same inputs the plain file frames its records from: each
+ * batch's bodies copied back to back into one reused buffer, the records' LMQs as indexes into the
+ * table of names.
  *
  * - non-durable: litetopic `flush: 'async'` (bytes in the page cache when an append resolves, synced
  *   in the background); lmdb `noSync` (commits reach the page cache, never synced); sqlite WAL with
@@ -20,9 +23,9 @@ import { closeSync, fdatasyncSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
 import type * as Lmdb from 'lmdb';
-import type { AppendRecord, CommitLog } from '../ts/index.js';
+import type { CommitLog } from '../ts/index.js';
 import { lib, peer } from './lib.js';
-import { batchesOf, type LogWorkload } from './log-workload.js';
+import type { LogWorkload } from './log-workload.js';
 
 export const STORES = ['litetopic native', 'litetopic js', 'lmdb', 'better-sqlite3', 'fs append'] as const;
 export type StoreName = (typeof STORES)[number];
@@ -63,7 +66,7 @@ export interface OpenStore {
   append(work: LogWorkload, shape: AppendShape): Promise<void>;
   /** Records the store holds, counted by the store (checked against the workload after appending). */
   count(): number;
-  /** Reads every LMQ in full, in offset order; undefined for a store without an index. */
+  /** Reads every LMQ's bodies in full, in offset order; undefined for a store without an index. */
   readAll?(work: LogWorkload): ReadTally;
   /** litetopic only: the index's own estimate of its memory (`stats().indexBytes`). */
   indexBytes?(): number;
@@ -96,10 +99,25 @@ async function openLitetopic(engine: 'native' | 'js', dir: string, durable: bool
     async append(work, shape) {
       const size = shape.durable ? shape.callRecords : shape.batchRecords;
       const window = shape.durable ? shape.inFlightCalls : 1;
+      // One buffer serves every call: `appendBodies` has read it by the time it returns.
+      const bodies = Buffer.allocUnsafe(size * work.bodyBytes);
+      const bodyEnds = new Uint32Array(size);
       let results = 0;
-      await windowed(batchesOf(work, size), window, async (batch: AppendRecord[]) => {
-        const written = await log.append(batch);
-        results += written.length;
+      await windowed(ranges(work.records.length, size), window, async ([from, to]) => {
+        let at = 0;
+        for (let i = from; i < to; i++) {
+          const body = work.bodies[i] as Buffer;
+          bodies.set(body, at);
+          at += body.length;
+          bodyEnds[i - from] = at;
+        }
+        const written = await log.appendBodies({
+          lmqs: work.lmqs,
+          lmqIndex: work.lmqIndex.subarray(from, to),
+          bodies: bodies.subarray(0, at),
+          bodyEnds: bodyEnds.subarray(0, to - from),
+        });
+        results += written.positions.length;
       });
       if (results !== work.records.length) throw new Error(`litetopic ${engine}: ${results} append results`);
     },
@@ -109,11 +127,11 @@ async function openLitetopic(engine: 'native' | 'js', dir: string, durable: bool
       const tally = { records: 0, bytes: 0 };
       for (const lmq of work.lmqs) {
         for (let from = 0; ; ) {
-          const messages = log.read(lmq, from, READ_PAGE);
-          for (const message of messages) tally.bytes += message.body.length;
-          tally.records += messages.length;
-          if (messages.length < READ_PAGE) break;
-          from = (messages[messages.length - 1]?.offset as number) + 1;
+          const read = log.readBodies(lmq, from, READ_PAGE);
+          tally.bytes += read.bodies.length;
+          tally.records += read.count;
+          if (read.count < READ_PAGE) break;
+          from = read.firstOffset + read.count;
         }
       }
       return tally;

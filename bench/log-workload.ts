@@ -64,27 +64,6 @@ export function makeLogWorkload(records: number, lmqCount: number, bodyBytes: nu
   return { bodyBytes, lmqs, records: list, lmqIndex, bodies, payloadBytes: records * bodyBytes, perLmq };
 }
 
-const batchCache = new WeakMap<LogWorkload, Map<number, AppendRecord[][]>>();
-
-/**
- * The records cut into consecutive batches of `size` (the last may be shorter), cut once per size
- * and kept, so the runner cuts them before the clock starts and no store pays for it while timed.
- */
-export function batchesOf(work: LogWorkload, size: number): AppendRecord[][] {
-  let bySize = batchCache.get(work);
-  if (bySize === undefined) {
-    bySize = new Map();
-    batchCache.set(work, bySize);
-  }
-  let batches = bySize.get(size);
-  if (batches === undefined) {
-    batches = [];
-    for (let at = 0; at < work.records.length; at += size) batches.push(work.records.slice(at, at + size));
-    bySize.set(size, batches);
-  }
-  return batches;
-}
-
 const prefixCache = new WeakMap<LogWorkload, Map<number, LogWorkload>>();
 
 /** The first `records` records of `work` as a workload of their own (sharing its bodies), made once. */

@@ -28,7 +28,7 @@ import { benchRecovery } from './log-recovery.js';
 import type { AppendRow, LogBenchConfig, LogBenchResult, ReadFloorRow, ReadRow } from './log-result.js';
 import { type AppendShape, installedStores, LMDB_WINDOW, openStore, type StoreName } from './log-stores.js';
 import { checkLogTargets } from './log-targets.js';
-import { batchesOf, type LogWorkload, makeLogWorkload, prefixOf } from './log-workload.js';
+import { type LogWorkload, makeLogWorkload, prefixOf } from './log-workload.js';
 import { fromRounds, type Measurement, pairedSpeedup } from './measure.js';
 import { figure } from './table.js';
 
@@ -157,9 +157,7 @@ async function timeSize(
   stores: readonly StoreName[],
 ): Promise<{ append: AppendRow[]; read: ReadRow[]; readFloor: ReadFloorRow }> {
   const work = makeLogWorkload(config.records, config.lmqs, bodyBytes, config.seed + bodyBytes);
-  batchesOf(work, config.batchRecords);
   const durableWork = prefixOf(work, config.durableRecords);
-  batchesOf(durableWork, config.callRecords);
   const timings: SizeTimings = { append: new Map(), read: new Map(), usage: new Map(), errors: new Map() };
   for (let round = 0; round < config.rounds; round++) {
     const order = round % 2 === 1 ? [...stores].reverse() : stores;

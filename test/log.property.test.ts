@@ -1,6 +1,6 @@
 /**
  * Model-based tests of the commit log: random sequences of appends (several LMQs per record, keys or
- * none), LMQ deletions, reads, checkpoints and reopenings — sometimes by the other engine — run
+ * none), body-only appends (`appendBodies`), LMQ deletions, reads, checkpoints and reopenings — sometimes by the other engine — run
  * against each engine and the naive model in test/model/log.ts; after every step the engine must
  * answer like the model.
  */
@@ -27,6 +27,16 @@ const command = fc.oneof(
         }),
         { minLength: 1, maxLength: 6 },
       ),
+    }),
+  },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('bodies' as const),
+      records: fc.array(fc.record({ lmq: fc.nat(LMQS.length - 1), body: fc.string({ maxLength: 300 }) }), {
+        minLength: 1,
+        maxLength: 8,
+      }),
     }),
   },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('delete' as const), lmq: lmqName }) },
@@ -58,6 +68,24 @@ describe.each(ENGINES)('%s engine', (engine) => {
             const results = await log.append(step.records.map((r) => ({ lmqs: r.lmqs, body: r.body, key: r.key })));
             step.records.forEach((r, i) => {
               expect(results[i]?.offsets).toEqual(model.append(r.lmqs, r.body, r.key));
+            });
+          } else if (step.kind === 'bodies') {
+            // The same table of names every time, as a producer would pass it.
+            const bodies = step.records.map((r) => Buffer.from(r.body));
+            const result = await log.appendBodies({
+              lmqs: LMQS,
+              lmqIndex: Uint32Array.from(step.records, (r) => r.lmq),
+              bodies: Buffer.concat(bodies),
+              bodyEnds: Uint32Array.from(
+                bodies,
+                (
+                  (end) => (body: Buffer) =>
+                    (end += body.length)
+                )(0),
+              ),
+            });
+            step.records.forEach((r, i) => {
+              expect([result.offsets[i]]).toEqual(model.append([LMQS[r.lmq] as string], r.body, undefined));
             });
           } else if (step.kind === 'delete') {
             expect(await log.deleteLmq(step.lmq)).toBe(model.delete(step.lmq));

@@ -108,6 +108,9 @@ export {
 export {
   type AppendRecord,
   type AppendResult,
+  type BodyAppendResult,
+  type BodyBatch,
+  type BodyReadResult,
   type Clock,
   CommitLog,
   type CommitLogOptions,

@@ -15,14 +15,23 @@ import {
   SEGMENT_HEADER_BYTES,
 } from './common/limits.js';
 import { type AppendRecord, encodeBatch, encodeDeletions } from './common/log-encode.js';
-import type { EncodedBatch, EngineName, LogCore, LogCoreStats, ReadRequest } from './engine/contract.js';
+import type {
+  BodyBatch,
+  BodyReadResult,
+  EncodedBatch,
+  EngineName,
+  LogCore,
+  LogCoreStats,
+  ReadRequest,
+} from './engine/contract.js';
 import { getEngine } from './engine/load.js';
 import { ClosedError, InvalidArgumentError, ReadOnlyError } from './errors.js';
+import { BODY_RECORD_FRAME_BYTES, bodiesOf, encodeBodies } from './log-bodies.js';
 import { decodeMessages, type StoredMessage } from './log-message.js';
 import { requireString } from './pattern.js';
 
 export type { AppendRecord } from './common/log-encode.js';
-export type { ReadRequest } from './engine/contract.js';
+export type { BodyBatch, BodyReadResult, ReadRequest } from './engine/contract.js';
 export type { StoredMessage } from './log-message.js';
 
 /** A source of time in ms; tests pass a manual one. */
@@ -64,6 +73,75 @@ export interface CommitLogOptions {
 export interface AppendResult {
   position: number;
   offsets: number[];
+}
+
+/** Where the records of an `appendBodies` went: record i's position and its offset in its LMQ. */
+export interface BodyAppendResult {
+  positions: Float64Array;
+  offsets: Float64Array;
+}
+
+/**
+ * A write in progress: `write(from, now)` writes its records from `from` on and returns the index
+ * after the last one written (fewer than `count` when the active segment filled and no spare was
+ * ready); `bytes` counts towards the next checkpoint.
+ */
+interface PendingWrite {
+  count: number;
+  bytes: number;
+  write(from: number, now: number): number;
+}
+
+/** A copy of a body-only batch, for a write that outlives the call that gave it. */
+function copyBodies(batch: BodyBatch): BodyBatch {
+  return {
+    lmqs: [...batch.lmqs],
+    lmqIndex: batch.lmqIndex.slice(),
+    // A copy whatever the view: `slice` of a Buffer would share its memory.
+    bodies: new Uint8Array(batch.bodies),
+    bodyEnds: batch.bodyEnds.slice(),
+  };
+}
+
+/** Checks a body-only batch's shape: its arrays, its size, every LMQ index and body end. */
+function checkBodies(batch: BodyBatch): void {
+  if (batch === null || typeof batch !== 'object') {
+    throw new InvalidArgumentError('appendBodies takes { lmqs, lmqIndex, bodies, bodyEnds }', { value: batch });
+  }
+  const { lmqs, lmqIndex, bodies, bodyEnds } = batch;
+  if (!Array.isArray(lmqs)) throw new InvalidArgumentError('lmqs must be an array of LMQ names', { value: lmqs });
+  if (!(lmqIndex instanceof Uint32Array) || !(bodyEnds instanceof Uint32Array)) {
+    throw new InvalidArgumentError('lmqIndex and bodyEnds must be Uint32Arrays');
+  }
+  if (!(bodies instanceof Uint8Array)) throw new InvalidArgumentError('bodies must be a Uint8Array', { value: bodies });
+  const count = lmqIndex.length;
+  if (count === 0 || count > MAX_APPEND_RECORDS) {
+    throw new InvalidArgumentError(`appendBodies takes 1 to ${MAX_APPEND_RECORDS} records`, {
+      limit: MAX_APPEND_RECORDS,
+      actual: count,
+    });
+  }
+  if (bodyEnds.length !== count) {
+    throw new InvalidArgumentError(`bodyEnds has ${bodyEnds.length} entries for ${count} records`, {
+      actual: bodyEnds.length,
+    });
+  }
+  const names = lmqs.length;
+  let end = 0;
+  for (let i = 0; i < count; i++) {
+    if ((lmqIndex[i] as number) >= names) {
+      throw new InvalidArgumentError(`record ${i}: lmqIndex ${lmqIndex[i]} is outside lmqs`, { value: lmqIndex[i] });
+    }
+    const next = bodyEnds[i] as number;
+    if (next < end) throw new InvalidArgumentError(`record ${i}: bodyEnds must not decrease`, { value: next });
+    end = next;
+  }
+  if (end > bodies.length) {
+    throw new InvalidArgumentError(`the bodies end at ${end}, past the ${bodies.length} bytes given`, {
+      limit: bodies.length,
+      actual: end,
+    });
+  }
 }
 
 /** One LMQ as `lmqSummaries` reports it; `name` is without the prefix asked for. */
@@ -225,7 +303,7 @@ export class CommitLog {
     const scratch = this.scratch;
     this.scratch = undefined;
     const batch = encodeBatch(records, now, this.maxRecordBytes, scratch);
-    const waiting = this.write(batch, now);
+    const waiting = this.write(this.encodedWrite(batch), now);
     if (waiting === undefined) this.keepScratch(batch.bytes, scratch);
     else await waiting;
     const { positions, offsets, lmqStarts } = batch;
@@ -239,6 +317,50 @@ export class CommitLog {
     }
     if (this.options.flush === 'sync') await this.durable(this.core.writePosition);
     return results;
+  }
+
+  /**
+   * Appends records that carry only a body, given flat (`BodyBatch`): record i goes to the LMQ
+   * `lmqs[lmqIndex[i]]`, with the body from `bodyEnds[i - 1]` (0 for the first) to `bodyEnds[i]` in
+   * `bodies`, no key, tag or properties, born when stored. What `append` does for such records, with
+   * no object per record in or out: on the native engine the engine frames the records itself and
+   * an LMQ name crosses to it once per open log, not once per record. The arrays are read before
+   * this returns, so the caller may reuse them at once. Resolves to each record's position and
+   * offset in its LMQ, aligned with `lmqIndex`; under `sync` once the records are durable. Invalid
+   * records reject before anything is stored.
+   */
+  async appendBodies(batch: BodyBatch): Promise<BodyAppendResult> {
+    this.checkWritable();
+    checkBodies(batch);
+    const now = this.now();
+    const core = this.core;
+    if (core.appendBodies === undefined) return this.appendBodiesEncoded(batch, now);
+    const count = batch.lmqIndex.length;
+    const positions = new Float64Array(count);
+    const offsets = new Float64Array(count);
+    let source = batch;
+    const pending: PendingWrite = {
+      count,
+      bytes: (batch.bodyEnds[count - 1] as number) + count * BODY_RECORD_FRAME_BYTES,
+      write: (from, at) =>
+        (core.appendBodies as NonNullable<LogCore['appendBodies']>)(source, from, at, positions, offsets),
+    };
+    const waiting = this.write(pending, now);
+    if (waiting !== undefined) {
+      // The rest is written later, from a copy: the caller may change its arrays once this returns.
+      source = copyBodies(batch);
+      await waiting;
+    }
+    if (this.options.flush === 'sync') await this.durable(this.core.writePosition);
+    return { positions, offsets };
+  }
+
+  /** `appendBodies` on an engine without it: the records encoded here (ts/log-bodies.ts). */
+  private async appendBodiesEncoded(batch: BodyBatch, now: number): Promise<BodyAppendResult> {
+    const encoded = encodeBodies(batch, now, this.maxRecordBytes);
+    await this.write(this.encodedWrite(encoded), now);
+    if (this.options.flush === 'sync') await this.durable(this.core.writePosition);
+    return { positions: encoded.positions, offsets: encoded.offsets };
   }
 
   /**
@@ -274,7 +396,7 @@ export class CommitLog {
     if (doomed.length === 0) return existed;
     const now = this.now();
     for (let at = 0; at < doomed.length; at += MAX_APPEND_RECORDS) {
-      await this.write(encodeDeletions(doomed.slice(at, at + MAX_APPEND_RECORDS), now), now);
+      await this.write(this.encodedWrite(encodeDeletions(doomed.slice(at, at + MAX_APPEND_RECORDS), now)), now);
     }
     if (this.options.flush === 'sync') await this.durable(this.core.writePosition);
     return existed;
@@ -285,6 +407,21 @@ export class CommitLog {
     this.checkOpen();
     const request = checkRead(lmq, fromOffset, maxNum);
     return decodeMessages(lmq, this.core.read(lmq, request.fromOffset, request.maxNum));
+  }
+
+  /**
+   * The bodies of up to `maxNum` messages of `lmq` from `fromOffset` (or its minimum, if later), in
+   * offset order, with no object per message: `bodies` back to back, `bodyEnds[i]` where message
+   * i's ends, `positions[i]` its position, its offset `firstOffset + i`. Each record is checked
+   * whole, as `read` checks it. For a consumer that needs only the bodies, such as one replaying
+   * what a producer stored with `appendBodies`.
+   */
+  readBodies(lmq: string, fromOffset: number, maxNum: number): BodyReadResult {
+    this.checkOpen();
+    const request = checkRead(lmq, fromOffset, maxNum);
+    const core = this.core;
+    if (core.readBodies !== undefined) return core.readBodies(lmq, request.fromOffset, request.maxNum);
+    return bodiesOf(core.read(lmq, request.fromOffset, request.maxNum));
   }
 
   /**
@@ -481,18 +618,23 @@ export class CommitLog {
     return now;
   }
 
+  /** The write of an encoded batch. */
+  private encodedWrite(batch: EncodedBatch): PendingWrite {
+    return { count: batch.count, bytes: batch.bytes.length, write: (from, now) => this.core.append(batch, from, now) };
+  }
+
   /** Writes a batch, in call order, waiting for a spare segment whenever the active one fills. */
-  private write(batch: EncodedBatch, now: number): Promise<void> | undefined {
+  private write(pending: PendingWrite, now: number): Promise<void> | undefined {
     if (this.writeChain === undefined) {
-      const done = this.core.append(batch, 0, now);
-      this.afterWrite(batch);
-      return done === batch.count ? undefined : this.park(this.resume(batch, done, now));
+      const done = pending.write(0, now);
+      this.afterWrite(pending);
+      return done === pending.count ? undefined : this.park(this.resume(pending, done, now));
     }
     const previous = this.writeChain.then(
       () => undefined,
       () => undefined,
     );
-    return this.park(previous.then(() => this.resume(batch, 0, now)));
+    return this.park(previous.then(() => this.resume(pending, 0, now)));
   }
 
   private park(work: Promise<void>): Promise<void> {
@@ -503,18 +645,18 @@ export class CommitLog {
     return chained;
   }
 
-  private async resume(batch: EncodedBatch, from: number, now: number): Promise<void> {
+  private async resume(pending: PendingWrite, from: number, now: number): Promise<void> {
     let next = from;
-    while (next < batch.count) {
+    while (next < pending.count) {
       if (!this.core.spareReady) await this.prepareSpare();
-      next = this.core.append(batch, next, now);
-      this.afterWrite(batch);
+      next = pending.write(next, now);
+      this.afterWrite(pending);
     }
   }
 
-  private afterWrite(batch: EncodedBatch): void {
+  private afterWrite(pending: PendingWrite): void {
     if (!this.core.spareReady) void this.prepareSpare();
-    this.bytesSinceCheckpoint += batch.bytes.length;
+    this.bytesSinceCheckpoint += pending.bytes;
     this.checkpointIfDue();
   }
 

@@ -130,6 +130,18 @@ export interface EncodedBatch {
   offsets: Float64Array;
 }
 
+/**
+ * Records that carry only a body, laid out flat (what `CommitLog.appendBodies` takes): record `i`
+ * goes to the LMQ `lmqs[lmqIndex[i]]` and its body is `bodies` from `bodyEnds[i - 1]` (0 for the
+ * first) to `bodyEnds[i]`. The number of records is `lmqIndex.length`.
+ */
+export interface BodyBatch {
+  lmqs: readonly string[];
+  lmqIndex: Uint32Array;
+  bodies: Uint8Array;
+  bodyEnds: Uint32Array;
+}
+
 /** What a read returns: the records' bytes back to back, already checked, and where they came from. */
 export interface LogReadResult {
   /** Records as stored (docs/FORMAT.md), back to back; decoded lazily by ts/log.ts. */
@@ -139,6 +151,18 @@ export interface LogReadResult {
   /** The position of each record. */
   positions: Float64Array;
   count: number;
+}
+
+/** The bodies of a read (what `CommitLog.readBodies` returns). */
+export interface BodyReadResult {
+  /** Offset of the first record (reads start at the LMQ's minimum when asked below it). */
+  firstOffset: number;
+  count: number;
+  /** The records' bodies back to back: record i's ends at `bodyEnds[i]` and starts where the one before ends. */
+  bodies: Buffer;
+  bodyEnds: Uint32Array;
+  /** The position of each record. */
+  positions: Float64Array;
 }
 
 /** One LMQ of a `readMany`: what `read` takes. */
@@ -214,6 +238,19 @@ export interface LogCore {
    * after the last record written (so `batch.count` when all were). Never blocks on file creation.
    */
   append(batch: EncodedBatch, from: number, storeTimestampMs: number): number;
+  /**
+   * `append` for a body-only batch, checked by the caller (every `lmqIndex` inside `lmqs`, body
+   * ends in order and inside `bodies`; the names are the engine's to check): records
+   * `from..lmqIndex.length`, born when stored, each with one LMQ, so `positions[i]` and
+   * `offsets[i]` are record i's. An engine without it gets the records encoded by ts/log.ts.
+   */
+  appendBodies?(
+    batch: BodyBatch,
+    from: number,
+    storeTimestampMs: number,
+    positions: Float64Array,
+    offsets: Float64Array,
+  ): number;
   /** Creates, sizes, heads and syncs the next segment off the event loop, unless one is ready. */
   prepareSegment(nowMs: number): Promise<void>;
   /** Makes everything written so far durable, off the event loop; resolves to the durable position. */
@@ -222,6 +259,11 @@ export interface LogCore {
   /** Whether a spare segment is ready for the next roll (ts/log.ts prepares one when not). */
   readonly spareReady: boolean;
   read(lmq: string, fromOffset: number, maxNum: number): LogReadResult;
+  /**
+   * `read` for the bodies alone, each record checked whole first; an engine without it has its
+   * bodies cut out of `read`'s records by ts/log.ts.
+   */
+  readBodies?(lmq: string, fromOffset: number, maxNum: number): BodyReadResult;
   /** `read` of each request, in order (native: one call and one buffer for all). */
   readMany(requests: readonly ReadRequest[]): LogReadResult[];
   /** Next offset to be written; 0 for an unknown LMQ. */

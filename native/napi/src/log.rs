@@ -134,6 +134,70 @@ pub fn log_append(
     })
 }
 
+/// Registers LMQ names for `log_append_bodies`: `names` holds them separated by NUL (which no LMQ
+/// name holds). Returns the handle of the first; the others follow in order.
+#[napi(catch_unwind)]
+pub fn log_register_lmqs(
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    names: String,
+) -> Result<u32> {
+    guard_js(handle, || {
+        let names: Vec<&[u8]> = names.as_bytes().split(|&b| b == 0).collect();
+        handle.lock().register_lmqs(&names).map_err(js_error)
+    })
+}
+
+/// Forgets every LMQ handle `log_register_lmqs` gave.
+#[napi(catch_unwind)]
+pub fn log_forget_lmqs(#[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle) -> Result<()> {
+    guard_js(handle, || {
+        handle.lock().forget_lmqs();
+        Ok(())
+    })
+}
+
+/// Writes records `from..count` of a body-only batch in one crossing: record `i` has the body
+/// ending at `body_ends[i]` in `bodies` (starting where the one before ends) and goes to the LMQ of
+/// `lmq_handles[i]` (from `log_register_lmqs`). Fills `positions[i]` and `offsets[i]` for each record
+/// written; returns the index after the last.
+#[napi(catch_unwind)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the flat batch: one crossing instead of an object to unpack"
+)]
+pub fn log_append_bodies(
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    lmq_handles: Uint32ArraySlice,
+    bodies: Uint8ArraySlice,
+    body_ends: Uint32ArraySlice,
+    from: u32,
+    count: u32,
+    store_timestamp_ms: f64,
+    mut positions: Float64ArraySlice,
+    mut offsets: Float64ArraySlice,
+) -> Result<u32> {
+    guard_js(handle, || {
+        // SAFETY: as in `crate::out_slice`.
+        let positions = unsafe { positions.as_mut() };
+        // SAFETY: as in `crate::out_slice`.
+        let offsets = unsafe { offsets.as_mut() };
+        let written = handle
+            .lock()
+            .append_bodies(
+                &lmq_handles,
+                &bodies,
+                &body_ends,
+                from as usize,
+                count as usize,
+                store_timestamp_ms as u64,
+                positions,
+                offsets,
+            )
+            .map_err(js_error)?;
+        Ok(written as u32)
+    })
+}
+
 /// Reads up to `max_count` records of `lmq` from `from_offset` into one new buffer: the position of
 /// each record as a native-endian f64, then the records as stored, back to back, checked. The
 /// buffer is allocated by the engine and filled in place: one allocation and one copy of each
@@ -178,6 +242,59 @@ pub fn log_read<'env>(
         Ok(out)
     })
 }
+
+/// `log_read` for the bodies alone: up to `max_count` records of `lmq` from `from_offset`, each
+/// checked whole, into one new buffer holding the position of each record (native-endian f64),
+/// then where each body ends among the bodies (native-endian u32, padded to 8 bytes), then the
+/// bodies back to back; the buffer may run past the last body. `meta` receives the record count,
+/// the first record's offset and the bodies' bytes.
+#[napi(catch_unwind, ts_return_type = "ArrayBuffer | Buffer")]
+pub fn log_read_bodies<'env>(
+    env: &'env Env,
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    #[napi(ts_arg_type = "string")] lmq: JsString,
+    from_offset: f64,
+    max_count: u32,
+    mut meta: Float64ArraySlice,
+) -> Result<Either<ArrayBuffer<'env>, BufferSlice<'env>>> {
+    guard_js(handle, || {
+        // SAFETY: as in `log_read`.
+        let meta = unsafe { meta.as_mut() };
+        if meta.len() < 3 {
+            return Err(invalid("meta must have 3 slots"));
+        }
+        let mut name = [0u8; NAME_BUFFER_BYTES];
+        let lmq = name_bytes(env, &lmq, &mut name)?;
+        let mut log = handle.lock();
+        let span = log
+            .read_span(lmq, from_offset as u64, max_count as usize)
+            .map_err(js_error)?;
+        if u32::try_from(span.bytes).is_err() {
+            return Err(invalid("a read of bodies returns at most 4 GiB"));
+        }
+        let positions_bytes = span.count * POSITION_BYTES;
+        let ends_bytes = (span.count * BODY_END_BYTES).next_multiple_of(POSITION_BYTES);
+        // The records' bytes bound their bodies'.
+        let mut out = read_buffer(env, positions_bytes + ends_bytes + span.bytes)?;
+        let (positions, rest) = bytes_of(&mut out).split_at_mut(positions_bytes);
+        let (ends, bodies) = rest.split_at_mut(ends_bytes);
+        let used = log
+            .read_bodies_into(lmq, &span, bodies, |i, position, end| {
+                let at = i * POSITION_BYTES;
+                positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
+                let at = i * BODY_END_BYTES;
+                ends[at..at + BODY_END_BYTES].copy_from_slice(&(end as u32).to_ne_bytes());
+            })
+            .map_err(js_error)?;
+        meta[0] = span.count as f64;
+        meta[1] = span.first_offset as f64;
+        meta[2] = used as f64;
+        Ok(out)
+    })
+}
+
+/// Bytes of one body end in `log_read_bodies`'s buffer.
+const BODY_END_BYTES: usize = 4;
 
 /// A new read result of `total` bytes (see `log_read`): an ArrayBuffer up to [`SMALL_READ_BYTES`],
 /// a Buffer above.

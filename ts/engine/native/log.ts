@@ -8,6 +8,7 @@
  * (native/napi/src/log.rs); `toTypedError` turns them back into the classes of ts/errors.ts, so
  * `instanceof` and `code` are the same as with the js engine.
  */
+import { bufferView } from '../../buffer-view.js';
 import {
   ClosedError,
   InternalError,
@@ -19,7 +20,16 @@ import {
   ReadOnlyError,
   UnsupportedFormatError,
 } from '../../errors.js';
-import type { EncodedBatch, LogCore, LogCoreStats, LogOpenOptions, LogReadResult, ReadRequest } from '../contract.js';
+import type {
+  BodyBatch,
+  BodyReadResult,
+  EncodedBatch,
+  LogCore,
+  LogCoreStats,
+  LogOpenOptions,
+  LogReadResult,
+  ReadRequest,
+} from '../contract.js';
 import type { NativeBinding } from './binding.js';
 
 type Handle = Awaited<ReturnType<NativeBinding['logOpen']>>;
@@ -92,8 +102,17 @@ export async function openNativeLog(binding: NativeBinding, dir: string, options
   return new NativeLogAdapter(binding, handle);
 }
 
+/**
+ * LMQ names the adapter keeps handles for (see `NativeLogAdapter.lmqHandles`): past this, it forgets
+ * them all, in the log too, and registers names again as batches name them, so a workload that
+ * goes through ever new LMQs does not grow the table without end.
+ */
+const MAX_LMQ_HANDLES = 1 << 20;
+
 /** Bytes of one record position at the start of what `logRead` returns (a native-endian f64). */
 const POSITION_BYTES = 8;
+/** Bytes of one body end in what `logReadBodies` returns (a native-endian u32). */
+const BODY_END_BYTES = 4;
 
 function byteOffsetOf(result: ArrayBuffer | Buffer): number {
   return result instanceof ArrayBuffer ? 0 : result.byteOffset;
@@ -122,10 +141,30 @@ function splitRead(
 export class NativeLogAdapter implements LogCore {
   /** Where `logRead` puts its record count and first offset; reads are synchronous, so one serves all. */
   private readonly readMeta = new Float64Array(2);
+  /** Where `logReadBodies` puts its record count, first offset and body bytes. */
+  private readonly bodiesMeta = new Float64Array(3);
   /** `logReadMany`'s arguments and its meta (three slots per LMQ), grown to the largest call. */
   private manyFrom = new Float64Array(32);
   private manyMax = new Uint32Array(32);
   private manyMeta = new Float64Array(96);
+  /**
+   * Each LMQ name registered with the log for `appendBodies` (`logRegisterLmqs`), with its handle:
+   * a name crosses to the engine once, and a record then names its LMQ by number.
+   */
+  private readonly lmqHandles = new Map<string, number>();
+  /** Handles the log has given (a name listed twice in one batch gets two). */
+  private handleCount = 0;
+  /**
+   * The `lmqs` of the last batch and, per index, the name looked up there and its handle: a caller
+   * that passes the same table of names with every batch has each looked up once, not once per
+   * batch. A name is used only while it is still the one at its index (compared as a string), so a
+   * table changed in place between batches is looked up again.
+   */
+  private lastLmqs: readonly string[] | undefined;
+  private resolvedNames: string[] = [];
+  private resolvedHandles = new Uint32Array(0);
+  /** The handle of each record of the batch being appended. */
+  private recordHandles = new Uint32Array(0);
 
   constructor(
     private readonly binding: NativeBinding,
@@ -147,6 +186,100 @@ export class NativeLogAdapter implements LogCore {
         batch.offsets,
       ),
     );
+  }
+
+  appendBodies(
+    batch: BodyBatch,
+    from: number,
+    storeTimestampMs: number,
+    positions: Float64Array,
+    offsets: Float64Array,
+  ): number {
+    const count = batch.lmqIndex.length;
+    const handles = this.handlesOf(batch);
+    const { binding, handle } = this;
+    return typed(() =>
+      binding.logAppendBodies(
+        handle,
+        handles,
+        batch.bodies,
+        batch.bodyEnds,
+        from,
+        count,
+        storeTimestampMs,
+        positions,
+        offsets,
+      ),
+    );
+  }
+
+  /**
+   * The LMQ handle of each record of `batch`: each name of `lmqs` a record uses is looked up once
+   * per batch, and those never seen are registered with the log in one call. A name that is not a
+   * string, or holds NUL (the separator), is refused here; the engine checks the rest.
+   */
+  private handlesOf(batch: BodyBatch): Uint32Array {
+    const { lmqs, lmqIndex } = batch;
+    const count = lmqIndex.length;
+    if (this.handleCount >= MAX_LMQ_HANDLES) {
+      typed(() => this.binding.logForgetLmqs(this.handle));
+      this.lmqHandles.clear();
+      this.handleCount = 0;
+      this.lastLmqs = undefined;
+    }
+    if (lmqs !== this.lastLmqs || this.resolvedNames.length !== lmqs.length) {
+      this.lastLmqs = lmqs;
+      // An array of strings only keeps the comparison below one of strings; the empty string it
+      // starts with is no LMQ name, and is looked up (and refused) when a batch gives it.
+      this.resolvedNames = new Array<string>(lmqs.length).fill('');
+      this.resolvedHandles = new Uint32Array(lmqs.length);
+    }
+    if (this.recordHandles.length < count) this.recordHandles = new Uint32Array(count);
+    const { resolvedNames, resolvedHandles, recordHandles: handles } = this;
+    let fresh: string[] | undefined;
+    for (let i = 0; i < count; i++) {
+      const index = lmqIndex[i] as number;
+      const name = lmqs[index] as string;
+      if (resolvedNames[index] !== name || name.length === 0) {
+        let found = this.lmqHandles.get(name);
+        if (found === undefined) {
+          if (typeof name !== 'string' || name.includes('\0') || !name.isWellFormed()) {
+            // The names before it in `fresh` were given handles the log never made.
+            this.lastLmqs = undefined;
+            throw new InvalidArgumentError('an LMQ name must be a well-formed string without NUL characters', {
+              value: name,
+            });
+          }
+          fresh ??= [];
+          found = this.handleCount + fresh.length;
+          fresh.push(name);
+        }
+        resolvedNames[index] = name;
+        resolvedHandles[index] = found;
+      }
+      handles[i] = resolvedHandles[index] as number;
+    }
+    if (fresh !== undefined) this.register(fresh);
+    return handles;
+  }
+
+  /**
+   * Registers names new to the log; their handles follow the ones it has, in order. When the log
+   * refuses one, no handle is kept for any of them.
+   */
+  private register(names: string[]): void {
+    let first: number;
+    try {
+      first = typed(() => this.binding.logRegisterLmqs(this.handle, names.join('\0')));
+    } catch (error) {
+      this.lastLmqs = undefined;
+      throw error;
+    }
+    if (first !== this.handleCount) {
+      throw new InternalError(`the log numbered new LMQ handles from ${first}, the adapter from ${this.handleCount}`);
+    }
+    this.handleCount += names.length;
+    for (let i = 0; i < names.length; i++) this.lmqHandles.set(names[i] as string, first + i);
   }
 
   prepareSegment(nowMs: number): Promise<void> {
@@ -229,6 +362,31 @@ export class NativeLogAdapter implements LogCore {
       positions,
       firstOffset: meta[1] as number,
       count,
+    };
+  }
+
+  readBodies(lmq: string, fromOffset: number, maxNum: number): BodyReadResult {
+    const meta = this.bodiesMeta;
+    let result: ArrayBuffer | Buffer;
+    try {
+      result = this.binding.logReadBodies(this.handle, lmq, fromOffset, maxNum, meta);
+    } catch (error) {
+      throw toTypedError(error);
+    }
+    const count = meta[0] as number;
+    const { buffer, recordsAt, positions } = splitRead(result, count);
+    // The body ends follow the positions, padded to 8 bytes, then the bodies.
+    const endsBytes = Math.ceil((count * BODY_END_BYTES) / POSITION_BYTES) * POSITION_BYTES;
+    const bodyEnds =
+      recordsAt % BODY_END_BYTES === 0
+        ? new Uint32Array(buffer, recordsAt, count)
+        : new Uint32Array(buffer.slice(recordsAt, recordsAt + count * BODY_END_BYTES));
+    return {
+      firstOffset: meta[1] as number,
+      count,
+      bodies: bufferView(buffer, recordsAt + endsBytes, meta[2] as number),
+      bodyEnds,
+      positions,
     };
   }
 

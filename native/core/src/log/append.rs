@@ -99,7 +99,7 @@ impl Log {
     /// Writes sealed records at the end of the active segment in one positional write (see
     /// [`Segment::append_bytes`]). A failure fails the log: what the file holds past the last
     /// record is then unknown, and the index already names the records of the run.
-    fn write_run(&mut self, run: &[u8], store_ms: u64) -> Result<(), LogError> {
+    pub(super) fn write_run(&mut self, run: &[u8], store_ms: u64) -> Result<(), LogError> {
         if run.is_empty() {
             return Ok(());
         }
@@ -196,7 +196,7 @@ impl Log {
     }
 
     /// Whether the active segment is open and has `size` bytes free.
-    fn has_room(&self, size: u64) -> bool {
+    pub(super) fn has_room(&self, size: u64) -> bool {
         self.segments
             .back()
             .is_some_and(|active| !active.complete && size <= active.size() - active.written)
@@ -204,7 +204,7 @@ impl Log {
 
     /// Completes the active segment (with an end marker where 4 bytes are left) and moves to the
     /// spare. False when no spare is ready: the caller stops there. A failed write fails the log.
-    fn roll(&mut self) -> Result<bool, LogError> {
+    pub(super) fn roll(&mut self) -> Result<bool, LogError> {
         let Some(active) = self.segments.back_mut() else {
             return Ok(false);
         };

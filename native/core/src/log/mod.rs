@@ -8,6 +8,7 @@
 //! the lock while the disk works.
 
 mod append;
+mod bodies;
 pub mod checkpoint;
 pub mod error;
 mod handle;
@@ -22,6 +23,7 @@ pub mod storage;
 #[cfg(test)]
 mod tests;
 
+pub use bodies::BODY_RECORD_FRAME_BYTES;
 pub use error::LogError;
 pub use handle::LogHandle;
 pub use read::ReadSpan;
@@ -111,6 +113,10 @@ pub struct Log {
     recovery: RecoveryStats,
     /// Layouts of the batch being appended, reused between calls.
     layouts: Vec<Layout>,
+    /// LMQ names registered for [`Log::append_bodies`].
+    handles: bodies::LmqHandles,
+    /// The records [`Log::append_bodies`] frames, reused between calls.
+    framed: Vec<u8>,
     /// Where appends write (the file system, or one that injects faults in tests).
     storage: Arc<dyn Storage>,
     /// Opened with [`LogOptions::read_only`]: every write fails with [`LogError::ReadOnly`].

@@ -3,7 +3,7 @@
 //! returned.
 
 use super::error::LogError;
-use super::record::{check_stored, lmq_names, offset, TYPE_MESSAGE};
+use super::record::{body_range, check_stored, lmq_names, offset, Layout, TYPE_MESSAGE};
 use super::segment::Segment;
 use super::Log;
 
@@ -87,11 +87,64 @@ impl Log {
         out: &mut [u8],
         mut position: impl FnMut(usize, u64),
     ) -> Result<(), LogError> {
-        self.usable()?;
         let mismatch = || LogError::InvalidArgument("the read span does not match the log".into());
         if out.len() != span.bytes {
             return Err(mismatch());
         }
+        let mut at = 0usize;
+        self.visit_span(lmq, span, |i, entry_position, record, _| {
+            let target = out.get_mut(at..at + record.len()).ok_or_else(mismatch)?;
+            target.copy_from_slice(record);
+            position(i, entry_position);
+            at += record.len();
+            Ok(())
+        })?;
+        if at != span.bytes {
+            return Err(mismatch());
+        }
+        Ok(())
+    }
+
+    /// [`Log::read_into`] for the bodies alone: copies the body of each record of `span` into
+    /// `out` (at least as long as the bodies; `span.bytes` always is), back to back, each record
+    /// checked whole first, and calls `body(i, position, end)` with where each body ends in `out`.
+    /// Returns the bytes of `out` used.
+    pub fn read_bodies_into(
+        &self,
+        lmq: &[u8],
+        span: &ReadSpan,
+        out: &mut [u8],
+        mut body: impl FnMut(usize, u64, usize),
+    ) -> Result<usize, LogError> {
+        let mut at = 0usize;
+        self.visit_span(lmq, span, |i, position, record, layout| {
+            let (start, end) = body_range(record, layout).ok_or_else(|| {
+                LogError::Internal("a checked record has no body where its layout says".into())
+            })?;
+            let length = end - start;
+            let target = out
+                .get_mut(at..at + length)
+                .ok_or_else(|| LogError::InvalidArgument("the bodies do not fit the buffer".into()))?;
+            target.copy_from_slice(&record[start..end]);
+            at += length;
+            body(i, position, at);
+            Ok(())
+        })?;
+        Ok(at)
+    }
+
+    /// Calls `visit(i, position, record, layout)` for each record of `span` (from
+    /// [`Log::read_span`] under the same lock), in offset order, after checking it whole: its
+    /// checksum and layout, its size against its index entry, and that it is a message of `lmq` at
+    /// the offset the index names.
+    fn visit_span(
+        &self,
+        lmq: &[u8],
+        span: &ReadSpan,
+        mut visit: impl FnMut(usize, u64, &[u8], &Layout) -> Result<(), LogError>,
+    ) -> Result<(), LogError> {
+        self.usable()?;
+        let mismatch = || LogError::InvalidArgument("the read span does not match the log".into());
         if span.count == 0 {
             return Ok(());
         }
@@ -101,7 +154,6 @@ impl Log {
             return Err(mismatch());
         }
         let mut segment: Option<&Segment> = None;
-        let mut at = 0usize;
         let mut count = 0usize;
         // An LMQ's records lie far apart in the log, each a cache and TLB miss: the lookahead
         // starts loading the records a few entries ahead so those misses overlap.
@@ -162,13 +214,10 @@ impl Log {
             if !here {
                 return Err(corrupt("the record is not the LMQ offset its index entry names"));
             }
-            let target = out.get_mut(at..at + size).ok_or_else(mismatch)?;
-            target.copy_from_slice(record);
-            position(count, entry.position);
-            at += size;
+            visit(count, entry.position, record, &layout)?;
             count += 1;
         }
-        if count != span.count || at != span.bytes {
+        if count != span.count {
             return Err(mismatch());
         }
         Ok(())

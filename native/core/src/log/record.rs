@@ -189,6 +189,25 @@ pub fn lmq_names<'a>(record: &'a [u8], layout: &Layout) -> impl Iterator<Item = 
     })
 }
 
+/// Where the record's body starts and ends within it. `record` must have passed [`check_layout`].
+pub fn body_range(record: &[u8], layout: &Layout) -> Option<(usize, usize)> {
+    let mut at = layout.names_at as usize;
+    for _ in 0..layout.lmq_count {
+        at += 2 + usize::from(u16_at(record, at)?);
+    }
+    // The key, then the tag.
+    at += 2 + usize::from(u16_at(record, at)?);
+    at += 2 + usize::from(u16_at(record, at)?);
+    let properties = u16_at(record, at)?;
+    at += 2;
+    for _ in 0..2 * u32::from(properties) {
+        at += 2 + usize::from(u16_at(record, at)?);
+    }
+    let length = u32_at(record, at)? as usize;
+    let start = at + 4;
+    (start + length == record.len()).then_some((start, start + length))
+}
+
 /// The record's offset in its `i`-th LMQ.
 pub fn offset(record: &[u8], i: usize) -> u64 {
     u64_at(record, RECORD_HEADER_BYTES + 8 * i).unwrap_or(u64::MAX)
@@ -212,6 +231,93 @@ pub fn seal(record: &mut [u8], store_timestamp_ms: u64) {
     record[STORE_TIMESTAMP_AT..STORE_TIMESTAMP_AT + 8].copy_from_slice(&store_timestamp_ms.to_le_bytes());
     let crc = crc32c(&record[CRC_FROM..]);
     record[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+}
+
+/// Records [`seal_run`] checksums together.
+const SEAL_LANES: usize = 4;
+
+/// Computes and stores the checksum of every record of `run` (whole records back to back, their
+/// store timestamps already set): what [`seal`] does to each, with the checksums of
+/// [`SEAL_LANES`] records computed together. One record's checksum is a chain of `crc32`
+/// instructions, each waiting for the one before; the chains of several records run side by side.
+pub fn seal_run(run: &mut [u8]) {
+    let mut spans = [(0usize, 0usize); SEAL_LANES];
+    let mut lanes = 0;
+    let mut at = 0;
+    while let Some(size) = record_size(&run[at..]) {
+        let size = size as usize;
+        debug_assert!(
+            size >= RECORD_HEADER_BYTES && at + size <= run.len(),
+            "a record overruns the run"
+        );
+        spans[lanes] = (at, at + size);
+        lanes += 1;
+        at += size;
+        if lanes == SEAL_LANES {
+            seal_lanes(run, &spans);
+            lanes = 0;
+        }
+    }
+    for &(start, end) in &spans[..lanes] {
+        let crc = crc32c(&run[start + CRC_FROM..end]);
+        run[start + CRC_AT..start + CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+/// Seals the [`SEAL_LANES`] records at `spans` of `run` together.
+fn seal_lanes(run: &mut [u8], spans: &[(usize, usize); SEAL_LANES]) {
+    let crcs = crc32c_lanes(spans.map(|(start, end)| run.get(start + CRC_FROM..end).unwrap_or_default()));
+    for (&(start, _), crc) in spans.iter().zip(crcs) {
+        run[start + CRC_AT..start + CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
+    }
+}
+
+/// The CRC-32C of each of `parts`, computed side by side where the CPU has SSE 4.2.
+fn crc32c_lanes(parts: [&[u8]; SEAL_LANES]) -> [u32; SEAL_LANES] {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("sse4.2") {
+        // SAFETY: the CPU has SSE 4.2, checked just above.
+        return unsafe { crc32c_lanes_sse42(parts) };
+    }
+    parts.map(crc32c)
+}
+
+/// [`crc32c_lanes`] with one `crc32` instruction per 8 bytes of each part, the parts in step over
+/// the words they all have, then each part's rest on its own.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "sse4.2")]
+unsafe fn crc32c_lanes_sse42(parts: [&[u8]; SEAL_LANES]) -> [u32; SEAL_LANES] {
+    use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
+    let word = |part: &[u8], at: usize| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&part[at..at + 8]);
+        u64::from_le_bytes(bytes)
+    };
+    let common = parts.iter().map(|part| part.len()).min().unwrap_or(0) / 8 * 8;
+    let mut crcs = [u64::from(u32::MAX); SEAL_LANES];
+    let mut at = 0;
+    while at < common {
+        for (crc, part) in crcs.iter_mut().zip(&parts) {
+            *crc = _mm_crc32_u64(*crc, word(part, at));
+        }
+        at += 8;
+    }
+    let mut out = [0u32; SEAL_LANES];
+    for ((out, &crc), part) in out.iter_mut().zip(&crcs).zip(&parts) {
+        let mut crc = crc;
+        let mut from = at;
+        while from + 8 <= part.len() {
+            crc = _mm_crc32_u64(crc, word(part, from));
+            from += 8;
+        }
+        // The instruction leaves the CRC in the low 32 bits.
+        let mut crc = crc as u32;
+        for &byte in &part[from..] {
+            crc = _mm_crc32_u8(crc, byte);
+        }
+        *out = !crc;
+    }
+    out
 }
 
 /// Builds one record, as `ts/shared/log-encode.ts` does; for tests.

@@ -133,6 +133,8 @@ impl Log {
                     closed: false,
                     recovery: state.stats,
                     layouts: Vec::new(),
+                    handles: super::bodies::LmqHandles::default(),
+                    framed: Vec::new(),
                     storage,
                     read_only: options.read_only,
                 })

@@ -213,6 +213,8 @@ pub struct Queues {
     /// Some queue was restored with its entries still in a checkpoint file (they may since have
     /// been loaded): while false, [`Queues::load`] has nothing to do for any name.
     some_stored: bool,
+    /// Queues removed so far (see [`Queues::id`]).
+    removals: u64,
 }
 
 impl Queues {
@@ -226,6 +228,36 @@ impl Queues {
 
     pub fn get(&self, name: &[u8]) -> Option<&ConsumeQueue> {
         self.names.get(name).map(|id| &self.queues[id as usize])
+    }
+
+    /// The id of `name`'s queue, for [`Queues::append_to`]: it stays the queue's until a queue is
+    /// removed (a removed queue's id is reused), which [`Queues::removals`] counts.
+    pub fn id(&self, name: &[u8]) -> Option<u32> {
+        self.names.get(name)
+    }
+
+    pub fn removals(&self) -> u64 {
+        self.removals
+    }
+
+    /// [`Queues::append`] to the queue of `id`, which must be live (from [`Queues::id`], no
+    /// removal since).
+    pub fn append_to(&mut self, id: u32, entry: IndexEntry, timestamp_ms: u64) -> u64 {
+        debug_assert!(self.names.is_live(id), "append to a removed queue");
+        self.entries += 1;
+        let queue = &mut self.queues[id as usize];
+        debug_assert!(queue.stored().is_none(), "append to a queue that was not loaded");
+        queue.entries.push_back(entry);
+        queue.last_write_ms = timestamp_ms;
+        queue.next_offset() - 1
+    }
+
+    /// [`ConsumeQueue::prefetch_tail`] of the queue of `id`.
+    #[inline]
+    pub fn prefetch_tail(&self, id: u32) {
+        if let Some(queue) = self.queues.get(id as usize) {
+            queue.prefetch_tail();
+        }
     }
 
     fn get_mut(&mut self, name: &[u8]) -> Option<&mut ConsumeQueue> {
@@ -353,6 +385,7 @@ impl Queues {
     /// Drops a queue; returns it if it existed.
     pub fn remove(&mut self, name: &[u8]) -> Option<ConsumeQueue> {
         let id = self.names.remove(name)?;
+        self.removals += 1;
         let queue = std::mem::take(&mut self.queues[id as usize]);
         self.entries -= queue.len();
         self.sorted_valid = false;

@@ -1,5 +1,6 @@
 //! Tests of the commit log against real files in a temporary directory.
 
+mod bodies;
 mod checkpoint;
 mod durability;
 mod faults;

@@ -1,0 +1,204 @@
+//! Body-only appends (`Log::append_bodies`): the records are the ones `append` would store for the
+//! same LMQ and body, queues looked up through handles follow deletions, bad batches store nothing,
+//! and a batch that fills the segment stops at a record and goes on from there; reads of bodies
+//! (`Log::read_bodies_into`).
+
+use super::{append_all, message, open, TempDir};
+use crate::log::record::{check_stored, seal, seal_run};
+use crate::log::LogError;
+
+/// Appends `records` (handle, body) in one call from record 0; returns what `append_bodies` did.
+fn append_bodies(
+    log: &crate::log::LogHandle,
+    records: &[(u32, &[u8])],
+    store_ms: u64,
+) -> (Result<usize, LogError>, Vec<f64>, Vec<f64>) {
+    let handles: Vec<u32> = records.iter().map(|&(h, _)| h).collect();
+    let bodies: Vec<u8> = records.iter().flat_map(|&(_, b)| b.iter().copied()).collect();
+    let mut end = 0u32;
+    let ends: Vec<u32> = records
+        .iter()
+        .map(|&(_, b)| {
+            end += b.len() as u32;
+            end
+        })
+        .collect();
+    let mut positions = vec![0.0; records.len()];
+    let mut offsets = vec![0.0; records.len()];
+    let result = log.lock().append_bodies(
+        &handles,
+        &bodies,
+        &ends,
+        0,
+        records.len(),
+        store_ms,
+        &mut positions,
+        &mut offsets,
+    );
+    (result, positions, offsets)
+}
+
+#[test]
+fn stores_what_append_stores_for_the_same_lmq_and_body() {
+    let (by_bodies, by_append) = (TempDir::new(), TempDir::new());
+    let log = open(&by_bodies.0);
+    let first = log
+        .lock()
+        .register_lmqs(&[b"a", "ü".as_bytes()])
+        .expect("register");
+    assert_eq!(first, 0);
+    let records: [(u32, &[u8]); 3] = [(0, b"one"), (1, b""), (0, b"three")];
+    let (done, positions, offsets) = append_bodies(&log, &records, 5);
+    assert_eq!(done.expect("append"), 3);
+    assert_eq!(offsets, [0.0, 0.0, 1.0]);
+    // `message` is born at 5, the store time used here, as a body-only record is.
+    let other = open(&by_append.0);
+    append_all(
+        &other,
+        &[
+            message(&["a"], b"one"),
+            message(&["ü"], b""),
+            message(&["a"], b"three"),
+        ],
+        5,
+    );
+    for (i, name) in [(0usize, "a"), (1, "ü"), (2, "a")] {
+        let offset = offsets[i] as u64;
+        let mine = log.lock().read(name.as_bytes(), offset, 1).expect("read");
+        let theirs = other.lock().read(name.as_bytes(), offset, 1).expect("read");
+        assert_eq!(mine.bytes, theirs.bytes, "record {i}");
+        assert_eq!(mine.positions, [positions[i]]);
+    }
+}
+
+#[test]
+fn a_deleted_lmq_starts_again_through_its_handle() {
+    let dir = TempDir::new();
+    let log = open(&dir.0);
+    log.lock().register_lmqs(&[b"a", b"b"]).expect("register");
+    let (_, _, offsets) = append_bodies(&log, &[(0, b"x"), (0, b"y"), (1, b"z")], 5);
+    assert_eq!(offsets, [0.0, 1.0, 0.0]);
+    // Deleting `a` frees its queue id; a new LMQ then takes it, and `a`'s handle must not follow.
+    append_all(&log, &[super::deletion("a"), message(&["c"], b"c")], 6);
+    let (_, _, offsets) = append_bodies(&log, &[(0, b"again"), (1, b"b1")], 7);
+    assert_eq!(offsets, [0.0, 1.0]);
+    assert_eq!(log.lock().max_offset(b"c").expect("c"), 1);
+    assert_eq!(log.lock().max_offset(b"a").expect("a"), 1);
+}
+
+#[test]
+fn a_bad_batch_stores_nothing() {
+    let dir = TempDir::new();
+    let log = open(&dir.0);
+    log.lock().register_lmqs(&[b"a"]).expect("register");
+    let big = vec![0u8; 5000];
+    for records in [
+        vec![(0u32, &b"ok"[..]), (1, &b"unregistered"[..])],
+        vec![(0, &b"ok"[..]), (0, &big[..])],
+    ] {
+        let (result, _, _) = append_bodies(&log, &records, 5);
+        assert!(matches!(result, Err(LogError::InvalidArgument(_))), "{result:?}");
+        assert_eq!(log.lock().lmq_count().expect("count"), 0);
+    }
+    for names in [&[&b""[..]][..], &[b"ok", b"a\0b"], &[&[0xff, 0xfe][..]]] {
+        let result = log.lock().register_lmqs(names);
+        assert!(matches!(result, Err(LogError::InvalidArgument(_))), "{names:?}");
+    }
+    // Nothing was registered by the refused calls: the next handle is 1.
+    assert_eq!(log.lock().register_lmqs(&[b"next"]).expect("register"), 1);
+}
+
+#[test]
+fn a_full_segment_stops_the_batch_at_a_record_and_it_goes_on_from_there() {
+    let dir = TempDir::new();
+    let log = open(&dir.0);
+    log.lock().register_lmqs(&[b"q"]).expect("register");
+    let body = [7u8; 100];
+    let records: Vec<(u32, &[u8])> = (0..100).map(|_| (0, &body[..])).collect();
+    let bodies: Vec<u8> = records.iter().flat_map(|&(_, b)| b.iter().copied()).collect();
+    let ends: Vec<u32> = (1..=100).map(|i| i * 100).collect();
+    let handles = vec![0u32; 100];
+    let (mut positions, mut offsets) = (vec![0.0; 100], vec![0.0; 100]);
+    let mut from = 0;
+    while from < 100 {
+        let done = log
+            .lock()
+            .append_bodies(
+                &handles,
+                &bodies,
+                &ends,
+                from,
+                100,
+                5,
+                &mut positions,
+                &mut offsets,
+            )
+            .expect("append");
+        assert!(done > from || from == 0, "no progress from {from}");
+        from = done;
+        if from < 100 {
+            log.prepare_segment(1).expect("prepare");
+        }
+    }
+    assert_eq!(offsets, (0..100).map(f64::from).collect::<Vec<_>>());
+    let read = log.lock().read(b"q", 0, 1000).expect("read");
+    assert_eq!(read.positions, positions);
+    assert!(log.lock().stats().expect("stats").segments > 2);
+}
+
+#[test]
+fn sealing_a_run_gives_each_record_the_checksum_seal_gives_it() {
+    let mut one_by_one = Vec::new();
+    for (i, name) in ["a", "bb", "a-longer-name-for-the-lanes", "d", "e", "f", "g"]
+        .iter()
+        .enumerate()
+    {
+        let body = vec![i as u8; i * 37];
+        one_by_one.extend(message(&[name], &body));
+    }
+    let mut run = one_by_one.clone();
+    let mut at = 0;
+    while at < one_by_one.len() {
+        let size = u32::from_le_bytes(one_by_one[at + 4..at + 8].try_into().expect("size")) as usize;
+        // `message` leaves the store time zero, as `seal_run` expects it set already.
+        seal(&mut one_by_one[at..at + size], 0);
+        at += size;
+    }
+    seal_run(&mut run);
+    assert_eq!(run, one_by_one);
+    assert!(check_stored(&run).is_ok());
+}
+
+#[test]
+fn reading_bodies_gives_the_bodies_of_the_records_read_gives() {
+    let dir = TempDir::new();
+    let log = open(&dir.0);
+    append_all(
+        &log,
+        &[
+            message(&["x", "q"], b"shared body"),
+            message(&["q"], b""),
+            message(&["q"], b"third"),
+        ],
+        5,
+    );
+    let read = log.lock().read(b"q", 0, 10).expect("read");
+    let span = log.lock().read_span(b"q", 0, 10).expect("span");
+    let mut bodies = vec![0u8; span.bytes];
+    let mut seen = Vec::new();
+    let used = log
+        .lock()
+        .read_bodies_into(b"q", &span, &mut bodies, |i, position, end| {
+            seen.push((i, position as f64, end))
+        })
+        .expect("bodies");
+    assert_eq!(&bodies[..used], b"shared bodythird");
+    assert_eq!(
+        seen,
+        [
+            (0, read.positions[0], 11),
+            (1, read.positions[1], 11),
+            (2, read.positions[2], 16)
+        ]
+    );
+}

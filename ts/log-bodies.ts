@@ -1,0 +1,155 @@
+/**
+ * Body-only records for an engine that does not handle them itself (the js engine): a batch of
+ * `CommitLog.appendBodies` encoded into the records of docs/FORMAT.md (the bytes the native engine
+ * frames, with no object per record on the way; each LMQ name checked and encoded once, then kept),
+ * and the bodies of a read cut out of its records (`CommitLog.readBodies`).
+ */
+import { MAX_LMQ_NAME_BYTES } from './common/limits.js';
+import {
+  RECORD_HEADER_BYTES,
+  RECORD_MAGIC,
+  RECORD_TYPE_MESSAGE,
+  readRecordSize,
+  readU16,
+  readU32,
+  writeU16,
+  writeU32,
+  writeU64,
+} from './common/log-record.js';
+import type { BodyBatch, BodyReadResult, EncodedBatch, LogReadResult } from './engine/contract.js';
+import { InvalidArgumentError } from './errors.js';
+
+/** Bytes of a body-only record besides its LMQ name and body (docs/FORMAT.md, "Record"). */
+export const BODY_RECORD_FRAME_BYTES = RECORD_HEADER_BYTES + 8 + 2 + 2 + 2 + 2 + 4;
+
+/** Encoded names kept, by name; cleared when full, which costs one encoding per name again. */
+const NAME_CACHE_ENTRIES = 65_536;
+const names = new Map<string, Uint8Array>();
+
+/** The UTF-8 bytes of a valid LMQ name; throws for an invalid one. */
+function nameBytes(name: unknown): Uint8Array {
+  if (typeof name === 'string') {
+    const cached = names.get(name);
+    if (cached !== undefined) return cached;
+  }
+  if (typeof name !== 'string' || name.length === 0 || name.includes('\0') || !name.isWellFormed()) {
+    throw new InvalidArgumentError('an LMQ name must be a non-empty well-formed string without NUL characters', {
+      value: name,
+    });
+  }
+  const bytes = Buffer.from(name, 'utf8');
+  if (bytes.length > MAX_LMQ_NAME_BYTES) {
+    throw new InvalidArgumentError(`an LMQ name is longer than ${MAX_LMQ_NAME_BYTES} UTF-8 bytes`, {
+      value: name,
+      limit: MAX_LMQ_NAME_BYTES,
+      actual: bytes.length,
+    });
+  }
+  if (names.size >= NAME_CACHE_ENTRIES) names.clear();
+  names.set(name, bytes);
+  return bytes;
+}
+
+/**
+ * The records of a body-only batch whose shape the caller checked, born and stored at
+ * `storeTimestampMs`, as `encodeBatch` would encode them; a record larger than `maxRecordBytes` or
+ * an invalid name throws before anything is stored.
+ */
+export function encodeBodies(batch: BodyBatch, storeTimestampMs: number, maxRecordBytes: number): EncodedBatch {
+  const { lmqs, lmqIndex, bodies, bodyEnds } = batch;
+  const count = lmqIndex.length;
+  const recordLmqs = new Array<string>(count);
+  const encoded = new Array<Uint8Array>(count);
+  let total = 0;
+  let bodyStart = 0;
+  for (let i = 0; i < count; i++) {
+    const name = lmqs[lmqIndex[i] as number] as string;
+    const bytes = nameBytes(name);
+    const bodyEnd = bodyEnds[i] as number;
+    const size = BODY_RECORD_FRAME_BYTES + bytes.length + bodyEnd - bodyStart;
+    if (size > maxRecordBytes) {
+      throw new InvalidArgumentError(`record ${i} is ${size} bytes; a segment holds records up to ${maxRecordBytes}`, {
+        limit: maxRecordBytes,
+        actual: size,
+      });
+    }
+    recordLmqs[i] = name;
+    encoded[i] = bytes;
+    total += size;
+    bodyStart = bodyEnd;
+  }
+  const out = Buffer.allocUnsafe(total);
+  const starts = new Uint32Array(count + 1);
+  const lmqStarts = new Uint32Array(count + 1);
+  let at = 0;
+  bodyStart = 0;
+  for (let i = 0; i < count; i++) {
+    const name = encoded[i] as Uint8Array;
+    const bodyEnd = bodyEnds[i] as number;
+    const bodyLength = bodyEnd - bodyStart;
+    starts[i] = at;
+    lmqStarts[i] = i;
+    writeU32(out, at, RECORD_MAGIC);
+    writeU32(out, at + 4, BODY_RECORD_FRAME_BYTES + name.length + bodyLength);
+    writeU32(out, at + 8, 0);
+    out[at + 12] = RECORD_TYPE_MESSAGE;
+    out[at + 13] = 0;
+    writeU16(out, at + 14, 1);
+    writeU64(out, at + 16, storeTimestampMs);
+    writeU64(out, at + 24, storeTimestampMs);
+    let p = at + RECORD_HEADER_BYTES;
+    // The LMQ offset, which the engine fills in.
+    for (const stop = p + 8; p < stop; p++) out[p] = 0;
+    writeU16(out, p, name.length);
+    out.set(name, p + 2);
+    p += 2 + name.length;
+    // An empty key and tag, no properties.
+    for (const stop = p + 6; p < stop; p++) out[p] = 0;
+    writeU32(out, p, bodyLength);
+    out.set(new Uint8Array(bodies.buffer, bodies.byteOffset + bodyStart, bodyLength), p + 4);
+    at = p + 4 + bodyLength;
+    bodyStart = bodyEnd;
+  }
+  starts[count] = at;
+  lmqStarts[count] = count;
+  return {
+    bytes: out,
+    count,
+    starts,
+    lmqs: recordLmqs,
+    lmqStarts,
+    positions: new Float64Array(count),
+    offsets: new Float64Array(count),
+  };
+}
+
+/** The bodies of the records of a read (already checked), copied back to back. */
+export function bodiesOf(read: LogReadResult): BodyReadResult {
+  const { bytes, count } = read;
+  const bodyEnds = new Uint32Array(count);
+  const starts = new Uint32Array(count);
+  let total = 0;
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    const lmqCount = readU16(bytes, at + 14);
+    let p = at + RECORD_HEADER_BYTES + 8 * lmqCount;
+    for (let j = 0; j < lmqCount; j++) p += 2 + readU16(bytes, p);
+    p += 2 + readU16(bytes, p);
+    p += 2 + readU16(bytes, p);
+    const properties = readU16(bytes, p);
+    p += 2;
+    for (let j = 0; j < 2 * properties; j++) p += 2 + readU16(bytes, p);
+    starts[i] = p + 4;
+    total += readU32(bytes, p);
+    bodyEnds[i] = total;
+    at += readRecordSize(bytes, at);
+  }
+  const bodies = Buffer.allocUnsafe(total);
+  let start = 0;
+  for (let i = 0; i < count; i++) {
+    const end = bodyEnds[i] as number;
+    bodies.set(bytes.subarray(starts[i] as number, (starts[i] as number) + end - start), start);
+    start = end;
+  }
+  return { firstOffset: read.firstOffset, count, bodies, bodyEnds, positions: read.positions };
+}
