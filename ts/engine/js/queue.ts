@@ -26,11 +26,6 @@ export const STORED_ENTRY_BYTES = 24;
 const NO_ENTRIES = new Uint32Array(0);
 /** Bytes of a checkpoint file `QueueSet.checkReplayedBlocks` reads at a time (a larger block alone). */
 const CHECK_WINDOW_BYTES = 4 * 1024 * 1024;
-/**
- * The widest run of unchecked bytes such a window reads through rather than starting another read:
- * about what one more read costs in copying.
- */
-const CHECK_GAP_BYTES = 8 * 1024;
 /** The smallest size an entry may give: a record's fixed header (log-record.ts). */
 const MIN_ENTRY_RECORD_BYTES = 32;
 /** The largest size an entry may give: all of the largest segment after its header. */
@@ -450,15 +445,10 @@ export class QueueSet {
         const queue = list[i] as ConsumeQueue;
         const stored = queue.stored as StoredEntries;
         if (at(queue) < windowAt || end(queue) > windowAt + window.length) {
-          // The window runs from this block to the end of the last block that fits in it, and stops
-          // before a gap of unchecked blocks wider than a read costs: when replay reached few LMQs,
-          // most of the file is not read at all.
+          // The window runs from this block to the end of the last block that fits in it.
           let until = end(queue);
-          for (let j = i + 1; j < list.length; j++) {
-            const next = list[j] as ConsumeQueue;
-            if (at(next) - until > CHECK_GAP_BYTES || end(next) - at(queue) > CHECK_WINDOW_BYTES) break;
-            until = Math.max(until, end(next));
-          }
+          for (let j = i + 1; j < list.length && end(list[j] as ConsumeQueue) - at(queue) <= CHECK_WINDOW_BYTES; j++)
+            until = Math.max(until, end(list[j] as ConsumeQueue));
           windowAt = at(queue);
           window = file.read(windowAt, until - windowAt, reuse);
           if (reuse === undefined || window.buffer !== reuse.buffer) reuse = window;
