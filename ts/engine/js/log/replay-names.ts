@@ -14,8 +14,8 @@ const INITIAL_NAME_BYTES = 64 * 1024;
 const INITIAL_SLOTS = 1024;
 
 /**
- * A hash of `bytes[start, end)` as a signed 32-bit number, four bytes a step. The seed is drawn per process, so names chosen
- * to collide cannot make a reopen slow.
+ * A hash of `bytes[start, end)` as a signed 32-bit number, four bytes a step. The seed is drawn
+ * per process, so names chosen to collide cannot make a reopen slow.
  */
 function hashBytes(bytes: Uint8Array, start: number, end: number, seed: number): number {
   let h = seed;

@@ -69,7 +69,7 @@ class SegmentReader {
 /** Entries a replay gathers before it applies them (bounds what the gathering holds). */
 const MAX_BATCH_ENTRIES = 512 * 1024;
 const INITIAL_BATCH_ENTRIES = 4096;
-/** `entryOffset` of a deletion record's entry. */
+/** `Batch.offset` of a deletion record's entry. */
 const DELETION = -1;
 
 /**
@@ -77,7 +77,8 @@ const DELETION = -1;
  * typed arrays, chained per LMQ in log order; applying a batch then visits each LMQ once, reserves
  * room for all its entries at once and appends them in order. Applying the records one by one would
  * visit an LMQ's queue once per record, scattered over the whole index, and grow its entries a few
- * at a time. Nothing of a batch depends on another LMQ's entries, so the order of LMQs is free.
+ * at a time. Nothing of a batch depends on another LMQ's entries, so the order of LMQs is free (an
+ * offset that goes back fails the open whichever LMQ it is found in first).
  */
 class Batch {
   count = 0;
