@@ -14,6 +14,7 @@ import { encodeBatch, encodeDeletions } from '../ts/common/log-encode.js';
 import { checkRecord, readRecordSize, sealRecord, setRecordOffset, writeU32 } from '../ts/common/log-record.js';
 import { ScannedRecord, scanRecord } from '../ts/engine/js/log/record-scan.js';
 import { ReplayNames } from '../ts/engine/js/log/replay-names.js';
+import { ConsumeQueue } from '../ts/engine/js/queue.js';
 
 const MAX_RECORD_BYTES = 1024 * 1024;
 /** Byte offset of the record checksum and of the first byte it covers. */
@@ -118,42 +119,74 @@ describe('replay names', () => {
       fc.uint8Array({ minLength: 1, maxLength: 6 }),
     );
     fc.assert(
-      fc.property(fc.array(bytesOf, { minLength: 1, maxLength: 60 }), fc.nat({ max: 59 }), (list, seeded) => {
-        const names = new ReplayNames();
-        // Some names go in first as a checkpoint's directory gives them.
-        const idOf = new Map<string, number>();
-        for (const bytes of list.slice(0, seeded)) {
-          let name: string;
-          try {
-            name = utf8.decode(bytes);
-          } catch {
-            continue;
+      fc.property(
+        fc.array(bytesOf, { minLength: 1, maxLength: 60 }),
+        fc.nat({ max: 59 }),
+        fc.boolean(),
+        (list, seeded, defer) => {
+          const names = new ReplayNames();
+          // Some names come from a checkpoint's directory: added at once, or deferred until the
+          // replay has met enough unknown ones (their ids are then given as they are met or added).
+          const idOf = new Map<string, number>();
+          const directory = {
+            bytes: new Uint8Array(0),
+            ranges: new Int32Array(0),
+            names: [] as string[],
+            queues: [] as ConsumeQueue[],
+          };
+          const parts: Uint8Array[] = [];
+          const ranges: number[] = [];
+          let used = 0;
+          for (const bytes of list.slice(0, seeded)) {
+            let name: string;
+            try {
+              name = utf8.decode(bytes);
+            } catch {
+              continue;
+            }
+            if (directory.names.includes(name) || name.length === 0) continue;
+            const queue = new ConsumeQueue(0);
+            if (!defer) {
+              idOf.set(name, names.size);
+              names.add(bytes, 0, bytes.length, name, queue);
+            }
+            parts.push(bytes);
+            ranges.push(used, used + bytes.length);
+            used += bytes.length;
+            directory.names.push(name);
+            directory.queues.push(queue);
           }
-          if (idOf.has(name) || name.length === 0) continue;
-          idOf.set(name, names.size);
-          names.add(bytes, 0, bytes.length, name, undefined);
-        }
-        // In a larger buffer, at an offset, as a record holds them.
-        for (const bytes of [...list, ...list]) {
-          const buffer = new Uint8Array(bytes.length + 7);
-          buffer.set(bytes, 3);
-          const id = names.find(buffer, 3, 3 + bytes.length);
-          let name: string | undefined;
-          try {
-            name = utf8.decode(bytes);
-          } catch {
-            name = undefined;
+          directory.bytes = Buffer.concat(parts);
+          directory.ranges = Int32Array.from(ranges);
+          if (defer) names.defer(directory);
+          // In a larger buffer, at an offset, as a record holds them.
+          for (const bytes of [...list, ...list]) {
+            const buffer = new Uint8Array(bytes.length + 7);
+            buffer.set(bytes, 3);
+            const id = names.find(buffer, 3, 3 + bytes.length);
+            let name: string | undefined;
+            try {
+              name = utf8.decode(bytes);
+            } catch {
+              name = undefined;
+            }
+            if (name === undefined) {
+              expect(id).toBe(-1);
+              continue;
+            }
+            expect(names.names[id]).toBe(name);
+            if (!idOf.has(name)) idOf.set(name, id);
+            expect(id).toBe(idOf.get(name));
+            // A name of the directory met by its bytes alone gets its queue when the replay applies it.
+            const fromDirectory = directory.queues[directory.names.indexOf(name)];
+            const queue = names.queues[id];
+            if (queue !== undefined) expect(queue).toBe(fromDirectory);
           }
-          if (name === undefined) {
-            expect(id).toBe(-1);
-            continue;
-          }
-          expect(names.names[id]).toBe(name);
-          if (!idOf.has(name)) idOf.set(name, id);
-          expect(id).toBe(idOf.get(name));
-        }
-        expect(names.size).toBe(idOf.size);
-      }),
+          // One id per name; a directory added at once holds every name of it.
+          expect(new Set(names.names).size).toBe(names.size);
+          if (!defer) for (const name of directory.names) expect(names.names).toContain(name);
+        },
+      ),
       { numRuns: 500 },
     );
   });

@@ -318,24 +318,6 @@ function locate(segments: readonly Segment[], position: number): { index: number
   return { index, offset: (segments[index] as Segment).size };
 }
 
-/** The LMQs of a checkpoint, by their names' bytes, for the replay after it. */
-function replayNames(directory: DirectoryNames | undefined): ReplayNames {
-  const names = new ReplayNames();
-  if (directory === undefined) return names;
-  const { bytes, ranges } = directory;
-  names.reserve(directory.names.length, bytes.length);
-  for (let i = 0; i < directory.names.length; i++) {
-    names.add(
-      bytes,
-      ranges[2 * i] as number,
-      ranges[2 * i + 1] as number,
-      directory.names[i] as string,
-      directory.queues[i],
-    );
-  }
-  return names;
-}
-
 /**
  * Step 3: replays from `start` to the end of the log into `queues` (the checkpoint's, whose names
  * `directory` gives, or new ones); returns the segment it ended in and how.
@@ -350,7 +332,9 @@ function replay(
 ): { index: number; end: SegmentEnd } {
   const from = locate(segments, start);
   stats.replayedFrom = (segments[from.index] as Segment).base + from.offset;
-  const run = new Replay(storage, queues, replayNames(directory));
+  const names = new ReplayNames();
+  if (directory !== undefined) names.defer(directory);
+  const run = new Replay(storage, queues, names);
   let index = from.index;
   let end: SegmentEnd;
   try {

@@ -7,6 +7,7 @@
  */
 import { randomInt } from 'node:crypto';
 import type { ConsumeQueue } from '../queue.js';
+import type { DirectoryNames } from './checkpoint.js';
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 /** Starting room for name bytes, grown by doubling. */
@@ -55,10 +56,17 @@ export class ReplayNames {
   /** The bytes of every key, back to back. */
   private bytes = new Uint8Array(INITIAL_NAME_BYTES);
   private used = 0;
-  /** Name ids by name, built when the first name is met that is not known by its bytes. */
-  private ids: Map<string, number> | undefined;
+  /**
+   * Name ids by name. The names `add` gave (a checkpoint's) go in only when a name not known by its
+   * bytes is met after them: a replay that meets only known names never pays for a map of them all.
+   */
+  private readonly ids = new Map<string, number>();
+  private idsStale = false;
   readonly names: string[] = [];
   readonly queues: (ConsumeQueue | undefined)[] = [];
+  /** A checkpoint's names not added yet, and how many names were met that were not known. */
+  private pending: DirectoryNames | undefined;
+  private misses = 0;
 
   get size(): number {
     return this.names.length;
@@ -77,8 +85,29 @@ export class ReplayNames {
     const id = this.names.length;
     this.names.push(name);
     this.queues.push(queue);
-    this.ids?.set(name, id);
+    this.idsStale = true;
     this.insertKey(bytes, start, end, hashBytes(bytes, start, end, this.seed), id);
+  }
+
+  /**
+   * Adds a checkpoint's names once the replay has met a sixteenth as many names it did not know: a
+   * short replay (a clean close, a kill soon after a checkpoint) meets few of them, and finds those
+   * by their strings for less than adding every name would cost.
+   */
+  defer(directory: DirectoryNames): void {
+    this.pending = directory;
+  }
+
+  private addPending(directory: DirectoryNames): void {
+    this.pending = undefined;
+    const ids = this.nameIds();
+    const { bytes, ranges } = directory;
+    this.reserve(this.keyCount + directory.names.length, this.used + bytes.length);
+    for (let i = 0; i < directory.names.length; i++) {
+      const name = directory.names[i] as string;
+      if (ids.has(name)) continue;
+      this.add(bytes, ranges[2 * i] as number, ranges[2 * i + 1] as number, name, directory.queues[i]);
+    }
   }
 
   /**
@@ -106,18 +135,18 @@ export class ReplayNames {
   }
 
   private findNew(bytes: Uint8Array, start: number, end: number, hash: number): number {
+    const pending = this.pending;
+    if (pending !== undefined && 16 * ++this.misses > pending.names.length) {
+      this.addPending(pending);
+      return this.find(bytes, start, end);
+    }
     let name: string;
     try {
       name = utf8.decode(bytes.subarray(start, end));
     } catch {
       return -1;
     }
-    let ids = this.ids;
-    if (ids === undefined) {
-      ids = new Map();
-      for (let id = 0; id < this.names.length; id++) ids.set(this.names[id] as string, id);
-      this.ids = ids;
-    }
+    const ids = this.nameIds();
     let id = ids.get(name);
     if (id === undefined) {
       id = this.names.length;
@@ -127,6 +156,18 @@ export class ReplayNames {
     }
     this.insertKey(bytes, start, end, hash, id);
     return id;
+  }
+
+  private nameIds(): Map<string, number> {
+    const ids = this.ids;
+    if (this.idsStale) {
+      for (let id = 0; id < this.names.length; id++) {
+        const name = this.names[id] as string;
+        if (!ids.has(name)) ids.set(name, id);
+      }
+      this.idsStale = false;
+    }
+    return ids;
   }
 
   private sameBytes(from: number, bytes: Uint8Array, start: number, length: number): boolean {
@@ -140,7 +181,9 @@ export class ReplayNames {
     if (2 * (key + 1) > this.slots.length) this.rehash(2 * this.slots.length);
     const length = end - start;
     if (this.used + length > this.bytes.length) this.growBytes(Math.max(2 * this.bytes.length, this.used + length));
-    this.bytes.set(bytes.subarray(start, end), this.used);
+    // Byte by byte: names are short, and a view per name to copy it in one call costs more.
+    const kept = this.bytes;
+    for (let k = 0, to = this.used; k < length; k++) kept[to + k] = bytes[start + k] as number;
     const at = key * KEY_WORDS;
     this.keys[at] = hash;
     this.keys[at + 1] = this.used;
