@@ -235,6 +235,21 @@ export class ConsumeQueue {
     this.next++;
   }
 
+  /**
+   * Makes room for `count` more entries after the held ones, so that many pushes allocate nothing:
+   * a replay knows how many entries it is about to push to a queue, and growing by doubling from
+   * nothing would allocate and copy several times per queue.
+   */
+  reserve(count: number): void {
+    const live = this.heldCount;
+    if ((this.head + live + count) * ENTRY_WORDS <= this.entries.length) return;
+    const from = this.head * ENTRY_WORDS;
+    const grown = new Uint32Array(Math.max(live + count, INITIAL_ENTRIES) * ENTRY_WORDS);
+    grown.set(this.entries.subarray(from, from + live * ENTRY_WORDS));
+    this.entries = grown;
+    this.head = 0;
+  }
+
   /** Moves the live entries to the front, growing the array when they fill more than half of it. */
   private makeRoom(): number {
     const live = this.heldCount;

@@ -30,6 +30,17 @@ export interface Checkpoint {
   /** Newest store timestamp per segment base, for segments that existed at `position`. */
   segmentTimestamps: Map<number, number>;
   queues: QueueSet;
+  /** The LMQs' names as the directory holds them, for a replay to find them by their bytes. */
+  directory: DirectoryNames;
+}
+
+/** Each LMQ of a checkpoint: its name, the name's bytes in `bytes`, its queue; in directory order. */
+export interface DirectoryNames {
+  bytes: Uint8Array;
+  /** Name `i` is `bytes[ranges[2i], ranges[2i + 1])`. */
+  ranges: Int32Array;
+  names: string[];
+  queues: ConsumeQueue[];
 }
 
 export const CHECKPOINT_FILE = 'checkpoint';
@@ -413,11 +424,19 @@ function readDirectory(
     segmentTimestamps.set(readU64(directory, at), readU64(directory, at + 8));
   }
   let blockAt = end;
+  // Room for the names the directory can hold (a larger count fails the layout checks below).
+  const names: DirectoryNames = {
+    bytes: directory,
+    ranges: new Int32Array(2 * Math.min(queueCount, Math.floor((end - at) / (DIRECTORY_ENTRY_BYTES + 1)))),
+    names: [],
+    queues: [],
+  };
   for (let i = 0; i < queueCount; i++) {
     if (at + 2 > end) return undefined;
-    const nameEnd = at + 2 + readU16(directory, at);
+    const nameStart = at + 2;
+    const nameEnd = nameStart + readU16(directory, at);
     if (nameEnd + DIRECTORY_ENTRY_BYTES - 2 > end) return undefined;
-    const name = utf8.decode(directory.subarray(at + 2, nameEnd));
+    const name = utf8.decode(directory.subarray(nameStart, nameEnd));
     const min = readU64(directory, nameEnd);
     const next = readU64(directory, nameEnd + 8);
     const lastWrite = readU64(directory, nameEnd + 16);
@@ -425,17 +444,29 @@ function readDirectory(
     const crc = readU32(directory, nameEnd + 32);
     at = nameEnd + DIRECTORY_ENTRY_BYTES - 2;
     const count = next - min;
-    if (name.length === 0 || queues.get(name) !== undefined || !(count >= 0) || Number.isNaN(lastWrite)) {
-      return undefined;
-    }
+    if (name.length === 0 || !(count >= 0) || Number.isNaN(lastWrite)) return undefined;
     if (Number.isNaN(firstPosition) || (count === 0 && firstPosition !== 0)) return undefined;
     if (blockAt + STORED_ENTRY_BYTES * count > size) return undefined;
-    queues.insert(
-      name,
-      ConsumeQueue.fromStored(min, count, lastWrite, { file, at: blockAt, crc, firstPosition, endPosition: position }),
-    );
+    const queue = ConsumeQueue.fromStored(min, count, lastWrite, {
+      file,
+      at: blockAt,
+      crc,
+      firstPosition,
+      endPosition: position,
+    });
+    // An LMQ named twice: inserting it again leaves the number of queues as it was. (One lookup
+    // instead of a check before the insert: this loop runs once per LMQ of the directory.)
+    const queuesBefore = queues.size;
+    queues.insert(name, queue);
+    if (queues.size === queuesBefore) return undefined;
     queues.entries += count;
+    names.ranges[2 * i] = nameStart;
+    names.ranges[2 * i + 1] = nameEnd;
+    names.names.push(name);
+    names.queues.push(queue);
     blockAt += STORED_ENTRY_BYTES * count;
   }
-  return at === end && blockAt === size ? { position, createdMs, segmentTimestamps, queues } : undefined;
+  return at === end && blockAt === size
+    ? { position, createdMs, segmentTimestamps, queues, directory: names }
+    : undefined;
 }

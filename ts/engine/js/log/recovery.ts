@@ -22,8 +22,15 @@ import {
 import { LogCorruptError, UnsupportedFormatError } from '../../../errors.js';
 import type { LogCorruption, LogRecoveryStats } from '../../contract.js';
 import { BadBlockError, QueueSet } from '../queue.js';
-import { CHECKPOINT_FILE, CHECKPOINT_TMP_FILE, openCheckpoint, readCheckpoint } from './checkpoint.js';
-import { applyRecord, replaySegment, type SegmentEnd } from './replay.js';
+import {
+  CHECKPOINT_FILE,
+  CHECKPOINT_TMP_FILE,
+  type DirectoryNames,
+  openCheckpoint,
+  readCheckpoint,
+} from './checkpoint.js';
+import { Replay, type SegmentEnd } from './replay.js';
+import { ReplayNames } from './replay-names.js';
 import {
   checkSegmentHeader,
   createSegment,
@@ -311,25 +318,33 @@ function locate(segments: readonly Segment[], position: number): { index: number
   return { index, offset: (segments[index] as Segment).size };
 }
 
-/** Steps 3: replays from `start` to the end of the log; returns the segment it ended in and how. */
+/**
+ * Step 3: replays from `start` to the end of the log into `queues` (the checkpoint's, whose names
+ * `directory` gives, or new ones); returns the segment it ended in and how.
+ */
 function replay(
   storage: Storage,
   segments: Segment[],
   queues: QueueSet,
+  directory: DirectoryNames | undefined,
   start: number,
   stats: LogRecoveryStats,
 ): { index: number; end: SegmentEnd } {
   const from = locate(segments, start);
   stats.replayedFrom = (segments[from.index] as Segment).base + from.offset;
+  const names = new ReplayNames();
+  if (directory !== undefined) names.defer(directory);
+  const run = new Replay(storage, queues, names);
   let index = from.index;
   let end: SegmentEnd;
-  for (let offset = from.offset; ; index++, offset = SEGMENT_HEADER_BYTES) {
-    const segment = segments[index] as Segment;
-    end = replaySegment(storage, segment, offset, (position, info) => {
-      applyRecord(queues, segment, position, info);
-      stats.replayedRecords++;
-    });
-    if (!end.complete || index === segments.length - 1) break;
+  try {
+    for (let offset = from.offset; ; index++, offset = SEGMENT_HEADER_BYTES) {
+      end = run.segment(segments[index] as Segment, offset);
+      if (!end.complete || index === segments.length - 1) break;
+    }
+    run.finish();
+  } finally {
+    stats.replayedRecords = run.records;
   }
   return { index, end };
 }
@@ -562,7 +577,7 @@ export async function recoverLog(storage: Storage, dir: string, mode: RecoveryMo
       durable = checkpoint.position;
     let replayed: { index: number; end: SegmentEnd };
     try {
-      replayed = replay(storage, segments, queues, checkpoint?.position ?? 0, recovery);
+      replayed = replay(storage, segments, queues, checkpoint?.directory, checkpoint?.position ?? 0, recovery);
       // The stored blocks the replay appended after are checked now, all at once.
       queues.checkReplayedBlocks();
     } catch (error) {
@@ -574,7 +589,7 @@ export async function recoverLog(storage: Storage, dir: string, mode: RecoveryMo
       changes.dropCheckpoint = true;
       recovery.replayedRecords = 0;
       queues = new QueueSet();
-      replayed = replay(storage, segments, queues, 0, recovery);
+      replayed = replay(storage, segments, queues, undefined, 0, recovery);
     }
     const { index, end } = replayed;
     const endSegment = segments[index] as Segment;
