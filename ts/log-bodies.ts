@@ -4,7 +4,7 @@
  * frames, with no object per record on the way; each LMQ name checked and encoded once, then kept),
  * and the bodies of a read cut out of its records (`CommitLog.readBodies`).
  */
-import { MAX_LMQ_NAME_BYTES } from './common/limits.js';
+import { encodedName } from './common/log-encode.js';
 import {
   RECORD_HEADER_BYTES,
   RECORD_MAGIC,
@@ -22,34 +22,6 @@ import { InvalidArgumentError } from './errors.js';
 /** Bytes of a body-only record besides its LMQ name and body (docs/FORMAT.md, "Record"). */
 export const BODY_RECORD_FRAME_BYTES = RECORD_HEADER_BYTES + 8 + 2 + 2 + 2 + 2 + 4;
 
-/** Encoded names kept, by name; cleared when full, which costs one encoding per name again. */
-const NAME_CACHE_ENTRIES = 65_536;
-const names = new Map<string, Uint8Array>();
-
-/** The UTF-8 bytes of a valid LMQ name; throws for an invalid one. */
-function nameBytes(name: unknown): Uint8Array {
-  if (typeof name === 'string') {
-    const cached = names.get(name);
-    if (cached !== undefined) return cached;
-  }
-  if (typeof name !== 'string' || name.length === 0 || name.includes('\0') || !name.isWellFormed()) {
-    throw new InvalidArgumentError('an LMQ name must be a non-empty well-formed string without NUL characters', {
-      value: name,
-    });
-  }
-  const bytes = Buffer.from(name, 'utf8');
-  if (bytes.length > MAX_LMQ_NAME_BYTES) {
-    throw new InvalidArgumentError(`an LMQ name is longer than ${MAX_LMQ_NAME_BYTES} UTF-8 bytes`, {
-      value: name,
-      limit: MAX_LMQ_NAME_BYTES,
-      actual: bytes.length,
-    });
-  }
-  if (names.size >= NAME_CACHE_ENTRIES) names.clear();
-  names.set(name, bytes);
-  return bytes;
-}
-
 /**
  * The records of a body-only batch whose shape the caller checked, born and stored at
  * `storeTimestampMs`, as `encodeBatch` would encode them; a record larger than `maxRecordBytes` or
@@ -64,7 +36,7 @@ export function encodeBodies(batch: BodyBatch, storeTimestampMs: number, maxReco
   let bodyStart = 0;
   for (let i = 0; i < count; i++) {
     const name = lmqs[lmqIndex[i] as number] as string;
-    const bytes = nameBytes(name);
+    const bytes = encodedName(name);
     const bodyEnd = bodyEnds[i] as number;
     const size = BODY_RECORD_FRAME_BYTES + bytes.length + bodyEnd - bodyStart;
     if (size > maxRecordBytes) {

@@ -53,8 +53,8 @@ function isPlainAscii(name: string): boolean {
   return true;
 }
 
-/** A validated LMQ name's UTF-8 bytes. */
-function encodedName(name: unknown): Uint8Array {
+/** A validated LMQ name's UTF-8 bytes (cached: a workload names the same queues again and again). */
+export function encodedName(name: unknown): Uint8Array {
   if (typeof name === 'string') {
     const cached = nameCache.get(name);
     if (cached !== undefined) return cached;
