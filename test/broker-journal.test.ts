@@ -648,4 +648,38 @@ describe('state journal', () => {
     expect(journal.nameFile).toBe(1); // one compaction: one new numbering
     await journal.close();
   });
+
+  it('compacts when the file is twice the state, counting what the state grew by since the last compaction', async () => {
+    const path = join(tempDir(), STATE_FILE);
+    const { journal } = await StateJournal.open(path, { flush: 'sync', compactBytes: 100 });
+    let live = 10;
+    // A snapshot as large as the state: 20 bytes of epoch per entry.
+    journal.watch(
+      () => [encodeRecord(['epoch', 'e'.repeat(20 * live)])],
+      () => live,
+    );
+    const fill = async (bytes: number) => {
+      journal.append(['epoch', 'f'.repeat(bytes)]);
+      await journal.durable();
+    };
+    const fileBytes = () => readFileSync(path).length;
+    await fill(200); // past compactBytes and twice the fresh file: compacted
+    expect(journal.nameFile).toBe(1);
+    const compacted = fileBytes();
+    expect(compacted).toBeGreaterThan(20 * live);
+    // The state grew fourfold: a file three times the last compaction's is still mostly state.
+    live = 40;
+    while (fileBytes() < 3 * compacted) await fill(50);
+    expect(journal.nameFile).toBe(1);
+    // Past twice the grown state's estimate, it compacts.
+    while (journal.nameFile === 1 && fileBytes() < 9 * compacted) await fill(50);
+    expect(journal.nameFile).toBe(2);
+    expect(decodeRecords(decodeJournal(readFileSync(path), path).records)).toEqual([['epoch', 'e'.repeat(20 * live)]]);
+    // A state that stays the same compacts again at twice the file, as before.
+    const second = fileBytes();
+    while (journal.nameFile === 2 && fileBytes() < 2 * second) await fill(50);
+    await fill(50);
+    expect(journal.nameFile).toBe(3);
+    await journal.close();
+  });
 });

@@ -95,7 +95,7 @@ export interface BrokerOptions {
   sessionTimeoutMs?: number;
   /** Period of the maintenance pass (expiry, retention); default 1,000 ms. */
   maintenanceIntervalMs?: number;
-  /** Compact the state journal once it is this large (bytes); default 4 MiB. */
+  /** Compact the state journal once it is this large (bytes) and twice the state it holds; default 4 MiB. */
   stateCompactBytes?: number;
   /**
    * The file operations of the state journal (fault injection in tests, as `store` is for the
@@ -380,7 +380,10 @@ export class Broker extends EventEmitter {
       if (restored !== undefined) opened.restore(restored);
       if (journal !== undefined) {
         if (restored?.epoch === undefined) recorder.record(['epoch', epoch]);
-        journal.snapshot = (names) => opened.snapshotRecords(names);
+        journal.watch(
+          (names) => opened.snapshotRecords(names),
+          () => opened.stateEntries(),
+        );
       }
     } catch (error) {
       // What the open took (the directory's lock, the journal's file) goes with it.
@@ -410,6 +413,13 @@ export class Broker extends EventEmitter {
       this.addGroup(name, parent, config, progress);
       if (config.wildcard) (this.groups.get(name) as GroupState).restoredUnoffered = true;
     }
+  }
+
+  /** Entries of the state a snapshot writes: topics, groups and every group's progress. */
+  private stateEntries(): number {
+    let entries = this.parents.size;
+    for (const group of this.groups.values()) entries += 1 + group.progress.size;
+    return entries;
   }
 
   private snapshotRecords(names: NameCarrier): Buffer[] {

@@ -46,7 +46,10 @@ export const JOURNAL_HEADER_BYTES = 16;
 export const RECORD_HEADER_BYTES = 8;
 /** Largest payload accepted on read; a longer length is a torn or corrupt tail. */
 export const MAX_JOURNAL_RECORD_BYTES = 64 * 1024 * 1024;
-/** Compact once the file is this large and at least twice its size after the last compaction. */
+/**
+ * Compact once the file is this large and at least twice what the state it describes would take
+ * (`StateJournal.liveEntries`): its size after the last compaction, grown with the state since.
+ */
 export const DEFAULT_COMPACT_BYTES = 4 * 1024 * 1024;
 /** Background sync period when appends do not wait for durability (`flush: 'async'`). */
 const ASYNC_SYNC_INTERVAL_MS = 200;
@@ -362,6 +365,15 @@ export class StateJournal {
    * `names.carry`, so their numbers hold in the new file.
    */
   snapshot: ((names: NameCarrier) => Uint8Array[]) | undefined;
+  /**
+   * How many entries (progress of a group on a lite topic, groups, topics) the state holds now; set
+   * with `snapshot`. A compaction divides the file it writes by this count to learn what an entry
+   * takes, so a state that grew since needs a larger file before it compacts again: while lite
+   * topics keep arriving, most of the file is state a compaction would only write again.
+   */
+  liveEntries: (() => number) | undefined;
+  /** `liveEntries()` when the current file was written by a compaction (or opened); -1 unknown. */
+  private entriesAtCompaction = -1;
 
   private constructor(
     private readonly path: string,
@@ -650,7 +662,28 @@ export class StateJournal {
 
   private compactionDue(): boolean {
     const compactAt = this.options.compactBytes ?? DEFAULT_COMPACT_BYTES;
-    return this.snapshot !== undefined && this.size >= compactAt && this.size >= 2 * this.sizeAfterCompaction;
+    return this.snapshot !== undefined && this.size >= compactAt && this.size >= 2 * this.liveBytes();
+  }
+
+  /**
+   * What a compaction now would write, estimated: the file after the last one, scaled by how much
+   * the state grew since (never below it, as before the state was counted).
+   */
+  private liveBytes(): number {
+    const base = this.sizeAfterCompaction;
+    const then = this.entriesAtCompaction;
+    if (then <= 0 || this.liveEntries === undefined) return base;
+    return Math.max(base, (base * this.liveEntries()) / then);
+  }
+
+  /**
+   * Sets what compaction writes (`snapshot`) and counts (`liveEntries`), taking the current file as
+   * the measure of the state it holds now.
+   */
+  watch(snapshot: (names: NameCarrier) => Uint8Array[], liveEntries: () => number): void {
+    this.snapshot = snapshot;
+    this.liveEntries = liveEntries;
+    this.entriesAtCompaction = liveEntries();
   }
 
   /** Fails the journal for good: nothing more is written, every waiter and later call gets `error`. */
@@ -690,6 +723,7 @@ export class StateJournal {
     // records from here on then number their names afresh, by NAME records of their own.
     const carrier = new NameCarrier(this.numbering, this.nextNameId > MAX_NAME_ID / 2);
     const state = snapshot(carrier);
+    const entries = this.liveEntries?.() ?? -1;
     const records = [header(), ...carrier.records(), ...state];
     this.names = carrier.names;
     if (carrier.restart) this.nextNameId = 0;
@@ -722,6 +756,7 @@ export class StateJournal {
     this.file = file;
     this.size = size;
     this.sizeAfterCompaction = size;
+    this.entriesAtCompaction = entries;
     this.written = seq;
     await old.close().catch(ignore); // the replaced file: nothing of it is read again
     await this.storage.syncDirectory(dirname(this.path));
