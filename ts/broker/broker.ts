@@ -646,16 +646,23 @@ export class Broker extends EventEmitter {
   /**
    * Adds `names` (lite topics of a send without a kept info: new ones, or ones this broker has not
    * sent to since it opened) to `parent`'s trie at `now` and returns the new ones, refused whole by
-   * `maxLiteTopicsPerBroker`. When even all of them fit, each is added at once and the trie's size
-   * tells the new ones, one trie call per name; otherwise the new ones are found first and counted.
+   * `maxLiteTopicsPerBroker`. When even all of them fit, each is added at once: when every name in
+   * the trie has a kept info (`ParentTopic.lite` holds a subset of the trie's names, so equal sizes
+   * say so) none of `names` is there, so all are new; otherwise the trie's size after each add tells
+   * the new ones (`addMany` would sort them first, which costs more than the calls it saves). When
+   * they may not fit, the new ones are found first and counted. May return `names` itself.
    */
-  private addLiteTopics(parent: ParentTopic, names: ReadonlySet<string>, now: number): Set<string> {
+  private addLiteTopics(parent: ParentTopic, names: Set<string>, now: number): Set<string> {
     const { trie } = parent;
     let existing = 0;
     for (const p of this.parents.values()) existing += p.trie.size;
     const created = new Set<string>();
     if (existing + names.size <= this.context.limits.maxLiteTopicsPerBroker) {
       let size = trie.size;
+      if (size === parent.lite.size) {
+        for (const name of names) trie.add(name, now);
+        return names;
+      }
       for (const name of names) {
         trie.add(name, now);
         const after = trie.size;
