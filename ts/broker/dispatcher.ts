@@ -39,13 +39,6 @@ function lessLoaded(best: ClientState | undefined, client: ClientState, room: nu
 
 export class Dispatcher {
   /**
-   * Drain lists of the backlog (see `toBacklog`). `group.backlog` stays the one record of what
-   * waits; these lists may keep entries it no longer has (placed or dropped elsewhere), which a
-   * drain skips and forgets. Weakly held, so they go with their group or client.
-   */
-  private readonly open = new WeakMap<GroupState, Set<TopicProgress>>();
-  private readonly held = new WeakMap<ClientState, Set<TopicProgress>>();
-  /**
    * Counts retention passes. An LMQ's minimum offset moves only when retention deletes segments
    * (the broker runs it), so a lite topic asks the store for it once per pass instead of on every
    * `ready` and POP (a Node-API crossing each on disk).
@@ -144,20 +137,15 @@ export class Dispatcher {
     }
     let only: ClientState | undefined;
     if (group.catchAll.size === 0 && holders?.size === 1) only = holders.values().next().value;
+    // The drain lists (`openBacklog`, `heldBacklog`): `group.backlog` stays the one record of what
+    // waits; these may keep entries it no longer has (placed or dropped elsewhere), which a drain
+    // skips and forgets.
     if (only === undefined) {
-      let open = this.open.get(group);
-      if (open === undefined) {
-        open = new Set();
-        this.open.set(group, open);
-      }
-      open.add(progress);
+      group.openBacklog ??= new Set();
+      group.openBacklog.add(progress);
     } else {
-      let held = this.held.get(only);
-      if (held === undefined) {
-        held = new Set();
-        this.held.set(only, held);
-      }
-      held.add(progress);
+      only.heldBacklog ??= new Set();
+      only.heldBacklog.add(progress);
     }
   }
 
@@ -256,8 +244,8 @@ export class Dispatcher {
    * otherwise (no client, or a catch-all one, which can take anything) the whole backlog is walked.
    */
   drainBacklog(group: GroupState, client?: ClientState, now = this.context.clock.now()): void {
-    const open = this.open.get(group);
-    const held = client === undefined ? undefined : this.held.get(client);
+    const open = group.openBacklog;
+    const held = client?.heldBacklog;
     if (client === undefined || client.catchAll) {
       this.drain(group, group.backlog, client, now);
     } else {

@@ -143,10 +143,6 @@ class Popped implements PoppedMessage {
 }
 
 export class Popper {
-  /** Per group; weakly held, so a deleted group's recent acks go with it. */
-  private readonly recentAcks = new WeakMap<GroupState, RecentAcks>();
-  /** Per group, what its receipt handles start with (`receiptPrefix`). */
-  private readonly prefixes = new WeakMap<GroupState, string>();
   /**
    * Whether a popped body and properties must be copies. A `CommitLog` read returns bytes and objects
    * of its own (both engines copy the records out of the log into a new buffer per read), which the
@@ -564,21 +560,15 @@ export class Popper {
     return receipt;
   }
 
+  /** What every receipt handle of `group` starts with (`receiptPrefix`), kept with the group. */
   private prefix(group: GroupState): string {
-    let prefix = this.prefixes.get(group);
-    if (prefix === undefined) {
-      prefix = receiptPrefix(this.context.epoch, group.name);
-      this.prefixes.set(group, prefix);
-    }
-    return prefix;
+    group.receiptPrefix ??= receiptPrefix(this.context.epoch, group.name);
+    return group.receiptPrefix;
   }
 
+  /** The group's recent acks, kept with the group (so they go with it). */
   private recent(group: GroupState): RecentAcks {
-    let recent = this.recentAcks.get(group);
-    if (recent === undefined) {
-      recent = new RecentAcks(RECENT_ACKS_PER_GROUP);
-      this.recentAcks.set(group, recent);
-    }
-    return recent;
+    group.recentAcks ??= new RecentAcks(RECENT_ACKS_PER_GROUP);
+    return group.recentAcks;
   }
 }

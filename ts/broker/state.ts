@@ -7,6 +7,7 @@ import type { Matcher, PatternIndex } from '../pattern.js';
 import type { TopicTrie } from '../trie.js';
 import type { KeySharedConfig } from './key-shared.js';
 import type { TopicProgress } from './progress.js';
+import type { RecentAcks } from './recent-acks.js';
 import { lmqName } from './store.js';
 
 export type SubModel = 'shared' | 'exclusive';
@@ -181,6 +182,8 @@ export class ClientState {
   notify: (event: string, payload: unknown) => void = () => undefined;
   /** Order of the last time it was chosen for an event: ties go to the one chosen longest ago. */
   lastChosen = 0;
+  /** The dispatcher's drain list of backlog entries only this client can take (see `GroupState.openBacklog`). */
+  heldBacklog: Set<TopicProgress> | undefined;
 
   constructor(
     readonly clientId: string,
@@ -228,6 +231,14 @@ export class GroupState {
    * those whose progress is `backlogged` (the dispatcher changes both together).
    */
   readonly backlog = new Set<TopicProgress>();
+  /**
+   * The dispatcher's drain list of backlog entries any client may take (dispatcher.ts `toBacklog`):
+   * it may keep entries the backlog no longer has, which a drain skips and forgets.
+   */
+  openBacklog: Set<TopicProgress> | undefined;
+  /** What POP keeps of the group (pop.ts): its receipt handles' prefix and its recent acks, made on first use. */
+  receiptPrefix: string | undefined;
+  recentAcks: RecentAcks | undefined;
   /**
    * Restored from the journal and not yet offered to a client that takes every lite topic (a
    * wildcard client without patterns): nothing queues events for the restored progress until some
