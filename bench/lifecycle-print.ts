@@ -19,7 +19,9 @@ function reopenTable(rows: readonly ReopenRow[]): Table {
     title: 'Reopen (`Broker.open`) of a large directory',
     note:
       'A child process sends every message with `sendBatch` (1,000 per call, 100 B bodies, flush `async`, checkpoints ' +
-      'every 64 MiB of log as the broker does by default), subscribes one shared group to every lite topic from `min`, ' +
+      'every 64 MiB of log as the broker does by default), then more until the log is within 1% of starting its next ' +
+      'checkpoint (the worst case for the reopen: nearly a whole interval to replay; "messages" counts them all), ' +
+      'subscribes one shared group to every lite topic from `min`, ' +
       'POPs and acks some (the last message of each POP stays in flight) and is killed with SIGKILL. "kill" times ' +
       '`Broker.open` on that directory; that broker is then closed ("close ms") and "clean" times `Broker.open` again. ' +
       "Both in the parent process with the directory in the page cache. Checkpoint, replay and recovery ms are the log's " +

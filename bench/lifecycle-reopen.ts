@@ -1,7 +1,9 @@
 /**
  * Reopen time of a large broker directory, reusing the log suite's approach
  * (bench/log-recovery.ts): a child process opens a broker, sends `messages` messages over `topics`
- * lite topics with `sendBatch`, gives one shared group progress on every lite topic (consumers
+ * lite topics with `sendBatch`, and more until its log is just short of the next checkpoint (so the
+ * reopen replays nearly a whole checkpoint interval: the worst case), gives one shared group
+ * progress on every lite topic (consumers
  * subscribe from `min`, POP and ack some, leaving some in flight), reports what it holds, and waits to
  * be killed with SIGKILL, log and journal open. The parent then times `Broker.open` on the directory
  * (recovery after a kill), closes that broker cleanly (timed) and times `Broker.open` again (a clean
@@ -82,6 +84,38 @@ export function logStats(broker: Broker): CommitLogStats | undefined {
   return stats?.recovery === undefined ? undefined : stats;
 }
 
+/** What `untilCheckpointDue` reads of the broker's commit log (private fields of ts/log.ts). */
+interface CheckpointView {
+  bytesSinceCheckpoint: number;
+  checkpointing: Promise<void> | undefined;
+  options: { checkpointBytes: number };
+}
+
+/**
+ * Sends more (`send(count)`) until the log is just short of starting its next checkpoint, so the
+ * kill that follows leaves recovery nearly a whole checkpoint interval to replay: the worst case,
+ * where the message count alone would leave whatever remainder it happens to.
+ */
+async function untilCheckpointDue(broker: Broker, send: (count: number) => Promise<void>): Promise<void> {
+  const inner = broker as unknown as { context: { store: CheckpointView } };
+  const log = inner.context.store;
+  const every = log.options.checkpointBytes;
+  if (typeof log.bytesSinceCheckpoint !== 'number' || !(every > 0))
+    throw new Error('no commit log checkpoints to aim at');
+  // Bytes per message, measured on a first small batch; stop within 1% of the interval.
+  let perMessage = 0;
+  for (;;) {
+    await log.checkpointing; // one in flight restarted the count when it began
+    const room = every - log.bytesSinceCheckpoint - every / 100;
+    const count = perMessage === 0 ? 100 : Math.min(SEND_BATCH, Math.floor(room / perMessage));
+    if (count <= 0) return;
+    const before = log.bytesSinceCheckpoint;
+    await send(count);
+    if (log.bytesSinceCheckpoint > before)
+      perMessage = Math.max(perMessage, (log.bytesSinceCheckpoint - before) / count);
+  }
+}
+
 async function write(engine: Engine, dir: string, messages: number, topics: number, seed: number): Promise<void> {
   const broker = await lib.Broker.open({ dir, engine, flush: 'async', sessionTimeoutMs: 0 });
   broker.createTopic(PARENT);
@@ -91,9 +125,7 @@ async function write(engine: Engine, dir: string, messages: number, topics: numb
   const filler = Buffer.alloc(BODY_BYTES, 'x');
   const started = performance.now();
   let sent = 0;
-  const every = Math.max(SEND_BATCH, Math.floor(messages / 10 / SEND_BATCH) * SEND_BATCH);
-  while (sent < messages) {
-    const count = Math.min(SEND_BATCH, messages - sent);
+  const send = async (count: number) => {
     const batch: SendMessage[] = new Array(count);
     for (let i = 0; i < count; i++) {
       const seq = sent + i;
@@ -105,10 +137,15 @@ async function write(engine: Engine, dir: string, messages: number, topics: numb
     }
     const results = await broker.sendBatch(PARENT, batch);
     sent += results.length;
-    if (sent % every === 0 || sent === messages) console.log(JSON.stringify({ sent }));
     // Yield as a networked producer would, so background checkpoints and flushes complete.
     await new Promise<void>((resolve) => setImmediate(resolve));
+  };
+  const every = Math.max(SEND_BATCH, Math.floor(messages / 10 / SEND_BATCH) * SEND_BATCH);
+  while (sent < messages) {
+    await send(Math.min(SEND_BATCH, messages - sent));
+    if (sent % every === 0 || sent === messages) console.log(JSON.stringify({ sent }));
   }
+  await untilCheckpointDue(broker, send);
   const writeMs = performance.now() - started;
   // Group state: every lite topic subscribed from `min` (one `start` per lite topic in the journal),
   // then some POPs: each popped batch is acked but for its last message, which stays in flight.
@@ -229,7 +266,10 @@ export async function benchReopen(engine: Engine, messages: number, topics: numb
   const clean = emptyRow(engine, 'clean', messages, topics);
   try {
     const writer = await killedWriter(engine, dir, messages, topics, seed);
-    if (writer.sent !== messages) throw new Error(`the writer sent ${writer.sent} of ${messages} messages`);
+    if (writer.sent < messages) throw new Error(`the writer sent ${writer.sent} of ${messages} messages`);
+    // It sent more, up to just short of the log's next checkpoint (`untilCheckpointDue`).
+    killed.messages = writer.sent;
+    clean.messages = writer.sent;
     killed.writer = writer;
     killed.dirBytes = diskUsage(dir).apparentBytes;
     const first = await reopen(killed, dir, writer);
