@@ -241,9 +241,10 @@ export class JsTopicTrie implements TopicTrieCore {
 
   /**
    * An array of `size` ids to fill: a view of the smallest spare one that fits without holding more
-   * than twice that, else a new one. A lay-down after a change builds a list about the size of the
-   * one it frees, and a new array costs its pages' first touches (a fault each for a large one) and
-   * their zeroing on top of the copy.
+   * than twice that, else of a new one with an eighth more room, so that it fits the list after the
+   * next few changes too. A lay-down after a change builds a list about the size of the one it
+   * frees, and a new array costs its pages' first touches (a fault each for a large one) and their
+   * zeroing on top of the copy.
    */
   takeIds(size: number): Int32Array {
     const spares = this.spareIds;
@@ -252,7 +253,7 @@ export class JsTopicTrie implements TopicTrieCore {
       const length = (spares[at] as Int32Array).length;
       if (length >= size && length <= 2 * size && (best < 0 || length < (spares[best] as Int32Array).length)) best = at;
     }
-    if (best < 0) return new Int32Array(size);
+    if (best < 0) return new Int32Array(size + (size >>> 3)).subarray(0, size);
     const spare = spares[best] as Int32Array;
     spares[best] = spares[spares.length - 1] as Int32Array;
     spares.pop();
