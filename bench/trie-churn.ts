@@ -73,6 +73,14 @@ export interface ChurnRow {
   nativeOverJsWorstUnchanged: number;
   /** Native over js of the repeated calls, paired by round: median round. */
   nativeOverJsRepeated?: number;
+  /**
+   * Median over rounds of the minor page faults during the changed and the unchanged call, per
+   * engine. Absent from runs recorded before the section counted them.
+   */
+  nativeChangedFaults?: number;
+  nativeUnchangedFaults?: number;
+  jsChangedFaults?: number;
+  jsUnchangedFaults?: number;
 }
 
 export interface ChurnResult {
@@ -155,11 +163,17 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
   const gc = collector();
   // Its own timing code: one shared with the adds would be optimized for them, and its
   // deoptimization would land inside the first expand timed after them.
+  // Page faults are counted around the timed window, not in it: a fault on a fresh page is a cost
+  // the time includes, and the count, unlike the time, does not depend on the machine's load.
+  let lastFaults = 0;
   const expandTimed = (trie: TopicTrie, pattern: string): [number, number] => {
     gc({ type: 'minor' });
+    const faultsBefore = process.resourceUsage().minorPageFault;
     const started = process.hrtime.bigint();
     const found = trie.expand(pattern).length;
-    return [found, Number(process.hrtime.bigint() - started)];
+    const ns = Number(process.hrtime.bigint() - started);
+    lastFaults = process.resourceUsage().minorPageFault - faultsBefore;
+    return [found, ns];
   };
   const pool = shuffled(distinctNames(names + rounds * CHURN_NAMES_PER_ROUND, seed), seed);
   const initial = pool.slice(0, names);
@@ -186,6 +200,8 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
   const changed = patterns.map(() => ENGINES.map(() => [] as number[]));
   const unchanged = patterns.map(() => ENGINES.map(() => [] as number[]));
   const repeated = patterns.map(() => ENGINES.map(() => [] as number[]));
+  const changedFaults = patterns.map(() => ENGINES.map(() => [] as number[]));
+  const unchangedFaults = patterns.map(() => ENGINES.map(() => [] as number[]));
   const matched = patterns.map(() => [] as number[]);
   let removeSeed = seed;
   for (let round = 0; round < rounds; round++) {
@@ -213,22 +229,23 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
     // Alternate which engine goes first, so neither always meets the other's garbage.
     const order = round % 2 === 0 ? [0, 1] : [1, 0];
     const counts = patterns.map(() => [] as number[]);
-    const expandAll = (into: number[][][]) => {
+    const expandAll = (into: number[][][], faults: number[][][]) => {
       for (const [p, { pattern }] of patterns.entries()) {
         for (const e of order) {
           const [found, ns] = expandTimed(tries[e] as TopicTrie, pattern);
           (counts[p] as number[]).push(found);
           ((into[p] as number[][])[e] as number[]).push(ns);
+          ((faults[p] as number[][])[e] as number[]).push(lastFaults);
         }
       }
     };
-    expandAll(changed);
+    expandAll(changed, changedFaults);
     // The same traffic through the same paths, changing nothing.
     for (const trie of tries) {
       for (const name of added) trie.has(name);
       for (const name of removed) trie.has(name);
     }
-    expandAll(unchanged);
+    expandAll(unchanged, unchangedFaults);
     for (const [p, { pattern }] of patterns.entries()) {
       for (const e of order) {
         const calls: number[] = [];
@@ -276,6 +293,10 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
       nativeOverJsUnchanged: median(overUnchanged),
       nativeOverJsWorstUnchanged: Math.max(...overUnchanged),
       nativeOverJsRepeated: median(roundRatios(nativeRepeated, jsRepeated)),
+      nativeChangedFaults: median((changedFaults[p] as number[][])[0] as number[]),
+      nativeUnchangedFaults: median((unchangedFaults[p] as number[][])[0] as number[]),
+      jsChangedFaults: median((changedFaults[p] as number[][])[1] as number[]),
+      jsUnchangedFaults: median((unchangedFaults[p] as number[][])[1] as number[]),
     };
   });
   return { names, rounds, first, rows, worstChangeUs };

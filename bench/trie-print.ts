@@ -83,6 +83,31 @@ function expandTable(rows: TrieBenchResult['expand']): Table {
   };
 }
 
+/** Page faults of the churn expands; none for a run recorded before they were counted. */
+function churnFaultTables(churn: NonNullable<TrieBenchResult['churn']>): Table[] {
+  if (churn.rows.some((r) => r.nativeChangedFaults === undefined)) return [];
+  const count = (faults: number | undefined) => figure(faults ?? 0);
+  return [
+    {
+      title: 'Churn: minor page faults per expand (median over rounds)',
+      note:
+        'Counted around the changed and unchanged calls above (process.resourceUsage()): pages the call touched for ' +
+        'the first time, each a trip into the kernel. An answer over 16,384 names (128 KiB of pointers) is a large ' +
+        'object that V8 maps afresh for every answer, a fault per 4 KiB page, in both engines; faults past those are ' +
+        "the lay-down's.",
+      headers: ['pattern', 'matched', 'native changed', 'native unchanged', 'js changed', 'js unchanged'],
+      rows: churn.rows.map((r) => [
+        r.pattern,
+        figure(r.matched),
+        count(r.nativeChangedFaults),
+        count(r.nativeUnchangedFaults),
+        count(r.jsChangedFaults),
+        count(r.jsUnchangedFaults),
+      ]),
+    },
+  ];
+}
+
 function churnTables(churn: NonNullable<TrieBenchResult['churn']>): Table[] {
   const ms = (us: number) => figure(us / 1000);
   return [
@@ -140,6 +165,7 @@ function churnTables(churn: NonNullable<TrieBenchResult['churn']>): Table[] {
         r.nativeOverJsRepeated === undefined ? '' : `${figure(r.nativeOverJsRepeated)}×`,
       ]),
     },
+    ...churnFaultTables(churn),
     {
       title: 'Churn: the longest single add or remove of the rounds (ms)',
       headers: ['engine', 'ms'],

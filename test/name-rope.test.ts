@@ -55,4 +55,29 @@ describe('NameRope', () => {
       }),
     );
   });
+  it('holds lists longer than a chunk, from single names, runs across chunks and joined small runs', () => {
+    const names = Array.from({ length: 40_000 }, (_, i) => `n${i}`);
+    const builder = new RopeBuilder();
+    for (const name of names) builder.name(name);
+    const rope = builder.toRope();
+    const whole = new RopeBuilder();
+    rope.copyTo(whole, 0, rope.size);
+    expect(whole.toArray()).toEqual(names);
+    const across = new RopeBuilder();
+    rope.copyTo(across, 15_990, 30);
+    expect(across.toArray()).toEqual(names.slice(15_990, 16_020));
+    // Many short runs (a chunk ends inside one): the rope made of them is joined into new chunks.
+    const runs = new RopeBuilder();
+    const expected: string[] = [];
+    for (let from = 0; from < names.length; from += 23) {
+      const count = Math.min(19, names.length - from);
+      rope.copyTo(runs, from, count);
+      expected.push(...names.slice(from, from + count));
+    }
+    const joined = runs.toRope();
+    expect(joined.size).toBe(expected.length);
+    const inner = new RopeBuilder();
+    joined.copyTo(inner, 5, joined.size - 10);
+    expect(inner.toArray()).toEqual(expected.slice(5, expected.length - 5));
+  });
 });

@@ -146,6 +146,41 @@ describe.each(ENGINES)('%s engine', (engine) => {
     }
   });
 
+  it('lays changed subtrees down into the arrays of lists it freed, leaving the lists it keeps intact', () => {
+    const trie = new TopicTrie({ engine });
+    const live = new Set<string>();
+    for (let i = 0; i < 900; i++) {
+      const name = `t${i % 3}__a${i % 5}__s${i}`;
+      trie.add(name);
+      live.add(name);
+    }
+    // Lists of several sizes, some inside others, expanded in a different order each round so
+    // that a freed list's array can come back to a list of another subtree.
+    const patterns = ['t0__**', 't0__a1__**', 't1__**', 't2__a2__**', '**'];
+    for (let round = 0; round < 12; round++) {
+      for (let i = 0; i < 40; i++) {
+        const name = `t${(round + i) % 3}__a${i % 5}__n${round}_${i}`;
+        trie.add(name);
+        live.add(name);
+      }
+      for (const name of [...live].filter((_, i) => (i + round) % 17 === 0)) {
+        trie.remove(name);
+        live.delete(name);
+      }
+      const order = round % 2 === 0 ? patterns : [...patterns].reverse();
+      for (const pattern of order.slice(round % patterns.length)) {
+        const expected = sorted([...live].filter((n) => modelMatches('lite', pattern, n)));
+        expect(sorted(trie.expand(pattern))).toEqual(expected);
+        expect(sorted([...trie.expandIds(pattern)].map((id) => trie.nameOf(id) as string))).toEqual(expected);
+      }
+      // Every list kept so far still answers for its subtree, changed since or not.
+      for (const pattern of patterns) {
+        const expected = sorted([...live].filter((n) => modelMatches('lite', pattern, n)));
+        expect(sorted([...trie.expandIds(pattern)].map((id) => trie.nameOf(id) as string))).toEqual(expected);
+      }
+    }
+  });
+
   it('expands answers of several native strings that are not ASCII', () => {
     const trie = new TopicTrie({ engine, dialect: 'mqtt' });
     const names = Array.from({ length: 6000 }, (_, i) => `t/é😀${'x'.repeat(i % 40)}/${i}`);

@@ -8,8 +8,16 @@
  * Chunks never leave a rope: an answer is always a new array.
  */
 
-/** A rope is joined into one chunk when its chunks hold fewer names than this on average. */
+/** A rope is joined into chunks of `MAX_CHUNK_NAMES` when its chunks hold fewer names than this on average. */
 const MIN_AVERAGE_CHUNK_NAMES = 64;
+/**
+ * Names a chunk holds at most: 128,000 bytes of pointers, so that every chunk is an ordinary heap
+ * object. V8 places an array over 128 KiB in pages of its own, mapped afresh for each one, so
+ * building one costs a page fault per 4 KiB on top of the copy, and slicing a long run of it makes
+ * another; chunks of this size come from pages already in use, and a run of a list is shared whole
+ * more often.
+ */
+const MAX_CHUNK_NAMES = 16_000;
 /** Arrays one `concat` call joins (its arguments go through the stack). */
 const CONCAT_BATCH = 4096;
 
@@ -60,7 +68,7 @@ export class RopeBuilder {
   private size = 0;
 
   name(text: string): void {
-    if (this.singles === undefined) {
+    if (this.singles === undefined || this.singles.length === MAX_CHUNK_NAMES) {
       this.singles = [];
       this.parts.push(this.singles);
     }
@@ -83,10 +91,10 @@ export class RopeBuilder {
     this.size += part.length;
   }
 
-  /** The names as a rope, joined into one chunk when its chunks have become small. */
+  /** The names as a rope, joined into chunks as large as they may be when its chunks have become small. */
   toRope(): NameRope {
     const { parts, size } = this;
-    if (parts.length > 1 && size < parts.length * MIN_AVERAGE_CHUNK_NAMES) return new NameRope([joined(parts)], size);
+    if (parts.length > 1 && size < parts.length * MIN_AVERAGE_CHUNK_NAMES) return new NameRope(chunked(parts), size);
     return new NameRope(parts, size);
   }
 
@@ -96,6 +104,28 @@ export class RopeBuilder {
     if (parts.length === 1 && !this.shared) return parts[0] as string[];
     return joined(parts);
   }
+}
+
+/** The arrays one after another, in new chunks of `MAX_CHUNK_NAMES` (the last one shorter). */
+function chunked(parts: string[][]): string[][] {
+  const chunks: string[][] = [];
+  let pending: string[][] = [];
+  let pendingNames = 0;
+  for (const part of parts) {
+    for (let from = 0; from < part.length; ) {
+      const take = Math.min(part.length - from, MAX_CHUNK_NAMES - pendingNames);
+      pending.push(from === 0 && take === part.length ? part : part.slice(from, from + take));
+      pendingNames += take;
+      from += take;
+      if (pendingNames === MAX_CHUNK_NAMES) {
+        chunks.push(joined(pending));
+        pending = [];
+        pendingNames = 0;
+      }
+    }
+  }
+  if (pendingNames > 0) chunks.push(joined(pending));
+  return chunks;
 }
 
 /** The arrays one after another, in a new array. */

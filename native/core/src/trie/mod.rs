@@ -106,6 +106,8 @@ pub struct TopicTrie {
     /// Kept lists by index (snapshot.rs); a freed one is empty and listed in `free_lists`.
     lists: Vec<KeptList>,
     free_lists: Vec<u32>,
+    /// The id vectors of lists freed lately, emptied, for the next lay-downs to fill (plan.rs).
+    spare_ids: Vec<Vec<u32>>,
     /// The list each node holding one holds (nodes flagged `KEPT`).
     holders: FxHashMap<u32, u32>,
     /// Per changed node that was laid down: its old block and the children to take apart (edits.rs).
@@ -145,6 +147,7 @@ impl TopicTrie {
             walked_since_compaction: 0,
             lists: Vec::new(),
             free_lists: Vec::new(),
+            spare_ids: Vec::new(),
             holders: FxHashMap::default(),
             edits: FxHashMap::default(),
             key_maps: FxHashMap::default(),
@@ -388,6 +391,7 @@ impl TopicTrie {
             + self.free_names.capacity() * 4
             + self.children.approximate_bytes()
             + self.lists.iter().map(KeptList::approximate_bytes).sum::<usize>()
+            + self.spare_ids.iter().map(|ids| ids.capacity() * 4).sum::<usize>()
             + self.edits_approximate_bytes()
             + self.handed.capacity() * 8
             + self.segments.approximate_bytes()

@@ -8,6 +8,10 @@
 use super::snapshot::KeptList;
 use super::TopicTrie;
 
+/// Id vectors of freed lists kept for reuse (`TopicTrie::take_ids`): a walk lays down at most a
+/// few lists (one per top it takes whole), so a few spares cover the next walk's.
+const SPARE_ID_VECTORS: usize = 4;
+
 /// Plan operation: `[PLAN_NAME, id]`, a name the caller was given before.
 pub const PLAN_NAME: u32 = 0;
 /// Plan operation: `[PLAN_NEW_NAME, id, end]`, a name whose text is next in the plan's text,
@@ -159,6 +163,40 @@ impl TopicTrie {
             self.freed_mirrored.push(list);
         }
         self.free_lists.push(list);
+        self.keep_spare_ids(kept.ids);
+    }
+
+    /// Keeps the ids vector of a freed list for a later lay-down, the oldest kept one going when
+    /// `SPARE_ID_VECTORS` are kept already.
+    fn keep_spare_ids(&mut self, mut ids: Vec<u32>) {
+        if ids.capacity() == 0 {
+            return;
+        }
+        ids.clear();
+        if self.spare_ids.len() == SPARE_ID_VECTORS {
+            self.spare_ids.remove(0);
+        }
+        self.spare_ids.push(ids);
+    }
+
+    /// An empty vector with room for `size` ids: the smallest spare one that fits without holding
+    /// more than twice that, else a new one with an eighth more room, so that it fits the list
+    /// after the next few changes too. A lay-down after a change builds a list about the size of
+    /// the one it frees, and a new vector of that size costs its pages' first touches (a fault
+    /// each for a large one) on top of the copy.
+    pub(super) fn take_ids(&mut self, size: u32) -> Vec<u32> {
+        let size = size as usize;
+        let fitting = self
+            .spare_ids
+            .iter()
+            .enumerate()
+            .filter(|(_, ids)| ids.capacity() >= size && ids.capacity() <= 2 * size)
+            .min_by_key(|(_, ids)| ids.capacity())
+            .map(|(at, _)| at);
+        match fitting {
+            Some(at) => self.spare_ids.swap_remove(at),
+            None => Vec::with_capacity(size + size / 8),
+        }
     }
 
     /// A new, empty list's index.

@@ -166,7 +166,7 @@ impl TopicTrie {
         let size = self.nodes[top as usize].names;
         let index = self.new_list();
         let mut out = Output {
-            ids: Vec::with_capacity(size as usize),
+            ids: self.take_ids(size),
             run: Run::default(),
             freed: Vec::new(),
             path: String::new(),

@@ -100,7 +100,7 @@ class Output {
     private readonly trie: JsTopicTrie,
     size: number,
   ) {
-    this.ids = new Int32Array(size);
+    this.ids = trie.takeIds(size);
   }
 
   /** Positions taken so far, the pending run included. */

@@ -25,6 +25,13 @@ import { childBySegment, countMatches, expandIdsInto, expandNames, NONE, ROOT, S
 
 /** Nodes a new trie has room for before its arrays grow. */
 const INITIAL_NODES = 64;
+/** Slots the kept lists' array starts with and grows by at least (it doubles). */
+const KEPT_LISTS_STEP = 16;
+/**
+ * Ids arrays of freed lists kept for reuse (`takeIds`), as in Rust: a walk lays down at most a few
+ * lists (one per top it takes whole), so a few spares cover the next walk's.
+ */
+const SPARE_ID_ARRAYS = 4;
 
 export class JsTopicTrie implements TopicTrieCore {
   // Internal to the js engine (read by trie-walk.ts and trie-list.ts); nothing outside changes them.
@@ -56,6 +63,8 @@ export class JsTopicTrie implements TopicTrieCore {
   /** Kept lists by index; freed slots are `undefined` and listed in `freeKeptLists`. */
   keptLists: (KeptList | undefined)[] = [];
   private freeKeptLists: number[] = [];
+  /** Ids arrays of lists freed lately, for the next lay-downs to fill (`takeIds`). */
+  private spareIds: Int32Array[] = [];
   /**
    * Per node with more than `SCANNED_CHILDREN` children: segment id → child. A node with fewer is
    * searched along its child list, as every lookup reads the first children first anyway.
@@ -103,6 +112,7 @@ export class JsTopicTrie implements TopicTrieCore {
     this.kept = new Int32Array(INITIAL_NODES);
     this.keptLists = [];
     this.freeKeptLists = [];
+    this.spareIds = [];
     this.children = [];
     this.nodeText = [undefined];
     this.nameNodes = [];
@@ -191,16 +201,63 @@ export class JsTopicTrie implements TopicTrieCore {
     this.walkedSinceCompaction = 0;
   }
 
-  /** Stores a new kept list and returns its index. */
+  /**
+   * Stores a new kept list and returns its index. The array grows in a step of its own, so that
+   * storing a list is always a store within it into a free slot: the lay-down that calls this is
+   * long optimized when the first list past the end comes, and a store past the end (or a read
+   * made only then) would meet it without type feedback and throw it back to the interpreter for
+   * the next several expands.
+   */
   keepList(list: KeptList): number {
-    const index = this.freeKeptLists.pop() ?? this.keptLists.length;
+    if (this.freeKeptLists.length === 0) this.growKeptLists();
+    const index = this.freeKeptLists.pop() as number;
     this.keptLists[index] = list;
     return index;
   }
 
+  private growKeptLists(): void {
+    const { keptLists, freeKeptLists } = this;
+    const from = keptLists.length;
+    const to = Math.max(KEPT_LISTS_STEP, from * 2);
+    for (let index = from; index < to; index++) keptLists.push(undefined);
+    // Lowest index on top: lists take the indices in order.
+    for (let index = to - 1; index >= from; index--) freeKeptLists.push(index);
+  }
+
   freeKeptList(index: number): void {
+    const list = this.keptLists[index];
     this.keptLists[index] = undefined;
     this.freeKeptLists.push(index);
+    if (list !== undefined) this.keepSpareIds(list.ids);
+  }
+
+  /** Keeps the ids array of a freed list (its whole buffer) for a later lay-down, the oldest going past `SPARE_ID_ARRAYS`. */
+  private keepSpareIds(ids: Int32Array): void {
+    const whole = ids.length * 4 === ids.buffer.byteLength ? ids : new Int32Array(ids.buffer);
+    if (whole.length === 0) return;
+    if (this.spareIds.length === SPARE_ID_ARRAYS) this.spareIds.shift();
+    this.spareIds.push(whole);
+  }
+
+  /**
+   * An array of `size` ids to fill: a view of the smallest spare one that fits without holding more
+   * than twice that, else of a new one with an eighth more room, so that it fits the list after the
+   * next few changes too. A lay-down after a change builds a list about the size of the one it
+   * frees, and a new array costs its pages' first touches (a fault each for a large one) and their
+   * zeroing on top of the copy.
+   */
+  takeIds(size: number): Int32Array {
+    const spares = this.spareIds;
+    let best = -1;
+    for (let at = 0; at < spares.length; at++) {
+      const length = (spares[at] as Int32Array).length;
+      if (length >= size && length <= 2 * size && (best < 0 || length < (spares[best] as Int32Array).length)) best = at;
+    }
+    if (best < 0) return new Int32Array(size + (size >>> 3)).subarray(0, size);
+    const spare = spares[best] as Int32Array;
+    spares[best] = spares[spares.length - 1] as Int32Array;
+    spares.pop();
+    return spare.length === size ? spare : spare.subarray(0, size);
   }
 
   /** 0 when valid, else -1 (invalid lite name) or -2 (invalid MQTT or NATS topic). */
