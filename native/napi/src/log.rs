@@ -111,15 +111,7 @@ pub fn log_append(
         let batch = bytes
             .get_mut(start as usize..end as usize)
             .ok_or_else(|| invalid("starts outside the bytes"))?;
-        // SAFETY: as in `crate::out_slice`.
-        let positions = unsafe { positions.as_mut() };
-        // SAFETY: as in `crate::out_slice`.
-        let offsets = unsafe { offsets.as_mut() };
-        let (Some(positions), Some(offsets)) =
-            (positions.get_mut(from..), offsets.get_mut(first_lmq as usize..))
-        else {
-            return Err(invalid("the output arrays are shorter than the batch"));
-        };
+        let (positions, offsets) = append_outputs(&mut positions, &mut offsets, from, first_lmq as usize)?;
         let written = handle
             .lock()
             .append(
@@ -132,6 +124,24 @@ pub fn log_append(
             .map_err(js_error)?;
         Ok((from + written) as u32)
     })
+}
+
+/// An append's output arrays, the positions from record `from` on and the offsets from LMQ slot
+/// `first_lmq` on, as the engine fills them.
+fn append_outputs<'a>(
+    positions: &'a mut Float64ArraySlice,
+    offsets: &'a mut Float64ArraySlice,
+    from: usize,
+    first_lmq: usize,
+) -> Result<(&'a mut [f64], &'a mut [f64])> {
+    // SAFETY: as in `crate::out_slice`.
+    let positions = unsafe { positions.as_mut() };
+    // SAFETY: as in `crate::out_slice`.
+    let offsets = unsafe { offsets.as_mut() };
+    match (positions.get_mut(from..), offsets.get_mut(first_lmq..)) {
+        (Some(positions), Some(offsets)) => Ok((positions, offsets)),
+        _ => Err(invalid("the output arrays are shorter than the batch")),
+    }
 }
 
 /// Registers LMQ names for `log_append_bodies`: `names` holds them separated by NUL (which no LMQ
@@ -177,10 +187,7 @@ pub fn log_append_bodies(
     mut offsets: Float64ArraySlice,
 ) -> Result<u32> {
     guard_js(handle, || {
-        // SAFETY: as in `crate::out_slice`.
-        let positions = unsafe { positions.as_mut() };
-        // SAFETY: as in `crate::out_slice`.
-        let offsets = unsafe { offsets.as_mut() };
+        let (positions, offsets) = append_outputs(&mut positions, &mut offsets, 0, 0)?;
         let written = handle
             .lock()
             .append_bodies(
