@@ -521,31 +521,6 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(stats.engine).toBe(engine);
   });
 
-  it('shares one sync among the sync appends issued in one turn, and among those a sync released', async () => {
-    const log = await openLog(tempDir(), engine, { flush: 'sync' });
-    // The engine's syncs, counted where the log calls them.
-    const core = (log as unknown as { core: { sync(): Promise<number> } }).core;
-    const sync = core.sync.bind(core);
-    let syncs = 0;
-    core.sync = () => {
-      syncs++;
-      return sync();
-    };
-    const turn = (from: number) =>
-      Array.from({ length: 10 }, (_, i) => log.append([{ lmqs: ['q'], body: `m${from + i}` }]));
-    await Promise.all(turn(0));
-    expect(syncs).toBe(1);
-    // Appends issued as each of a turn's appends resolves all resume in one turn, and share one sync.
-    const released = await Promise.all(
-      turn(10).map((append, i) => append.then(() => log.append([{ lmqs: ['q'], body: `r${i}` }]))),
-    );
-    await Promise.all(released);
-    expect(syncs).toBe(3);
-    const stats = log.stats();
-    expect(stats.durablePosition).toBe(stats.writePosition);
-    expect(log.maxOffset('q')).toBe(30);
-  });
-
   it('limits LMQ names by their UTF-8 bytes, ASCII or not, and refuses bad ones storing nothing', async () => {
     const log = await openLog(tempDir(), engine);
     const limit = MAX_LMQ_NAME_BYTES;

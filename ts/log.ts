@@ -215,11 +215,6 @@ export class CommitLog {
   private writeChain: Promise<void> | undefined;
   /** Syncs running, oldest first, each with the write position it makes durable at least. */
   private readonly syncs: { target: number; work: Promise<number> }[] = [];
-  /**
-   * A sync asked for in this turn of the event loop and started once the turn's other appends have
-   * been written (see `durable`); it counts against `MAX_SYNCS_IN_FLIGHT`.
-   */
-  private nextSync: Promise<number> | undefined;
   private preparing: Promise<void> | undefined;
   private checkpointing: Promise<void> | undefined;
   private durablePosition: number;
@@ -713,11 +708,7 @@ export class CommitLog {
 
   /**
    * Group commit: waits until `position` is durable, sharing each sync with every waiter it covers.
-   * A sync is not started by the append that asks for it but at the end of that turn of the event
-   * loop (`setImmediate`): appends issued together (a producer with several calls in flight, or
-   * the calls an earlier sync released, which resume in one turn) are then all written before it
-   * starts and share it, where the first of them would have started a sync covering only itself.
-   * A waiter whose bytes came after every running sync started asks for one more, up to
+   * A waiter whose bytes came after every running sync started starts one more, up to
    * `MAX_SYNCS_IN_FLIGHT`, instead of waiting for them to end first: the next group's flush then
    * overlaps the last one's, and a sync's latency is no longer paid twice by the appends that just
    * missed it. Each sync covers everything not yet durable when it runs, so they may end in any
@@ -728,23 +719,9 @@ export class CommitLog {
       const syncs = this.syncs;
       const covering = syncs.find((sync) => sync.target >= position);
       if (covering !== undefined) await covering.work;
-      else if (this.nextSync !== undefined) await this.nextSync;
-      else if (syncs.length < MAX_SYNCS_IN_FLIGHT) await this.syncAtEndOfTurn();
+      else if (syncs.length < MAX_SYNCS_IN_FLIGHT) await this.startSync();
       else await (syncs[syncs.length - 1] as { work: Promise<number> }).work;
     }
-  }
-
-  /** The sync that starts once this turn of the event loop has run (see `durable`). */
-  private syncAtEndOfTurn(): Promise<number> {
-    if (this.nextSync === undefined) {
-      this.nextSync = new Promise<number>((resolve, reject) => {
-        setImmediate(() => {
-          this.nextSync = undefined;
-          this.startSync().then(resolve, reject);
-        });
-      });
-    }
-    return this.nextSync;
   }
 
   private startSync(): Promise<number> {
