@@ -10,7 +10,7 @@ mod tasks;
 
 use crate::guard::{guard_js, panic_point};
 use litetopic_core::limits::MAX_LMQ_NAME_BYTES;
-use litetopic_core::log::{Log, LogError, LogHandle, ReadSpan};
+use litetopic_core::log::{BodyBatch, Log, LogError, LogHandle, ReadSpan};
 use napi::bindgen_prelude::{
     ArrayBuffer, BufferSlice, Either, External, Float64Array, Float64ArraySlice, FromNapiValue,
     Uint32ArraySlice, Uint8ArraySlice,
@@ -191,11 +191,12 @@ pub fn log_append_bodies(
         let written = handle
             .lock()
             .append_bodies(
-                &lmq_handles,
-                &bodies,
-                &body_ends,
-                from as usize,
-                count as usize,
+                BodyBatch {
+                    handles: &lmq_handles,
+                    bodies: &bodies,
+                    body_ends: &body_ends,
+                },
+                from as usize..count as usize,
                 store_timestamp_ms as u64,
                 positions,
                 offsets,
