@@ -92,6 +92,14 @@ export declare function logRead(handle: ExternalObject<'Log'>, lmq: string, from
 export declare function logReadBodies(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number, meta: Float64Array): ArrayBuffer | Buffer
 
 /**
+ * `log_read_bodies` into `into`, a buffer the caller keeps for its reads, laid out as
+ * `log_read_bodies` lays out its new one, from `into`'s start (which the caller aligns to 8
+ * bytes): a reader that reuses one buffer allocates nothing per read. False, and nothing read,
+ * when the read may not fit; `meta[3]` then holds the bytes it may need.
+ */
+export declare function logReadBodiesInto(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number, into: Uint8Array, meta: Float64Array): boolean
+
+/**
  * `log_read` for several LMQs at once, under one lock into one new buffer: `lmqs` holds their
  * names separated by NUL (which no name the adapter passes holds), `from_offsets` and `max_counts`
  * one entry each. The buffer holds the positions of every record (f64, in request order), then the

@@ -79,8 +79,8 @@ function readTable(rows: readonly ReadRow[], floors: readonly ReadFloorRow[]): T
   return {
     title: 'Warm read back by LMQ',
     note:
-      'Right after appending: every LMQ read in full, in offset order (litetopic `readBodies(lmq, from, 1000)` until a short ' +
-      'page; lmdb `getRange` over `[lmq, 0]..[lmq, max]`; sqlite `SELECT body … WHERE lmq = ? ORDER BY seq`), every ' +
+      'Right after appending: every LMQ read in full, in offset order (litetopic `readBodies(lmq, from, 1000, into)` until a ' +
+      'short page, every page into one reused 4 MiB buffer; lmdb `getRange` over `[lmq, 0]..[lmq, max]`; sqlite `SELECT body … WHERE lmq = ? ORDER BY seq`), every ' +
       "body's length summed and checked. The plain file has no index to read by. The floor the machine sets under " +
       'such a read, whatever the store: right after each round’s native read, the same records, each LMQ in offset ' +
       'order, copied out of a read-only mapping of the segment files and the copy checksummed, nothing else done ' +

@@ -5,7 +5,7 @@
  * bodies returns what `read` returns of them.
  */
 import { describe, expect, it } from 'vitest';
-import { type BodyBatch, InvalidArgumentError, MAX_LMQ_NAME_BYTES } from '../ts/index.js';
+import { type BodyBatch, type BodyReadResult, InvalidArgumentError, MAX_LMQ_NAME_BYTES } from '../ts/index.js';
 import { ENGINES } from './engines.js';
 import { bodyFor, ManualClock, openLog, tempDir } from './log-helpers.js';
 
@@ -248,6 +248,50 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(log.readBodies('nothing', 0, 10)).toMatchObject({ count: 0, firstOffset: 0 });
     expect(() => log.readBodies('q', 0, 0)).toThrow(InvalidArgumentError);
     expect(() => log.readBodies('q', -1, 1)).toThrow(InvalidArgumentError);
+  });
+
+  it('reads into a buffer the caller keeps when the read fits, into new memory when it may not', async () => {
+    const log = await openLog(tempDir(), engine);
+    await log.append([{ lmqs: ['q', 'other'], body: 'with a key', key: 'k', tag: 't', properties: { a: 'b' } }]);
+    const bodies: [number, string][] = Array.from({ length: 40 }, (_, i) => [i % 2, `body ${i} `.repeat(i % 5)]);
+    await log.appendBodies(batchOf(['q', 'other'], bodies));
+    const plain = (read: BodyReadResult) => {
+      let start = 0;
+      return {
+        count: read.count,
+        firstOffset: read.firstOffset,
+        positions: [...read.positions],
+        bodies: [...read.bodyEnds].map((end) => {
+          const body = read.bodies.subarray(start, end).toString();
+          start = end;
+          return body;
+        }),
+      };
+    };
+    const memory = new ArrayBuffer(64 * 1024);
+    // Every alignment of the caller's buffer: the result's arrays are laid out from the next 8 bytes.
+    for (const skip of [0, 1, 3, 8]) {
+      const into = new Uint8Array(memory, skip);
+      for (const [from, max] of [
+        [0, 100],
+        [2, 5],
+        [19, 1],
+        [30, 10],
+      ] as const) {
+        const read = log.readBodies('q', from, max, into);
+        expect(plain(read)).toEqual(plain(log.readBodies('q', from, max)));
+        expect(read.bodies.buffer).toBe(memory);
+        expect(read.positions.buffer).toBe(memory);
+        expect(read.bodyEnds.buffer).toBe(memory);
+      }
+    }
+    // Too small for the read: new memory, the same messages.
+    const small = new Uint8Array(16);
+    const read = log.readBodies('q', 0, 100, small);
+    expect(plain(read)).toEqual(plain(log.readBodies('q', 0, 100)));
+    expect(read.bodies.buffer).not.toBe(small.buffer);
+    expect(small.every((byte) => byte === 0)).toBe(true);
+    expect(() => log.readBodies('q', 0, 1, [] as never)).toThrow(InvalidArgumentError);
   });
 
   it('resolves once durable under flush: sync', async () => {

@@ -4,6 +4,7 @@
  * frames, with no object per record on the way; each LMQ name checked and encoded once, then kept),
  * and the bodies of a read cut out of its records (`CommitLog.readBodies`).
  */
+import { bufferView } from './buffer-view.js';
 import { encodedName } from './common/log-encode.js';
 import {
   RECORD_HEADER_BYTES,
@@ -95,11 +96,30 @@ export function encodeBodies(batch: BodyBatch, storeTimestampMs: number, maxReco
   };
 }
 
-/** The bodies of the records of a read (already checked), copied back to back. */
-export function bodiesOf(read: LogReadResult): BodyReadResult {
+/**
+ * Where a read of `count` records whose bodies take at most `bound` bytes goes in `into`, laid out
+ * as the native engine lays out a read of bodies: the positions (f64) from an 8-byte boundary, the
+ * body ends (u32) padded to 8 bytes, then the bodies. Undefined when it may not fit.
+ */
+export function bodiesLayout(
+  into: Uint8Array,
+  count: number,
+  bound: number,
+): { start: number; endsAt: number; bodiesAt: number } | undefined {
+  const start = into.byteOffset + ((8 - (into.byteOffset % 8)) % 8);
+  const endsAt = start + count * 8;
+  const bodiesAt = endsAt + Math.ceil((count * 4) / 8) * 8;
+  return bodiesAt + bound <= into.byteOffset + into.length ? { start, endsAt, bodiesAt } : undefined;
+}
+
+/**
+ * The bodies of the records of a read (already checked), copied back to back: into `into` when
+ * they fit (see `CommitLog.readBodies`), else into new memory.
+ */
+export function bodiesOf(read: LogReadResult, into?: Uint8Array): BodyReadResult {
   const { bytes, count } = read;
-  const bodyEnds = new Uint32Array(count);
   const starts = new Uint32Array(count);
+  const lengths = new Uint32Array(count);
   let total = 0;
   let at = 0;
   for (let i = 0; i < count; i++) {
@@ -112,16 +132,30 @@ export function bodiesOf(read: LogReadResult): BodyReadResult {
     p += 2;
     for (let j = 0; j < 2 * properties; j++) p += 2 + readU16(bytes, p);
     starts[i] = p + 4;
-    total += readU32(bytes, p);
-    bodyEnds[i] = total;
+    lengths[i] = readU32(bytes, p);
+    total += lengths[i] as number;
     at += readRecordSize(bytes, at);
   }
-  const bodies = Buffer.allocUnsafe(total);
+  const layout = into === undefined ? undefined : bodiesLayout(into, count, total);
+  let bodies: Buffer;
+  let bodyEnds: Uint32Array;
+  let positions = read.positions;
+  if (into !== undefined && layout !== undefined) {
+    const memory = into.buffer as ArrayBuffer;
+    positions = new Float64Array(memory, layout.start, count);
+    positions.set(read.positions);
+    bodyEnds = new Uint32Array(memory, layout.endsAt, count);
+    bodies = bufferView(memory, layout.bodiesAt, total);
+  } else {
+    bodyEnds = new Uint32Array(count);
+    bodies = Buffer.allocUnsafe(total);
+  }
   let start = 0;
   for (let i = 0; i < count; i++) {
-    const end = bodyEnds[i] as number;
+    const end = start + (lengths[i] as number);
     bodies.set(bytes.subarray(starts[i] as number, (starts[i] as number) + end - start), start);
+    bodyEnds[i] = end;
     start = end;
   }
-  return { firstOffset: read.firstOffset, count, bodies, bodyEnds, positions: read.positions };
+  return { firstOffset: read.firstOffset, count, bodies, bodyEnds, positions };
 }

@@ -415,13 +415,22 @@ export class CommitLog {
    * i's ends, `positions[i]` its position, its offset `firstOffset + i`. Each record is checked
    * whole, as `read` checks it. For a consumer that needs only the bodies, such as one replaying
    * what a producer stored with `appendBodies`.
+   *
+   * With `into`, a buffer the caller keeps for its reads, the result is laid out in it when the
+   * read fits (`positions`, `bodyEnds` and `bodies` are then views of `into`'s memory, valid until
+   * it is written again): a reader that reuses one buffer allocates nothing per read. A read that
+   * may not fit (what it needs is bounded by its records' bytes, 16 more per message and 7 to
+   * align) comes back in new memory, as without `into`.
    */
-  readBodies(lmq: string, fromOffset: number, maxNum: number): BodyReadResult {
+  readBodies(lmq: string, fromOffset: number, maxNum: number, into?: Uint8Array): BodyReadResult {
     this.checkOpen();
     const request = checkRead(lmq, fromOffset, maxNum);
+    if (into !== undefined && !(into instanceof Uint8Array)) {
+      throw new InvalidArgumentError('into must be a Uint8Array (a Buffer is one)', { value: into });
+    }
     const core = this.core;
-    if (core.readBodies !== undefined) return core.readBodies(lmq, request.fromOffset, request.maxNum);
-    return bodiesOf(core.read(lmq, request.fromOffset, request.maxNum));
+    if (core.readBodies !== undefined) return core.readBodies(lmq, request.fromOffset, request.maxNum, into);
+    return bodiesOf(core.read(lmq, request.fromOffset, request.maxNum), into);
   }
 
   /**

@@ -263,7 +263,8 @@ export interface LogCore {
    * `read` for the bodies alone, each record checked whole first; an engine without it has its
    * bodies cut out of `read`'s records by ts/log.ts.
    */
-  readBodies?(lmq: string, fromOffset: number, maxNum: number): BodyReadResult;
+  /** `CommitLog.readBodies`, into `into` when given and large enough (see there). */
+  readBodies?(lmq: string, fromOffset: number, maxNum: number, into?: Uint8Array): BodyReadResult;
   /** `read` of each request, in order (native: one call and one buffer for all). */
   readMany(requests: readonly ReadRequest[]): LogReadResult[];
   /** Next offset to be written; 0 for an unknown LMQ. */

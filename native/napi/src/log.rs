@@ -10,7 +10,7 @@ mod tasks;
 
 use crate::guard::{guard_js, panic_point};
 use litetopic_core::limits::MAX_LMQ_NAME_BYTES;
-use litetopic_core::log::{LogError, LogHandle};
+use litetopic_core::log::{BodyBatch, Log, LogError, LogHandle, ReadSpan};
 use napi::bindgen_prelude::{
     ArrayBuffer, BufferSlice, Either, External, Float64Array, Float64ArraySlice, FromNapiValue,
     Uint32ArraySlice, Uint8ArraySlice,
@@ -111,15 +111,7 @@ pub fn log_append(
         let batch = bytes
             .get_mut(start as usize..end as usize)
             .ok_or_else(|| invalid("starts outside the bytes"))?;
-        // SAFETY: as in `crate::out_slice`.
-        let positions = unsafe { positions.as_mut() };
-        // SAFETY: as in `crate::out_slice`.
-        let offsets = unsafe { offsets.as_mut() };
-        let (Some(positions), Some(offsets)) =
-            (positions.get_mut(from..), offsets.get_mut(first_lmq as usize..))
-        else {
-            return Err(invalid("the output arrays are shorter than the batch"));
-        };
+        let (positions, offsets) = append_outputs(&mut positions, &mut offsets, from, first_lmq as usize)?;
         let written = handle
             .lock()
             .append(
@@ -132,6 +124,24 @@ pub fn log_append(
             .map_err(js_error)?;
         Ok((from + written) as u32)
     })
+}
+
+/// An append's output arrays, the positions from record `from` on and the offsets from LMQ slot
+/// `first_lmq` on, as the engine fills them.
+fn append_outputs<'a>(
+    positions: &'a mut Float64ArraySlice,
+    offsets: &'a mut Float64ArraySlice,
+    from: usize,
+    first_lmq: usize,
+) -> Result<(&'a mut [f64], &'a mut [f64])> {
+    // SAFETY: as in `crate::out_slice`.
+    let positions = unsafe { positions.as_mut() };
+    // SAFETY: as in `crate::out_slice`.
+    let offsets = unsafe { offsets.as_mut() };
+    match (positions.get_mut(from..), offsets.get_mut(first_lmq..)) {
+        (Some(positions), Some(offsets)) => Ok((positions, offsets)),
+        _ => Err(invalid("the output arrays are shorter than the batch")),
+    }
 }
 
 /// Registers LMQ names for `log_append_bodies`: `names` holds them separated by NUL (which no LMQ
@@ -177,18 +187,16 @@ pub fn log_append_bodies(
     mut offsets: Float64ArraySlice,
 ) -> Result<u32> {
     guard_js(handle, || {
-        // SAFETY: as in `crate::out_slice`.
-        let positions = unsafe { positions.as_mut() };
-        // SAFETY: as in `crate::out_slice`.
-        let offsets = unsafe { offsets.as_mut() };
+        let (positions, offsets) = append_outputs(&mut positions, &mut offsets, 0, 0)?;
         let written = handle
             .lock()
             .append_bodies(
-                &lmq_handles,
-                &bodies,
-                &body_ends,
-                from as usize,
-                count as usize,
+                BodyBatch {
+                    handles: &lmq_handles,
+                    bodies: &bodies,
+                    body_ends: &body_ends,
+                },
+                from as usize..count as usize,
                 store_timestamp_ms as u64,
                 positions,
                 offsets,
@@ -269,23 +277,8 @@ pub fn log_read_bodies<'env>(
         let span = log
             .read_span(lmq, from_offset as u64, max_count as usize)
             .map_err(js_error)?;
-        if u32::try_from(span.bytes).is_err() {
-            return Err(invalid("a read of bodies returns at most 4 GiB"));
-        }
-        let positions_bytes = span.count * POSITION_BYTES;
-        let ends_bytes = (span.count * BODY_END_BYTES).next_multiple_of(POSITION_BYTES);
-        // The records' bytes bound their bodies'.
-        let mut out = read_buffer(env, positions_bytes + ends_bytes + span.bytes)?;
-        let (positions, rest) = bytes_of(&mut out).split_at_mut(positions_bytes);
-        let (ends, bodies) = rest.split_at_mut(ends_bytes);
-        let used = log
-            .read_bodies_into(lmq, &span, bodies, |i, position, end| {
-                let at = i * POSITION_BYTES;
-                positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
-                let at = i * BODY_END_BYTES;
-                ends[at..at + BODY_END_BYTES].copy_from_slice(&(end as u32).to_ne_bytes());
-            })
-            .map_err(js_error)?;
+        let mut out = read_buffer(env, bodies_read_bytes(&span)?)?;
+        let used = fill_bodies(&log, lmq, &span, bytes_of(&mut out))?;
         meta[0] = span.count as f64;
         meta[1] = span.first_offset as f64;
         meta[2] = used as f64;
@@ -295,6 +288,74 @@ pub fn log_read_bodies<'env>(
 
 /// Bytes of one body end in `log_read_bodies`'s buffer.
 const BODY_END_BYTES: usize = 4;
+
+/// Bytes `fill_bodies` may use for `span`: the positions, the body ends padded to 8 bytes, and the
+/// records' bytes, which bound their bodies'.
+fn bodies_read_bytes(span: &ReadSpan) -> Result<usize> {
+    if u32::try_from(span.bytes).is_err() {
+        return Err(invalid("a read of bodies returns at most 4 GiB"));
+    }
+    Ok(span.count * POSITION_BYTES
+        + (span.count * BODY_END_BYTES).next_multiple_of(POSITION_BYTES)
+        + span.bytes)
+}
+
+/// Reads the bodies of `span` into `out` (at least [`bodies_read_bytes`] long) as
+/// `log_read_bodies` lays them out; returns the bodies' bytes.
+fn fill_bodies(log: &Log, lmq: &[u8], span: &ReadSpan, out: &mut [u8]) -> Result<usize> {
+    let positions_bytes = span.count * POSITION_BYTES;
+    let ends_bytes = (span.count * BODY_END_BYTES).next_multiple_of(POSITION_BYTES);
+    let (positions, rest) = out.split_at_mut(positions_bytes);
+    let (ends, bodies) = rest.split_at_mut(ends_bytes);
+    log.read_bodies_into(lmq, span, bodies, |i, position, end| {
+        let at = i * POSITION_BYTES;
+        positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
+        let at = i * BODY_END_BYTES;
+        ends[at..at + BODY_END_BYTES].copy_from_slice(&(end as u32).to_ne_bytes());
+    })
+    .map_err(js_error)
+}
+
+/// `log_read_bodies` into `into`, a buffer the caller keeps for its reads, laid out as
+/// `log_read_bodies` lays out its new one, from `into`'s start (which the caller aligns to 8
+/// bytes): a reader that reuses one buffer allocates nothing per read. False, and nothing read,
+/// when the read may not fit; `meta[3]` then holds the bytes it may need.
+#[napi(catch_unwind)]
+pub fn log_read_bodies_into(
+    env: &Env,
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    #[napi(ts_arg_type = "string")] lmq: JsString,
+    from_offset: f64,
+    max_count: u32,
+    mut into: Uint8ArraySlice,
+    mut meta: Float64ArraySlice,
+) -> Result<bool> {
+    guard_js(handle, || {
+        // SAFETY: as in `log_read`.
+        let meta = unsafe { meta.as_mut() };
+        // SAFETY: as in `crate::out_slice`: the caller's buffer, written only during this call.
+        let into = unsafe { into.as_mut() };
+        if meta.len() < 4 {
+            return Err(invalid("meta must have 4 slots"));
+        }
+        let mut name = [0u8; NAME_BUFFER_BYTES];
+        let lmq = name_bytes(env, &lmq, &mut name)?;
+        let mut log = handle.lock();
+        let span = log
+            .read_span(lmq, from_offset as u64, max_count as usize)
+            .map_err(js_error)?;
+        let needed = bodies_read_bytes(&span)?;
+        meta[3] = needed as f64;
+        let Some(out) = into.get_mut(..needed) else {
+            return Ok(false);
+        };
+        let used = fill_bodies(&log, lmq, &span, out)?;
+        meta[0] = span.count as f64;
+        meta[1] = span.first_offset as f64;
+        meta[2] = used as f64;
+        Ok(true)
+    })
+}
 
 /// A new read result of `total` bytes (see `log_read`): an ArrayBuffer up to [`SMALL_READ_BYTES`],
 /// a Buffer above.

@@ -141,8 +141,8 @@ function splitRead(
 export class NativeLogAdapter implements LogCore {
   /** Where `logRead` puts its record count and first offset; reads are synchronous, so one serves all. */
   private readonly readMeta = new Float64Array(2);
-  /** Where `logReadBodies` puts its record count, first offset and body bytes. */
-  private readonly bodiesMeta = new Float64Array(3);
+  /** Where `logReadBodies` puts its record count, first offset and body bytes (and `logReadBodiesInto` the bytes it may need). */
+  private readonly bodiesMeta = new Float64Array(4);
   /** `logReadMany`'s arguments and its meta (three slots per LMQ), grown to the largest call. */
   private manyFrom = new Float64Array(32);
   private manyMax = new Uint32Array(32);
@@ -365,8 +365,12 @@ export class NativeLogAdapter implements LogCore {
     };
   }
 
-  readBodies(lmq: string, fromOffset: number, maxNum: number): BodyReadResult {
+  readBodies(lmq: string, fromOffset: number, maxNum: number, into?: Uint8Array): BodyReadResult {
     const meta = this.bodiesMeta;
+    if (into !== undefined) {
+      const read = this.readBodiesInto(lmq, fromOffset, maxNum, into);
+      if (read !== undefined) return read;
+    }
     let result: ArrayBuffer | Buffer;
     try {
       result = this.binding.logReadBodies(this.handle, lmq, fromOffset, maxNum, meta);
@@ -387,6 +391,38 @@ export class NativeLogAdapter implements LogCore {
       bodies: bufferView(buffer, recordsAt + endsBytes, meta[2] as number),
       bodyEnds,
       positions,
+    };
+  }
+
+  /** `readBodies` laid out in `into` (see `bodiesLayout`); undefined when the read may not fit. */
+  private readBodiesInto(
+    lmq: string,
+    fromOffset: number,
+    maxNum: number,
+    into: Uint8Array,
+  ): BodyReadResult | undefined {
+    const meta = this.bodiesMeta;
+    const skip = (8 - (into.byteOffset % 8)) % 8;
+    if (skip >= into.length) return undefined;
+    const aligned = skip === 0 ? into : into.subarray(skip);
+    let fits: boolean;
+    try {
+      fits = this.binding.logReadBodiesInto(this.handle, lmq, fromOffset, maxNum, aligned, meta);
+    } catch (error) {
+      throw toTypedError(error);
+    }
+    if (!fits) return undefined;
+    const count = meta[0] as number;
+    const memory = aligned.buffer as ArrayBuffer;
+    // As `readBodies` lays out its new buffer, from `aligned`'s start.
+    const endsAt = aligned.byteOffset + count * POSITION_BYTES;
+    const bodiesAt = endsAt + Math.ceil((count * BODY_END_BYTES) / POSITION_BYTES) * POSITION_BYTES;
+    return {
+      firstOffset: meta[1] as number,
+      count,
+      bodies: bufferView(memory, bodiesAt, meta[2] as number),
+      bodyEnds: new Uint32Array(memory, endsAt, count),
+      positions: new Float64Array(memory, aligned.byteOffset, count),
     };
   }
 

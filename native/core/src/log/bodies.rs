@@ -11,6 +11,16 @@ use crate::hash::murmur3_32;
 use crate::limits::{MAX_LMQ_NAME_BYTES, SEGMENT_HEADER_BYTES};
 use crate::queue::IndexEntry;
 
+/// A body-only batch as the binding passes it: record `i` has the body from `body_ends[i - 1]` (0
+/// for the first) to `body_ends[i]` in `bodies` and goes to the LMQ of `handles[i]`, a handle from
+/// [`Log::register_lmqs`].
+#[derive(Clone, Copy, Debug)]
+pub struct BodyBatch<'a> {
+    pub handles: &'a [u32],
+    pub bodies: &'a [u8],
+    pub body_ends: &'a [u32],
+}
+
 /// A handle whose queue is not known (not looked up since the last removal, or none yet).
 const NO_QUEUE: u32 = u32::MAX;
 
@@ -87,28 +97,25 @@ impl Log {
         self.handles = LmqHandles::default();
     }
 
-    /// Appends records `from..count` of a body-only batch: record `i` has the body from
-    /// `body_ends[i - 1]` (0 for the first) to `body_ends[i]` in `bodies` and goes to the LMQ of
-    /// `handles[i]`, born when stored. As [`Log::append`]: every record is checked before anything
-    /// is written, `positions[i]` and `offsets[i]` (one LMQ per record) are filled for each record
-    /// written, and it stops at a record boundary when the active segment is full and no spare is
-    /// ready; returns the index after the last record written. A failed write fails the log.
-    #[allow(
-        clippy::too_many_arguments,
-        reason = "the flat batch and its outputs, as the binding passes them"
-    )]
+    /// Appends records `records` (`from..count`) of a body-only batch (see [`BodyBatch`]), born
+    /// when stored. As [`Log::append`]: every record is checked before anything is written,
+    /// `positions[i]` and `offsets[i]` (one LMQ per record) are filled for each record written, and
+    /// it stops at a record boundary when the active segment is full and no spare is ready; returns
+    /// the index after the last record written. A failed write fails the log.
     pub fn append_bodies(
         &mut self,
-        handles: &[u32],
-        bodies: &[u8],
-        body_ends: &[u32],
-        from: usize,
-        count: usize,
+        batch: BodyBatch<'_>,
+        records: std::ops::Range<usize>,
         store_ms: u64,
         positions: &mut [f64],
         offsets: &mut [f64],
     ) -> Result<usize, LogError> {
-        self.writable()?;
+        let BodyBatch {
+            handles,
+            bodies,
+            body_ends,
+        } = batch;
+        let (from, count) = (records.start, records.end);
         if count > handles.len() || count > body_ends.len() || from > count {
             return Err(LogError::InvalidArgument(
                 "from or count outside the batch".into(),
@@ -119,6 +126,7 @@ impl Log {
                 "the output arrays are shorter than the batch".into(),
             ));
         }
+        self.writable()?;
         // The handles and the run being framed leave `self` while records are indexed and written,
         // and come back after (the run so that its buffer is reused).
         let mut table = std::mem::take(&mut self.handles);

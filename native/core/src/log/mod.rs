@@ -23,7 +23,7 @@ pub mod storage;
 #[cfg(test)]
 mod tests;
 
-pub use bodies::BODY_RECORD_FRAME_BYTES;
+pub use bodies::{BodyBatch, BODY_RECORD_FRAME_BYTES};
 pub use error::LogError;
 pub use handle::LogHandle;
 pub use read::ReadSpan;

@@ -5,7 +5,7 @@
 
 use super::{append_all, message, open, TempDir};
 use crate::log::record::{check_stored, seal, seal_run};
-use crate::log::LogError;
+use crate::log::{BodyBatch, LogError};
 
 /// Appends `records` (handle, body) in one call from record 0; returns what `append_bodies` did.
 fn append_bodies(
@@ -25,16 +25,14 @@ fn append_bodies(
         .collect();
     let mut positions = vec![0.0; records.len()];
     let mut offsets = vec![0.0; records.len()];
-    let result = log.lock().append_bodies(
-        &handles,
-        &bodies,
-        &ends,
-        0,
-        records.len(),
-        store_ms,
-        &mut positions,
-        &mut offsets,
-    );
+    let batch = BodyBatch {
+        handles: &handles,
+        bodies: &bodies,
+        body_ends: &ends,
+    };
+    let result = log
+        .lock()
+        .append_bodies(batch, 0..records.len(), store_ms, &mut positions, &mut offsets);
     (result, positions, offsets)
 }
 
@@ -124,11 +122,12 @@ fn a_full_segment_stops_the_batch_at_a_record_and_it_goes_on_from_there() {
         let done = log
             .lock()
             .append_bodies(
-                &handles,
-                &bodies,
-                &ends,
-                from,
-                100,
+                BodyBatch {
+                    handles: &handles,
+                    bodies: &bodies,
+                    body_ends: &ends,
+                },
+                from..100,
                 5,
                 &mut positions,
                 &mut offsets,
