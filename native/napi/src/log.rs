@@ -231,23 +231,19 @@ pub fn log_read<'env>(
         if meta.len() < 2 {
             return Err(invalid("meta must have 2 slots"));
         }
-        let mut name = [0u8; NAME_BUFFER_BYTES];
-        let lmq = name_bytes(env, &lmq, &mut name)?;
-        let mut log = handle.lock();
-        let span = log
-            .read_span(lmq, from_offset as u64, max_count as usize)
+        with_span(env, handle, &lmq, from_offset, max_count, |log, lmq, span| {
+            let positions_bytes = span.count * POSITION_BYTES;
+            let mut out = read_buffer(env, positions_bytes + span.bytes)?;
+            let (positions, records) = bytes_of(&mut out).split_at_mut(positions_bytes);
+            log.read_into(lmq, span, records, |i, position| {
+                let at = i * POSITION_BYTES;
+                positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
+            })
             .map_err(js_error)?;
-        let positions_bytes = span.count * POSITION_BYTES;
-        let mut out = read_buffer(env, positions_bytes + span.bytes)?;
-        let (positions, records) = bytes_of(&mut out).split_at_mut(positions_bytes);
-        log.read_into(lmq, &span, records, |i, position| {
-            let at = i * POSITION_BYTES;
-            positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
+            meta[0] = span.count as f64;
+            meta[1] = span.first_offset as f64;
+            Ok(out)
         })
-        .map_err(js_error)?;
-        meta[0] = span.count as f64;
-        meta[1] = span.first_offset as f64;
-        Ok(out)
     })
 }
 
@@ -271,19 +267,34 @@ pub fn log_read_bodies<'env>(
         if meta.len() < 3 {
             return Err(invalid("meta must have 3 slots"));
         }
-        let mut name = [0u8; NAME_BUFFER_BYTES];
-        let lmq = name_bytes(env, &lmq, &mut name)?;
-        let mut log = handle.lock();
-        let span = log
-            .read_span(lmq, from_offset as u64, max_count as usize)
-            .map_err(js_error)?;
-        let mut out = read_buffer(env, bodies_read_bytes(&span)?)?;
-        let used = fill_bodies(&log, lmq, &span, bytes_of(&mut out))?;
-        meta[0] = span.count as f64;
-        meta[1] = span.first_offset as f64;
-        meta[2] = used as f64;
-        Ok(out)
+        with_span(env, handle, &lmq, from_offset, max_count, |log, lmq, span| {
+            let mut out = read_buffer(env, bodies_read_bytes(span)?)?;
+            let used = fill_bodies(log, lmq, span, bytes_of(&mut out))?;
+            meta[0] = span.count as f64;
+            meta[1] = span.first_offset as f64;
+            meta[2] = used as f64;
+            Ok(out)
+        })
     })
+}
+
+/// Runs `read` with the log locked, on the span of up to `max_count` records of `lmq` from
+/// `from_offset`: how every read of one LMQ starts (the name copied onto the stack, not allocated).
+fn with_span<T>(
+    env: &Env,
+    handle: &Handle,
+    lmq: &JsString,
+    from_offset: f64,
+    max_count: u32,
+    read: impl FnOnce(&Log, &[u8], &ReadSpan) -> Result<T>,
+) -> Result<T> {
+    let mut name = [0u8; NAME_BUFFER_BYTES];
+    let lmq = name_bytes(env, lmq, &mut name)?;
+    let mut log = handle.lock();
+    let span = log
+        .read_span(lmq, from_offset as u64, max_count as usize)
+        .map_err(js_error)?;
+    read(&log, lmq, &span)
 }
 
 /// Bytes of one body end in `log_read_bodies`'s buffer.
@@ -338,22 +349,18 @@ pub fn log_read_bodies_into(
         if meta.len() < 4 {
             return Err(invalid("meta must have 4 slots"));
         }
-        let mut name = [0u8; NAME_BUFFER_BYTES];
-        let lmq = name_bytes(env, &lmq, &mut name)?;
-        let mut log = handle.lock();
-        let span = log
-            .read_span(lmq, from_offset as u64, max_count as usize)
-            .map_err(js_error)?;
-        let needed = bodies_read_bytes(&span)?;
-        meta[3] = needed as f64;
-        let Some(out) = into.get_mut(..needed) else {
-            return Ok(false);
-        };
-        let used = fill_bodies(&log, lmq, &span, out)?;
-        meta[0] = span.count as f64;
-        meta[1] = span.first_offset as f64;
-        meta[2] = used as f64;
-        Ok(true)
+        with_span(env, handle, &lmq, from_offset, max_count, |log, lmq, span| {
+            let needed = bodies_read_bytes(span)?;
+            meta[3] = needed as f64;
+            let Some(out) = into.get_mut(..needed) else {
+                return Ok(false);
+            };
+            let used = fill_bodies(log, lmq, span, out)?;
+            meta[0] = span.count as f64;
+            meta[1] = span.first_offset as f64;
+            meta[2] = used as f64;
+            Ok(true)
+        })
     })
 }
 
