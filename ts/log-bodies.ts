@@ -97,19 +97,27 @@ export function encodeBodies(batch: BodyBatch, storeTimestampMs: number, maxReco
 }
 
 /**
- * Where a read of `count` records whose bodies take at most `bound` bytes goes in `into`, laid out
- * as the native engine lays out a read of bodies: the positions (f64) from an 8-byte boundary, the
- * body ends (u32) padded to 8 bytes, then the bodies. Undefined when it may not fit.
+ * Where a read of `count` bodies laid out in memory from byte `at` puts its parts, as the native
+ * engine lays out a read of bodies: the positions (f64) from the first 8-byte boundary at or after
+ * `at`, the body ends (u32) padded to 8 bytes, then the bodies. Offsets into the same memory.
+ */
+export function bodiesReadLayout(at: number, count: number): { start: number; endsAt: number; bodiesAt: number } {
+  const start = at + ((8 - (at % 8)) % 8);
+  const endsAt = start + count * 8;
+  return { start, endsAt, bodiesAt: endsAt + Math.ceil((count * 4) / 8) * 8 };
+}
+
+/**
+ * `bodiesReadLayout` in `into` for `count` records whose bodies take at most `bound` bytes, or
+ * undefined when it may not fit.
  */
 export function bodiesLayout(
   into: Uint8Array,
   count: number,
   bound: number,
 ): { start: number; endsAt: number; bodiesAt: number } | undefined {
-  const start = into.byteOffset + ((8 - (into.byteOffset % 8)) % 8);
-  const endsAt = start + count * 8;
-  const bodiesAt = endsAt + Math.ceil((count * 4) / 8) * 8;
-  return bodiesAt + bound <= into.byteOffset + into.length ? { start, endsAt, bodiesAt } : undefined;
+  const layout = bodiesReadLayout(into.byteOffset, count);
+  return layout.bodiesAt + bound <= into.byteOffset + into.length ? layout : undefined;
 }
 
 /**

@@ -20,6 +20,7 @@ import {
   ReadOnlyError,
   UnsupportedFormatError,
 } from '../../errors.js';
+import { bodiesReadLayout } from '../../log-bodies.js';
 import type {
   BodyBatch,
   BodyReadResult,
@@ -394,7 +395,7 @@ export class NativeLogAdapter implements LogCore {
     };
   }
 
-  /** `readBodies` laid out in `into` (see `bodiesLayout`); undefined when the read may not fit. */
+  /** `readBodies` laid out in `into` (`bodiesReadLayout` from its first 8-byte boundary); undefined when the read may not fit. */
   private readBodiesInto(
     lmq: string,
     fromOffset: number,
@@ -402,7 +403,7 @@ export class NativeLogAdapter implements LogCore {
     into: Uint8Array,
   ): BodyReadResult | undefined {
     const meta = this.bodiesMeta;
-    const skip = (8 - (into.byteOffset % 8)) % 8;
+    const skip = bodiesReadLayout(into.byteOffset, 0).start - into.byteOffset;
     if (skip >= into.length) return undefined;
     const aligned = skip === 0 ? into : into.subarray(skip);
     let fits: boolean;
@@ -415,8 +416,7 @@ export class NativeLogAdapter implements LogCore {
     const count = meta[0] as number;
     const memory = aligned.buffer as ArrayBuffer;
     // As `readBodies` lays out its new buffer, from `aligned`'s start.
-    const endsAt = aligned.byteOffset + count * POSITION_BYTES;
-    const bodiesAt = endsAt + Math.ceil((count * BODY_END_BYTES) / POSITION_BYTES) * POSITION_BYTES;
+    const { endsAt, bodiesAt } = bodiesReadLayout(aligned.byteOffset, count);
     return {
       firstOffset: meta[1] as number,
       count,
