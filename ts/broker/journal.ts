@@ -48,7 +48,7 @@ export const RECORD_HEADER_BYTES = 8;
 export const MAX_JOURNAL_RECORD_BYTES = 64 * 1024 * 1024;
 /**
  * Compact once the file is this large and at least twice what the state it describes would take
- * (`StateJournal.liveEntries`): its size after the last compaction, grown with the state since.
+ * (`StateJournal.watch`): its size after the last compaction, grown with the state since.
  */
 export const DEFAULT_COMPACT_BYTES = 4 * 1024 * 1024;
 /** Background sync period when appends do not wait for durability (`flush: 'async'`). */
@@ -367,11 +367,11 @@ export class StateJournal {
   snapshot: ((names: NameCarrier) => Uint8Array[]) | undefined;
   /**
    * How many entries (progress of a group on a lite topic, groups, topics) the state holds now; set
-   * with `snapshot`. A compaction divides the file it writes by this count to learn what an entry
+   * with `snapshot` by `watch`. A compaction divides the file it writes by this count to learn what an entry
    * takes, so a state that grew since needs a larger file before it compacts again: while lite
    * topics keep arriving, most of the file is state a compaction would only write again.
    */
-  liveEntries: (() => number) | undefined;
+  private liveEntries: (() => number) | undefined;
   /** `liveEntries()` when the current file was written by a compaction (or opened); -1 unknown. */
   private entriesAtCompaction = -1;
 
