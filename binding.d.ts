@@ -100,14 +100,15 @@ export declare function logReadBodies(handle: ExternalObject<'Log'>, lmq: string
 export declare function logReadBodiesInto(handle: ExternalObject<'Log'>, lmq: string, fromOffset: number, maxCount: number, into: Uint8Array, meta: Float64Array): boolean
 
 /**
- * `log_read` for several LMQs at once, under one lock into one new buffer: `lmqs` holds their
- * names separated by NUL (which no name the adapter passes holds), `from_offsets` and `max_counts`
- * one entry each. The buffer holds the positions of every record (f64, in request order), then the
- * records of every request back to back; `meta` receives each request's record count, first
- * offset and record bytes (three slots per request). One Node-API crossing and one allocation where a POP over many
- * lite topics made one of each per lite topic.
+ * `log_read` for `count` LMQs at once, under one lock into one new buffer: `lmqs` holds their
+ * names separated by NUL, `from_offsets` and `max_counts` one entry each. The buffer holds the
+ * positions of every record (f64, in request order), then the records of every request back to
+ * back; `meta` receives each request's record count, first offset and record bytes (three slots
+ * per request). One Node-API crossing and one allocation where a POP over many lite topics made
+ * one of each per lite topic. Null, with nothing read, when `lmqs` does not split into `count`
+ * names (one of them holds NUL): the caller reads each on its own, and need not scan every name.
  */
-export declare function logReadMany(handle: ExternalObject<'Log'>, lmqs: string, fromOffsets: Float64Array, maxCounts: Uint32Array, meta: Float64Array): ArrayBuffer | Buffer
+export declare function logReadMany(handle: ExternalObject<'Log'>, lmqs: string, count: number, fromOffsets: Float64Array, maxCounts: Uint32Array, meta: Float64Array): ArrayBuffer | Buffer | null
 
 /**
  * Registers LMQ names for `log_append_bodies`: `names` holds them separated by NUL (which no LMQ

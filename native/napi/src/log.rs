@@ -402,26 +402,31 @@ fn bytes_of<'a>(out: &'a mut Either<ArrayBuffer<'_>, BufferSlice<'_>>) -> &'a mu
     }
 }
 
-/// `log_read` for several LMQs at once, under one lock into one new buffer: `lmqs` holds their
-/// names separated by NUL (which no name the adapter passes holds), `from_offsets` and `max_counts`
-/// one entry each. The buffer holds the positions of every record (f64, in request order), then the
-/// records of every request back to back; `meta` receives each request's record count, first
-/// offset and record bytes (three slots per request). One Node-API crossing and one allocation where a POP over many
-/// lite topics made one of each per lite topic.
-#[napi(catch_unwind, ts_return_type = "ArrayBuffer | Buffer")]
+/// `log_read` for `count` LMQs at once, under one lock into one new buffer: `lmqs` holds their
+/// names separated by NUL, `from_offsets` and `max_counts` one entry each. The buffer holds the
+/// positions of every record (f64, in request order), then the records of every request back to
+/// back; `meta` receives each request's record count, first offset and record bytes (three slots
+/// per request). One Node-API crossing and one allocation where a POP over many lite topics made
+/// one of each per lite topic. Null, with nothing read, when `lmqs` does not split into `count`
+/// names (one of them holds NUL): the caller reads each on its own, and need not scan every name.
+#[napi(catch_unwind, ts_return_type = "ArrayBuffer | Buffer | null")]
 pub fn log_read_many<'env>(
     env: &'env Env,
     #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
     lmqs: String,
+    count: u32,
     from_offsets: Float64ArraySlice,
     max_counts: Uint32ArraySlice,
     mut meta: Float64ArraySlice,
-) -> Result<Either<ArrayBuffer<'env>, BufferSlice<'env>>> {
+) -> Result<Option<Either<ArrayBuffer<'env>, BufferSlice<'env>>>> {
     guard_js(handle, || {
         // SAFETY: as in `log_read`.
         let meta = unsafe { meta.as_mut() };
         let names: Vec<&[u8]> = lmqs.as_bytes().split(|&b| b == 0).collect();
         let requests = names.len();
+        if requests != count as usize {
+            return Ok(None);
+        }
         if from_offsets.len() < requests || max_counts.len() < requests || meta.len() < 3 * requests {
             return Err(invalid(
                 "from_offsets, max_counts and meta must have room for every LMQ",
@@ -455,7 +460,7 @@ pub fn log_read_many<'env>(
             meta[3 * i + 1] = span.first_offset as f64;
             meta[3 * i + 2] = span.bytes as f64;
         }
-        Ok(out)
+        Ok(Some(out))
     })
 }
 

@@ -301,7 +301,8 @@ export class NativeLogAdapter implements LogCore {
 
   /**
    * One `logReadMany` call for all the requests (the adapter's scratch arrays grow to the largest
-   * call). A name holding NUL, the separator, is read on its own.
+   * call). Names are joined with NUL; when one holds it (the engine then finds more names than
+   * requests and reads nothing), each request is read on its own.
    */
   readMany(requests: readonly ReadRequest[]): LogReadResult[] {
     const count = requests.length;
@@ -315,29 +316,33 @@ export class NativeLogAdapter implements LogCore {
     const names = new Array<string>(count);
     for (let i = 0; i < count; i++) {
       const request = requests[i] as ReadRequest;
-      if (request.lmq.includes('\0')) return requests.map((r) => this.read(r.lmq, r.fromOffset, r.maxNum));
       names[i] = request.lmq;
       from[i] = request.fromOffset;
       max[i] = request.maxNum;
     }
-    let result: ArrayBuffer | Buffer;
+    let result: ArrayBuffer | Buffer | null;
     try {
-      result = this.binding.logReadMany(this.handle, names.join('\0'), from, max, meta);
+      result = this.binding.logReadMany(this.handle, names.join('\0'), count, from, max, meta);
     } catch (error) {
       throw toTypedError(error);
     }
+    if (result === null) return requests.map((r) => this.read(r.lmq, r.fromOffset, r.maxNum));
     let records = 0;
     for (let i = 0; i < count; i++) records += meta[3 * i] as number;
     const { buffer, recordsAt, positions } = splitRead(result, records);
     const out = new Array<LogReadResult>(count);
+    const positionsBuffer = positions.buffer;
+    const positionsAt = positions.byteOffset;
     let position = 0;
     let at = recordsAt;
     for (let i = 0; i < count; i++) {
       const n = meta[3 * i] as number;
       const bytes = meta[3 * i + 2] as number;
+      // Views made directly: `Buffer.from` and `subarray` check and dispatch on their arguments,
+      // which costs more than the view, once per LMQ of every POP.
       out[i] = {
-        bytes: Buffer.from(buffer, at, bytes),
-        positions: positions.subarray(position, position + n),
+        bytes: bufferView(buffer, at, bytes),
+        positions: new Float64Array(positionsBuffer, positionsAt + position * POSITION_BYTES, n),
         firstOffset: meta[3 * i + 1] as number,
         count: n,
       };

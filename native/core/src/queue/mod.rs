@@ -236,6 +236,11 @@ impl Queues {
         self.names.get(name)
     }
 
+    /// The queue of `id` (from [`Queues::id`], no removal since; a freed id's queue is empty).
+    pub fn at(&self, id: u32) -> &ConsumeQueue {
+        &self.queues[id as usize]
+    }
+
     pub fn removals(&self) -> u64 {
         self.removals
     }
