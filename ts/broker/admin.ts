@@ -154,7 +154,7 @@ export class Admin {
     let queuedEvents = 0;
     let inflight = 0;
     for (const group of source.groups.values()) {
-      queuedEvents += group.backlog.size;
+      queuedEvents += group.backlogSize;
       for (const progress of group.progress.values()) {
         for (const delivery of progress.keptDeliveries()) if (!delivery.acked) inflight++;
       }

@@ -7,17 +7,20 @@
  * if it is missing, so events are never lost and never doubled. A progress that names its own
  * clients (key-shared) has one event at each of them instead.
  */
+import { BacklogQueue } from './backlog.js';
 import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './progress.js';
 import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf, maxOffsetOf } from './state.js';
 import { lmqName } from './store.js';
 import { WakeQueue } from './wakes.js';
 
-/** Stale entries a drain list may hold beyond twice the backlog before it is pruned. */
+/** Entries that no longer count a backlog queue may hold beyond twice the backlog before it is pruned. */
 const PRUNE_SLACK = 64;
 
 /** Drops the entries of `list` that are no longer in `backlog`. */
-function prune(list: Set<TopicProgress>, backlog: ReadonlySet<TopicProgress>): void {
-  for (const progress of list) if (!backlog.has(progress)) list.delete(progress);
+/** Pushes `progress` onto `queue`, pruning the queue once most of it no longer counts. */
+function wait(queue: BacklogQueue, progress: TopicProgress, group: GroupState): void {
+  queue.push(progress);
+  if (queue.length > 2 * group.backlogSize + PRUNE_SLACK) queue.prune();
 }
 
 /**
@@ -133,27 +136,29 @@ export class Dispatcher {
   private toBacklog(group: GroupState, progress: TopicProgress, holders: ReadonlySet<ClientState> | undefined): void {
     if (!progress.backlogged) {
       progress.backlogged = true;
-      group.backlog.add(progress);
+      progress.backlogEntry = ++group.backlogEntries;
+      group.backlogSize++;
+      wait(group.backlog, progress, group);
     }
     let only: ClientState | undefined;
     if (group.catchAll.size === 0 && holders?.size === 1) only = holders.values().next().value;
-    // The drain lists (`openBacklog`, `heldBacklog`): `group.backlog` stays the one record of what
-    // waits; these may keep entries it no longer has (placed or dropped elsewhere), which a drain
-    // skips and forgets.
+    // The drain lists (`openBacklog`, `heldBacklog`): `backlogged` stays the one record of what
+    // waits; an entry of a lite topic already waiting may be there twice, and a drain offers it once
+    // (the first offer takes it out of the backlog, and the second entry no longer counts).
     if (only === undefined) {
-      group.openBacklog ??= new Set();
-      group.openBacklog.add(progress);
+      group.openBacklog ??= new BacklogQueue();
+      wait(group.openBacklog, progress, group);
     } else {
-      only.heldBacklog ??= new Set();
-      only.heldBacklog.add(progress);
+      only.heldBacklog ??= new BacklogQueue();
+      wait(only.heldBacklog, progress, group);
     }
   }
 
   /** Takes the lite topic of `progress` out of the group's backlog, if it is there. */
-  private unbacklog(group: GroupState, progress: TopicProgress): void {
+  unbacklog(group: GroupState, progress: TopicProgress): void {
     if (!progress.backlogged) return;
     progress.backlogged = false;
-    group.backlog.delete(progress);
+    group.backlogSize--;
   }
 
   /**
@@ -252,27 +257,27 @@ export class Dispatcher {
       if (held !== undefined) this.drain(group, held, client, now);
       if (open !== undefined) this.drain(group, open, client, now);
     }
-    // Entries that no longer wait (placed by a whole-backlog walk, expired) are dropped as met; a group
-    // whose clients never walk the open list (catch-all ones only) prunes it here, so it stays within a
-    // constant factor of the backlog.
-    for (const list of [open, held]) {
-      if (list !== undefined && list.size > 2 * group.backlog.size + PRUNE_SLACK) prune(list, group.backlog);
+    // Entries that no longer wait (placed elsewhere, expired) are dropped as met; queues a drain does
+    // not walk (the open list of a group with catch-all clients only, the whole backlog of one
+    // without) are pruned here too, so each stays within a constant factor of the backlog.
+    for (const list of [group.backlog, open, held]) {
+      if (list !== undefined && list.length > 2 * group.backlogSize + PRUNE_SLACK) list.prune();
     }
   }
 
   /**
-   * Offers each entry of `list` present now once, in order, without copying it: `ready` puts an
-   * entry it cannot place back at the end of a list, where the count stops the walk before reaching
-   * it again, and removes entries it places, which the live iteration then skips.
+   * Offers each entry of `list` present now once, in order, taking each from the front: `ready`
+   * puts a lite topic it cannot place back at the end of a list (waiting under a new number), where
+   * the count stops the walk before reaching it again; entries of lite topics placed meanwhile no
+   * longer count and are skipped.
    */
-  private drain(group: GroupState, list: Set<TopicProgress>, client: ClientState | undefined, now: number): void {
+  private drain(group: GroupState, list: BacklogQueue, client: ClientState | undefined, now: number): void {
     const room = this.context.limits.maxEventsPerClient;
-    let left = list.size;
-    for (const progress of list) {
-      if (left-- === 0 || (client !== undefined && client.events.size >= room)) return;
-      list.delete(progress);
-      // No longer waiting, or forgotten by the group (its lite topic expired).
-      if (!progress.backlogged || progress.removed) continue;
+    for (let left = list.length; left > 0; left--) {
+      if (client !== undefined && client.events.size >= room) return;
+      // Undefined: no longer waiting under that entry, or forgotten by the group (its lite topic expired).
+      const progress = list.shift();
+      if (progress === undefined) continue;
       this.unbacklog(group, progress);
       this.ready(group, progress.liteTopic, now, 0, progress);
     }

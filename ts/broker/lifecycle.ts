@@ -198,7 +198,7 @@ export class Lifecycle {
         // Its events go (key-shared groups may have one at each client).
         if (progress !== undefined)
           for (const client of group.clients.values()) this.dispatcher.dequeue(client, progress);
-        if (progress !== undefined) group.backlog.delete(progress);
+        if (progress !== undefined) this.dispatcher.unbacklog(group, progress);
         for (const client of [...(progress?.holders ?? [])]) this.registry.expire(client, name);
       }
       this.context.journal.record(['drop', parent.name, name]);

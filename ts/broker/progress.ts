@@ -155,6 +155,8 @@ export class TopicProgress {
    */
   queuedAt: ClientState | undefined;
   backlogged = false;
+  /** The number it waits in the backlog under, while `backlogged` (backlog.ts). */
+  backlogEntry = 0;
   /**
    * The group's clients holding this lite topic, or undefined while it has none: the one record of
    * who holds it (the registry changes it on subscribe and unsubscribe), so a dispatch reads the

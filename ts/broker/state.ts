@@ -5,6 +5,7 @@
  */
 import type { Matcher, PatternIndex } from '../pattern.js';
 import type { TopicTrie } from '../trie.js';
+import { BacklogQueue } from './backlog.js';
 import type { KeySharedConfig } from './key-shared.js';
 import type { TopicProgress } from './progress.js';
 import type { RecentAcks } from './recent-acks.js';
@@ -183,7 +184,7 @@ export class ClientState {
   /** Order of the last time it was chosen for an event: ties go to the one chosen longest ago. */
   lastChosen = 0;
   /** The dispatcher's drain list of backlog entries only this client can take (see `GroupState.openBacklog`). */
-  heldBacklog: Set<TopicProgress> | undefined;
+  heldBacklog: BacklogQueue | undefined;
 
   constructor(
     readonly clientId: string,
@@ -227,15 +228,19 @@ export class GroupState {
   /** Lite topic → the group's progress on it (a restart hands over the replayed map as it is). */
   readonly progress: Map<string, TopicProgress>;
   /**
-   * Lite topics with messages ready but no client with room; placed as clients make room. Exactly
-   * those whose progress is `backlogged` (the dispatcher changes both together).
+   * Lite topics with messages ready but no client with room, in the order they began to wait; placed
+   * as clients make room. Those that wait are exactly those whose progress is `backlogged`
+   * (backlog.ts: an entry of one that left no longer counts), and there are `backlogSize` of them.
    */
-  readonly backlog = new Set<TopicProgress>();
+  readonly backlog = new BacklogQueue();
+  backlogSize = 0;
+  /** The number the next lite topic to wait in the backlog is given (`TopicProgress.backlogEntry`). */
+  backlogEntries = 0;
   /**
    * The dispatcher's drain list of backlog entries any client may take (dispatcher.ts `toBacklog`):
-   * it may keep entries the backlog no longer has, which a drain skips and forgets.
+   * entries of lite topics that no longer wait are skipped and forgotten as a drain meets them.
    */
-  openBacklog: Set<TopicProgress> | undefined;
+  openBacklog: BacklogQueue | undefined;
   /** What POP keeps of the group (pop.ts): its receipt handles' prefix and its recent acks, made on first use. */
   receiptPrefix: string | undefined;
   recentAcks: RecentAcks | undefined;
