@@ -101,8 +101,8 @@ export class Dispatcher {
       this.armWake(group, liteTopic, progress, now);
       return;
     }
-    const client = this.choose(group, holders);
-    if (client === undefined) this.toBacklog(group, progress, holders);
+    const client = this.choose(group, progress);
+    if (client === undefined) this.toBacklog(group, progress);
     else this.enqueue(client, progress);
   }
 
@@ -133,7 +133,7 @@ export class Dispatcher {
    * never walking the lite topics that wait for other clients (with an exclusive group and full
    * clients that walk would be every waiting lite topic on every POP).
    */
-  private toBacklog(group: GroupState, progress: TopicProgress, holders: ReadonlySet<ClientState> | undefined): void {
+  private toBacklog(group: GroupState, progress: TopicProgress): void {
     if (!progress.backlogged) {
       progress.backlogged = true;
       progress.backlogEntry = ++group.backlogEntries;
@@ -141,7 +141,7 @@ export class Dispatcher {
       wait(group.backlog, progress, group);
     }
     let only: ClientState | undefined;
-    if (group.catchAll.size === 0 && holders?.size === 1) only = holders.values().next().value;
+    if (group.catchAll.size === 0) only = progress.soleHolder;
     // The drain lists (`openBacklog`, `heldBacklog`): `backlogged` stays the one record of what
     // waits; an entry of a lite topic already waiting may be there twice, and a drain offers it once
     // (the first offer takes it out of the backlog, and the second entry no longer counts).
@@ -179,7 +179,7 @@ export class Dispatcher {
       if (client.events.size >= limits.maxEventsPerClient) waiting = true;
       else this.enqueue(client, progress);
     }
-    if (waiting) this.toBacklog(group, progress, progress.holders);
+    if (waiting) this.toBacklog(group, progress);
     else this.unbacklog(group, progress);
     this.armWake(group, liteTopic, progress, now);
   }
@@ -188,10 +188,12 @@ export class Dispatcher {
    * The client to queue an event at: the exclusive holder, or among shared candidates with room and
    * not stalled the least loaded (queued events + unacked deliveries), ties to the one chosen longest ago.
    */
-  private choose(group: GroupState, holders: ReadonlySet<ClientState> | undefined): ClientState | undefined {
+  private choose(group: GroupState, progress: TopicProgress): ClientState | undefined {
     const room = this.context.limits.maxEventsPerClient;
     let best: ClientState | undefined;
-    if (holders !== undefined) for (const client of holders) best = lessLoaded(best, client, room);
+    const sole = progress.soleHolder;
+    if (sole !== undefined) best = lessLoaded(best, sole, room);
+    else if (progress.holders !== undefined) for (const client of progress.holders) best = lessLoaded(best, client, room);
     for (const client of group.catchAll) best = lessLoaded(best, client, room);
     return best;
   }

@@ -158,11 +158,13 @@ export class TopicProgress {
   /** The number it waits in the backlog under, while `backlogged` (backlog.ts). */
   backlogEntry = 0;
   /**
-   * The group's clients holding this lite topic, or undefined while it has none: the one record of
-   * who holds it (the registry changes it on subscribe and unsubscribe), so a dispatch reads the
-   * holders of the lite topic it is deciding on without looking its name up.
+   * The group's clients holding this lite topic, or undefined while it has none (never empty): the
+   * one record of who holds it (the registry changes it on subscribe and unsubscribe), so a dispatch
+   * reads the holders of the lite topic it is deciding on without looking its name up.
    */
   holders: Set<ClientState> | undefined;
+  /** The one holder while there is exactly one: a dispatch reads it without reaching the set. */
+  soleHolder: ClientState | undefined;
   /** The group forgot this progress (its lite topic expired): an event still naming it is void. */
   removed = false;
   /** The lite topic's kept info (state.ts `liteOf`), from the first dispatch that found one. */
@@ -184,6 +186,22 @@ export class TopicProgress {
   ) {
     this.committed = start;
     this.next = start;
+  }
+
+  /** `client` holds the lite topic now (the registry, on subscribe). */
+  addHolder(client: ClientState): void {
+    this.holders ??= new Set();
+    this.holders.add(client);
+    this.soleHolder = this.holders.size === 1 ? client : undefined;
+  }
+
+  /** `client` no longer holds the lite topic (the registry, on unsubscribe). */
+  dropHolder(client: ClientState): void {
+    const holders = this.holders;
+    if (holders === undefined) return;
+    holders.delete(client);
+    if (holders.size === 0) this.holders = undefined;
+    this.soleHolder = holders.size === 1 ? (holders.values().next().value as ClientState) : undefined;
   }
 
   /** The deliveries, to add to (made if there is none; readers use `delivery` and `keptDeliveries`). */

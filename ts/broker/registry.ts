@@ -159,8 +159,7 @@ export class Registry {
       // Committed now, so a restart before the first POP still starts where this subscription chose.
       this.context.journal.hot('start', group, progress, offset);
     }
-    progress.holders ??= new Set();
-    progress.holders.add(client);
+    progress.addHolder(client);
     client.topics.add(liteTopic);
     this.subscriptionCount++;
     this.dispatcher.ready(group, liteTopic, undefined, 0, progress);
@@ -168,8 +167,7 @@ export class Registry {
 
   private detach(client: ClientState, liteTopic: string, reason: UnsubscribeReason | undefined): void {
     const progress = client.group.progress.get(liteTopic);
-    progress?.holders?.delete(client);
-    if (progress?.holders?.size === 0) progress.holders = undefined;
+    progress?.dropHolder(client);
     client.topics.delete(liteTopic);
     this.subscriptionCount--;
     if (!client.catchAll) this.dispatcher.move(client, liteTopic);

@@ -299,9 +299,12 @@ export class GroupState {
     return this.progress.get(liteTopic)?.holders;
   }
 
-  /** Whether any client of the group wants a lite topic held by `holders` (`TopicProgress.holders`). */
+  /**
+   * Whether any client of the group wants a lite topic held by `holders` (`TopicProgress.holders`,
+   * which is undefined rather than empty: a dispatch need not reach the set itself to tell).
+   */
   wantedBy(holders: ReadonlySet<ClientState> | undefined): boolean {
-    return this.catchAll.size > 0 || (holders !== undefined && holders.size > 0);
+    return this.catchAll.size > 0 || holders !== undefined;
   }
 }
 
