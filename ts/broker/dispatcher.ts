@@ -76,9 +76,8 @@ export class Dispatcher {
     const progress = known ?? group.progress.get(liteTopic);
     if (progress === undefined) return; // only a lite topic with progress is placed
     if (progress.queuedAt !== undefined) return; // never set in key-shared groups
-    const holders = progress.holders;
     // An expiring lite topic's LMQ still holds its old messages until deleted; ready again after.
-    if (!group.wantedBy(holders) || isExpiring(group.parent, liteTopic)) {
+    if (!group.wants(progress) || isExpiring(group.parent, liteTopic)) {
       this.unbacklog(group, progress);
       return;
     }
@@ -193,7 +192,7 @@ export class Dispatcher {
     let best: ClientState | undefined;
     const sole = progress.soleHolder;
     if (sole !== undefined) best = lessLoaded(best, sole, room);
-    else if (progress.holders !== undefined) for (const client of progress.holders) best = lessLoaded(best, client, room);
+    else if (progress.hasHolders) for (const client of progress.holders()) best = lessLoaded(best, client, room);
     for (const client of group.catchAll) best = lessLoaded(best, client, room);
     return best;
   }

@@ -199,7 +199,7 @@ export class Lifecycle {
         if (progress !== undefined)
           for (const client of group.clients.values()) this.dispatcher.dequeue(client, progress);
         if (progress !== undefined) this.dispatcher.unbacklog(group, progress);
-        for (const client of [...(progress?.holders ?? [])]) this.registry.expire(client, name);
+        for (const client of [...(progress?.holders() ?? [])]) this.registry.expire(client, name);
       }
       this.context.journal.record(['drop', parent.name, name]);
       this.expiredCount++;

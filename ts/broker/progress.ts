@@ -42,6 +42,9 @@ export interface Delivery {
   holder: { inflight: number } | undefined;
 }
 
+/** What `TopicProgress.holders` returns for a lite topic nobody holds (frozen: shared by all). */
+const NO_HOLDERS: readonly ClientState[] = Object.freeze([]);
+
 /** The invisible deadline of a delivery on its way to the dead-letter queue: never by time. */
 export const MOVING_TO_DEAD_LETTERS = Number.MAX_SAFE_INTEGER;
 
@@ -158,13 +161,13 @@ export class TopicProgress {
   /** The number it waits in the backlog under, while `backlogged` (backlog.ts). */
   backlogEntry = 0;
   /**
-   * The group's clients holding this lite topic, or undefined while it has none (never empty): the
-   * one record of who holds it (the registry changes it on subscribe and unsubscribe), so a dispatch
-   * reads the holders of the lite topic it is deciding on without looking its name up.
+   * The group's clients holding this lite topic: the one record of who holds it (the registry changes
+   * it on subscribe and unsubscribe through `addHolder` and `dropHolder`), so a dispatch reads the
+   * holders of the lite topic it is deciding on without looking its name up. One holder (always so
+   * in an exclusive group) is `soleHolder`, with no set; two or more are `holderSet`; none, neither.
    */
-  holders: Set<ClientState> | undefined;
-  /** The one holder while there is exactly one: a dispatch reads it without reaching the set. */
   soleHolder: ClientState | undefined;
+  private holderSet: Set<ClientState> | undefined;
   /** The group forgot this progress (its lite topic expired): an event still naming it is void. */
   removed = false;
   /** The lite topic's kept info (state.ts `liteOf`), from the first dispatch that found one. */
@@ -188,20 +191,44 @@ export class TopicProgress {
     this.next = start;
   }
 
+  /** Whether any client holds the lite topic. */
+  get hasHolders(): boolean {
+    return this.soleHolder !== undefined || this.holderSet !== undefined;
+  }
+
+  /**
+   * The clients holding the lite topic: the set itself when there are two or more, so a caller that
+   * adds or drops holders while it walks them walks a copy.
+   */
+  holders(): readonly ClientState[] | ReadonlySet<ClientState> {
+    if (this.soleHolder !== undefined) return [this.soleHolder];
+    return this.holderSet ?? NO_HOLDERS;
+  }
+
   /** `client` holds the lite topic now (the registry, on subscribe). */
   addHolder(client: ClientState): void {
-    this.holders ??= new Set();
-    this.holders.add(client);
-    this.soleHolder = this.holders.size === 1 ? client : undefined;
+    const sole = this.soleHolder;
+    if (sole === client || this.holderSet?.has(client) === true) return;
+    if (sole === undefined && this.holderSet === undefined) {
+      this.soleHolder = client;
+      return;
+    }
+    this.holderSet ??= new Set(sole === undefined ? [] : [sole]);
+    this.soleHolder = undefined;
+    this.holderSet.add(client);
   }
 
   /** `client` no longer holds the lite topic (the registry, on unsubscribe). */
   dropHolder(client: ClientState): void {
-    const holders = this.holders;
-    if (holders === undefined) return;
-    holders.delete(client);
-    if (holders.size === 0) this.holders = undefined;
-    this.soleHolder = holders.size === 1 ? (holders.values().next().value as ClientState) : undefined;
+    if (this.soleHolder === client) {
+      this.soleHolder = undefined;
+      return;
+    }
+    const set = this.holderSet;
+    if (set === undefined || !set.delete(client)) return;
+    if (set.size > 1) return;
+    this.holderSet = undefined;
+    this.soleHolder = set.values().next().value;
   }
 
   /** The deliveries, to add to (made if there is none; readers use `delivery` and `keptDeliveries`). */

@@ -147,8 +147,8 @@ export class Registry {
   private attach(client: ClientState, liteTopic: string, start: StartPosition): void {
     const group = client.group;
     let progress = group.progress.get(liteTopic);
-    if (group.exclusive && progress?.holders !== undefined)
-      for (const holder of [...progress.holders]) this.detach(holder, liteTopic, 'evicted');
+    if (group.exclusive && progress?.hasHolders === true)
+      for (const holder of [...progress.holders()]) this.detach(holder, liteTopic, 'evicted');
     if (progress === undefined) {
       const lmq = lmqName(group.parent.name, liteTopic);
       // A lite topic being deleted by expiry starts again from nothing.

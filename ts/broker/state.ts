@@ -295,16 +295,13 @@ export class GroupState {
    * does. A held lite topic always has progress: subscribing makes it, and expiry lets every holder
    * go before it forgets it.
    */
-  holdersOf(liteTopic: string): ReadonlySet<ClientState> | undefined {
-    return this.progress.get(liteTopic)?.holders;
+  holdersOf(liteTopic: string): readonly ClientState[] | ReadonlySet<ClientState> | undefined {
+    return this.progress.get(liteTopic)?.holders();
   }
 
-  /**
-   * Whether any client of the group wants a lite topic held by `holders` (`TopicProgress.holders`,
-   * which is undefined rather than empty: a dispatch need not reach the set itself to tell).
-   */
-  wantedBy(holders: ReadonlySet<ClientState> | undefined): boolean {
-    return this.catchAll.size > 0 || holders !== undefined;
+  /** Whether any client of the group wants the lite topic of `progress`. */
+  wants(progress: TopicProgress): boolean {
+    return this.catchAll.size > 0 || progress.hasHolders;
   }
 }
 
