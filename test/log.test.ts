@@ -521,6 +521,28 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(stats.engine).toBe(engine);
   });
 
+  it('syncs a lone sync append at once, and the appends written while that sync runs together', async () => {
+    const log = await openLog(tempDir(), engine, { flush: 'sync' });
+    // The engine's syncs, counted where the log calls them.
+    const core = (log as unknown as { core: { sync(): Promise<number> } }).core;
+    const sync = core.sync.bind(core);
+    let syncs = 0;
+    core.sync = () => {
+      syncs++;
+      return sync();
+    };
+    await log.append([{ lmqs: ['q'], body: 'lone' }]);
+    expect(syncs).toBe(1);
+    // The first of ten appends issued together starts a sync at once; the other nine, written
+    // while it runs, share one more.
+    await Promise.all(Array.from({ length: 10 }, (_, i) => log.append([{ lmqs: ['q'], body: `m${i}` }])));
+    expect(syncs).toBe(3);
+    const stats = log.stats();
+    expect(stats.durablePosition).toBe(stats.writePosition);
+    expect(log.maxOffset('q')).toBe(11);
+    await log.close();
+  });
+
   it('limits LMQ names by their UTF-8 bytes, ASCII or not, and refuses bad ones storing nothing', async () => {
     const log = await openLog(tempDir(), engine);
     const limit = MAX_LMQ_NAME_BYTES;

@@ -215,6 +215,8 @@ export class CommitLog {
   private writeChain: Promise<void> | undefined;
   /** Syncs running, oldest first, each with the write position it makes durable at least. */
   private readonly syncs: { target: number; work: Promise<number> }[] = [];
+  /** A sync asked for while another runs, started once the microtasks queued then have run. */
+  private nextSync: Promise<number> | undefined;
   private preparing: Promise<void> | undefined;
   private checkpointing: Promise<void> | undefined;
   private durablePosition: number;
@@ -708,20 +710,38 @@ export class CommitLog {
 
   /**
    * Group commit: waits until `position` is durable, sharing each sync with every waiter it covers.
-   * A waiter whose bytes came after every running sync started starts one more, up to
+   * A waiter whose bytes came after every running sync started asks for one more, up to
    * `MAX_SYNCS_IN_FLIGHT`, instead of waiting for them to end first: the next group's flush then
    * overlaps the last one's, and a sync's latency is no longer paid twice by the appends that just
-   * missed it. Each sync covers everything not yet durable when it runs, so they may end in any
-   * order.
+   * missed it. With no sync running, the sync starts at once (a lone append waits for one sync and
+   * nothing else). With one running, it starts once the microtasks queued now have run
+   * (`process.nextTick`): the appends a finished sync released resume in those microtasks, and
+   * those their callers issue in turn are written there, so they share that sync rather than the
+   * first of them taking one alone. Each sync covers everything not yet durable when it runs, so
+   * they may end in any order.
    */
   private async durable(position: number): Promise<void> {
     while (this.durablePosition < position) {
       const syncs = this.syncs;
       const covering = syncs.find((sync) => sync.target >= position);
       if (covering !== undefined) await covering.work;
-      else if (syncs.length < MAX_SYNCS_IN_FLIGHT) await this.startSync();
+      else if (this.nextSync !== undefined) await this.nextSync;
+      else if (syncs.length === 0) await this.startSync();
+      else if (syncs.length < MAX_SYNCS_IN_FLIGHT) await this.syncAfterMicrotasks();
       else await (syncs[syncs.length - 1] as { work: Promise<number> }).work;
     }
+  }
+
+  /** The sync that starts once the microtasks queued now have run (see `durable`). */
+  private syncAfterMicrotasks(): Promise<number> {
+    const next = new Promise<number>((resolve, reject) => {
+      process.nextTick(() => {
+        this.nextSync = undefined;
+        this.startSync().then(resolve, reject);
+      });
+    });
+    this.nextSync = next;
+    return next;
   }
 
   private startSync(): Promise<number> {
