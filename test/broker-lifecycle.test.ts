@@ -5,6 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type Clock, MemoryStore, type UnsubscribedEvent } from '../ts/index.js';
+import { REVIVE_SLICE } from '../ts/broker/lifecycle.js';
+import type { TopicProgress } from '../ts/broker/progress.js';
 import { bodies, drain, keptLite, openBroker, sendMany, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
 
@@ -195,6 +197,42 @@ describe.each(ENGINES)('%s engine', (engine) => {
       expect(bodies(await c.pop())).toEqual(['x#1']);
       expect(broker.readDeadLetters('g').map((l) => [l.liteTopic, l.reconsumeTimes])).toEqual([['x', 0]]);
       expect(broker.admin.topicInfo('agents').liteTopics).toBe(1); // the dead-letter queue is not a lite topic
+    });
+  });
+
+  describe('revive', () => {
+    it('offers again a redelivery whose wake-up was lost, looking at a bounded slice of lite topics per pass', async () => {
+      const t = await openBroker(engine, { sessionTimeoutMs: 0 });
+      const { broker } = t;
+      broker.createGroup('g', { bindTopic: 'agents' });
+      // REVIVE_SLICE lite topics with nothing in flight come first in the group, then the one whose
+      // wake-up goes missing: the first pass looks only at the first slice, the second reaches it.
+      const clients = Array.from({ length: Math.ceil(REVIVE_SLICE / 2000) }, (_, i) =>
+        broker.consumer({ group: 'g', clientId: `idle${i}` }),
+      );
+      for (const [i, client] of clients.entries()) {
+        const from = i * 2000;
+        const names = Array.from({ length: Math.min(2000, REVIVE_SLICE - from) }, (_, k) => `idle${from + k}`);
+        await client.subscribe(names, { offset: { policy: 'min' } });
+      }
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['late'], { offset: { policy: 'min' } });
+      await sendMany(broker, 'late', 1);
+      expect(bodies(await c.pop({ maxNum: 1, invisibleTimeMs: 1000 }))).toEqual(['late#0']);
+      // The wake-up of its redelivery is lost (as a clock race once lost one): nothing else offers it.
+      const group = (broker as unknown as { groups: Map<string, { progress: Map<string, TopicProgress> }> }).groups.get(
+        'g',
+      );
+      const progress = group?.progress.get('late') as TopicProgress;
+      progress.wake = undefined;
+      progress.wakeAt = Number.POSITIVE_INFINITY;
+      t.advance(2000);
+      expect((await c.pop({ maxNum: 1, waitMs: 0 })).length).toBe(0);
+      await broker.runMaintenance();
+      expect((await c.pop({ maxNum: 1, waitMs: 0 })).length).toBe(0); // not in the first slice
+      await broker.runMaintenance();
+      const [again] = await c.pop({ maxNum: 1, waitMs: 0 });
+      expect([again?.body.toString(), again?.reconsumeTimes]).toEqual(['late#0', 1]);
     });
   });
 

@@ -16,6 +16,7 @@
  */
 import type { Dispatcher } from './dispatcher.js';
 import type { Registry } from './registry.js';
+import type { TopicProgress } from './progress.js';
 import { type BrokerContext, type ClientState, dropLite, type ParentTopic } from './state.js';
 import { lmqName } from './store.js';
 
@@ -26,6 +27,11 @@ export const EXPIRY_BATCH = 1000;
  * so sends and POPs are served in between and a sweep never holds the loop for long.
  */
 export const EXPIRY_SLICE = 16;
+/**
+ * Lite topics of each group the revive safety net looks at per maintenance pass (see `revive`): a
+ * pass over them holds the event loop well under a millisecond.
+ */
+export const REVIVE_SLICE = 4096;
 
 /**
  * Those of `offered` (names the trie holds as last active before `cutoff`) with no send since
@@ -167,17 +173,29 @@ export class Lifecycle {
    * topic whose first unacked delivery is past its invisible time but that has no event queued, no
    * backlog entry and no wake timer is offered again. The wake timer does this; this pass guarantees
    * it even if a timer is lost (one was, to a clock race now fixed: docs/BROKER.md, "Redelivery
-   * wake-ups"). Cost: one look per lite topic with something outstanding, per group, per pass.
+   * wake-ups"). Cost: each pass looks at the next `REVIVE_SLICE` lite topics of each group, from
+   * where the last pass stopped, so a pass holds the event loop for a bounded time however many lite
+   * topics there are, and every one is looked at once per `size / REVIVE_SLICE` passes.
    */
   private revive(now: number): void {
     for (const parent of this.parents.values()) {
       for (const group of parent.groups) {
         if (group.keyShared !== undefined) continue; // key-shared keeps its own per-key wakes
-        for (const [liteTopic, progress] of group.progress) {
+        // A Map iterator goes on over entries added since and skips deleted ones; once at the end it
+        // stays there, so the next pass starts again from the first lite topic.
+        let cursor: Iterator<TopicProgress> | undefined = group.reviveCursor ?? group.progress.values();
+        for (let left = REVIVE_SLICE; left > 0; left--) {
+          const step = cursor.next();
+          if (step.done === true) {
+            cursor = undefined;
+            break;
+          }
+          const progress = step.value;
           if (progress.committed >= progress.next || progress.wakeAt !== Number.POSITIVE_INFINITY) continue;
           if (progress.queuedAt !== undefined || progress.backlogged) continue;
-          if (progress.firstDeadline() <= now) this.dispatcher.ready(group, liteTopic);
+          if (progress.firstDeadline() <= now) this.dispatcher.ready(group, progress.liteTopic);
         }
+        group.reviveCursor = cursor;
       }
     }
   }

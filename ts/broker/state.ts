@@ -241,6 +241,8 @@ export class GroupState {
    * entries of lite topics that no longer wait are skipped and forgotten as a drain meets them.
    */
   openBacklog: BacklogQueue | undefined;
+  /** Where the maintenance pass's revive safety net goes on over `progress` (lifecycle.ts `revive`). */
+  reviveCursor: Iterator<TopicProgress> | undefined;
   /** What POP keeps of the group (pop.ts): its receipt handles' prefix and its recent acks, made on first use. */
   receiptPrefix: string | undefined;
   recentAcks: RecentAcks | undefined;
