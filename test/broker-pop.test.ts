@@ -3,6 +3,7 @@
  * invisible time, the ack-during-POP race, the message stream and the on-disk store, on every engine.
  */
 import { describe, expect, it } from 'vitest';
+import type { GroupState } from '../ts/broker/state.js';
 import { Broker, type Clock, type Consumer, MemoryStore, type StoredMessage } from '../ts/index.js';
 import { bodies, drain, gather, ManualClock, openBroker, sendMany, shortOf, tempDir } from './broker-helpers.js';
 import { BACKENDS, embeddedEngine, embeddedOnly } from './engines.js';
@@ -131,6 +132,34 @@ describe.each(BACKENDS)('%s engine', (engine) => {
         const again: string[] = [];
         for (let batch = await popBodies(b); batch.length > 0; batch = await popBodies(b)) again.push(...batch);
         expect(again.sort()).toEqual([...mine('b').map((t) => `${t}#0`), 'b3#1'].sort());
+      },
+    );
+
+    embeddedOnly(engine, 'Dispatch')(
+      'keeps one backlog entry per waiting lite topic however often it is offered again, and loses none',
+      async () => {
+        const { broker } = await openBroker(engine, { limits: { maxEventsPerClient: 2 } });
+        broker.createGroup('g', { bindTopic: 'agents' });
+        const c = broker.consumer({ group: 'g', clientId: 'c' });
+        const names = Array.from({ length: 50 }, (_, i) => `t${i}`);
+        await c.subscribe(names);
+        // Every lite topic gets 20 messages, one per send: each send offers the lite topic again
+        // while it waits for room.
+        for (let round = 0; round < 20; round++) {
+          await broker.sendBatch(
+            'agents',
+            names.map((liteTopic) => ({ liteTopic, body: `${liteTopic}#${round}` })),
+          );
+        }
+        const group = (broker as unknown as { groups: Map<string, GroupState> }).groups.get('g') as GroupState;
+        expect(group.backlogSize).toBe(48);
+        // The lite topics only c holds wait in c's drain list: one entry each. A list holding an entry
+        // per offer would be 20 times that (and pruned on every push).
+        expect(group.clients.get('c')?.heldBacklog?.length).toBe(48);
+        expect(group.backlog.length).toBe(48);
+        const got = await drain(c);
+        expect(got.length).toBe(50 * 20);
+        expect(new Set(got).size).toBe(50 * 20);
       },
     );
 

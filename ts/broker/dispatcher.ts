@@ -136,20 +136,23 @@ export class Dispatcher {
     if (!progress.backlogged) {
       progress.backlogged = true;
       progress.backlogEntry = ++group.backlogEntries;
+      progress.backlogList = undefined;
       group.backlogSize++;
       wait(group.backlog, progress, group);
     }
     let only: ClientState | undefined;
     if (group.catchAll.size === 0) only = progress.soleHolder;
     // The drain lists (`openBacklog`, `heldBacklog`): `backlogged` stays the one record of what
-    // waits; an entry of a lite topic already waiting may be there twice, and a drain offers it once
-    // (the first offer takes it out of the backlog, and the second entry no longer counts).
-    if (only === undefined) {
-      group.openBacklog ??= new BacklogQueue();
-      wait(group.openBacklog, progress, group);
-    } else {
-      only.heldBacklog ??= new BacklogQueue();
-      wait(only.heldBacklog, progress, group);
+    // waits. A lite topic already waiting, offered again (a new message, no room yet), is not added
+    // to the list it is in again: entries that count could not be pruned, and a list where a prune
+    // leaves most entries would be pruned on every push. Its holders changing while it waits may
+    // put it in a second list; a drain offers it once (the first offer takes it out of the backlog,
+    // and the other entry no longer counts).
+    const list =
+      only === undefined ? (group.openBacklog ??= new BacklogQueue()) : (only.heldBacklog ??= new BacklogQueue());
+    if (progress.backlogList !== list) {
+      progress.backlogList = list;
+      wait(list, progress, group);
     }
   }
 

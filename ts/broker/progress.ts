@@ -5,6 +5,7 @@
  * anything after it, with its attempt (reconsume count) plus one. Acks advance `committed` past the
  * contiguous acked prefix. Every offset in [committed, next) has a `Delivery`.
  */
+import type { BacklogQueue } from './backlog.js';
 import { type CorruptHold, retryDelay } from './corrupt.js';
 import { type BrokerContext, type ClientState, type GroupState, type LiteTopicInfo, maxOffsetOf } from './state.js';
 
@@ -160,6 +161,8 @@ export class TopicProgress {
   backlogged = false;
   /** The number it waits in the backlog under, while `backlogged` (backlog.ts). */
   backlogEntry = 0;
+  /** The drain list it was last added to under that number (dispatcher.ts `toBacklog`). */
+  backlogList: BacklogQueue | undefined;
   /**
    * The group's clients holding this lite topic: the one record of who holds it (the registry changes
    * it on subscribe and unsubscribe through `addHolder` and `dropHolder`), so a dispatch reads the
