@@ -61,8 +61,9 @@ impl TopicTrie {
             }
         }
         let id = self.segments.acquire(segment);
-        let node = Node::new(parent, id);
-        let child = match self.free_nodes.pop() {
+        let node = Node::new(parent, id, self.next_edge_key);
+        self.next_edge_key = self.next_edge_key.wrapping_add(1);
+        let child = match self.take_free_node() {
             Some(free) => {
                 self.nodes[free as usize] = node;
                 free
@@ -119,11 +120,12 @@ impl TopicTrie {
         while node != ROOT && self.nodes[node as usize].names == 0 {
             let Node { parent, segment, .. } = self.nodes[node as usize];
             self.forget_edits(node);
+            self.before_freeing_node(node);
             self.children.remove(&self.nodes, node);
             self.unlink(node);
             self.segments.release(segment);
             self.drop_kept_list(node);
-            self.nodes[node as usize] = Node::new(NONE, NONE);
+            self.nodes[node as usize] = Node::new(NONE, NONE, 0);
             self.free_nodes.push(node);
             self.mark_changed(parent);
             node = parent;
