@@ -14,6 +14,12 @@
  * rounds of its own, so that the timed rounds meet compiled code, as on a live broker. Ratios are
  * paired by round (changed over unchanged of the same pattern and engine, native over js of the
  * same call), and summarized by their median and worst round.
+ *
+ * Each round also expands a wide pattern (`WIDE_PATTERN`, a walk down every node of the first three
+ * levels) once per engine. Walks like it lay the trie out again (docs/TRIE.md: the nodes were added
+ * in random order, so the first few start a compaction pass, which the walks after them carry on a
+ * step each); the section reports the longest single call of every pattern over the rounds, so a
+ * pass that held the event loop inside one call would show there.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -29,6 +35,8 @@ type EngineName = (typeof ENGINES)[number];
 export const CHURN_NAMES_PER_ROUND = 1000;
 /** Repeated expands timed per round and pattern; the median is the round's repeated figure. */
 const REPEATED_CALLS = 5;
+/** A walk down every node of the first three levels: the kind of walk that compacts the trie. */
+export const WIDE_PATTERN = '*__*__*__code';
 /** The tenant the patterns come from: the hottest, about 11% of the names. */
 const TENANT = 'tenant0';
 /** Names of the warm-up trie, its rounds, and the names added and removed in each. */
@@ -83,11 +91,36 @@ export interface ChurnRow {
   jsUnchangedFaults?: number;
 }
 
+/** The wide walk of each round: its median and longest call per engine, µs. */
+export interface ChurnWideRow {
+  pattern: string;
+  /** Median over rounds of the names matched. */
+  matched: number;
+  nativeMedianUs: number;
+  nativeWorstUs: number;
+  jsMedianUs: number;
+  jsWorstUs: number;
+}
+
+/** The longest single expand of the rounds, of any pattern, per engine. */
+export interface ChurnLongestExpand {
+  pattern: string;
+  matched: number;
+  us: number;
+}
+
 export interface ChurnResult {
   names: number;
   rounds: number;
   first: ChurnFirstRow[];
   rows: ChurnRow[];
+  /** Absent from runs recorded before the rounds had a wide walk. */
+  wide?: ChurnWideRow;
+  /**
+   * Per engine: the longest single expand of the session, agent and tenant patterns (any call of
+   * the rounds), and of the wide pattern. Absent from runs recorded before the rounds had a wide walk.
+   */
+  longestExpand?: Record<EngineName, { narrow: ChurnLongestExpand; wide: ChurnLongestExpand }>;
   /** The longest single `add` or `remove` of the rounds per engine, µs. */
   worstChangeUs: Record<EngineName, number>;
 }
@@ -173,8 +206,19 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
     const found = trie.expand(pattern).length;
     const ns = Number(process.hrtime.bigint() - started);
     lastFaults = process.resourceUsage().minorPageFault - faultsBefore;
+    const engine = trie.engine as EngineName;
+    const longest = longestExpand[engine][pattern === WIDE_PATTERN ? 'wide' : 'narrow'];
+    if (timingRounds && ns / 1000 > longest.us) Object.assign(longest, { pattern, matched: found, us: ns / 1000 });
     return [found, ns];
   };
+  // The longest calls are taken over the rounds only (the first expands have their own table).
+  let timingRounds = false;
+  const longestExpand = Object.fromEntries(
+    ENGINES.map((engine) => [
+      engine,
+      { narrow: { pattern: '', matched: 0, us: 0 }, wide: { pattern: WIDE_PATTERN, matched: 0, us: 0 } },
+    ]),
+  ) as Record<EngineName, { narrow: ChurnLongestExpand; wide: ChurnLongestExpand }>;
   const pool = shuffled(distinctNames(names + rounds * CHURN_NAMES_PER_ROUND, seed), seed);
   const initial = pool.slice(0, names);
   const incoming = pool.slice(names);
@@ -194,6 +238,12 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
     }
   }
   warmUp(seed + 1);
+  // The wide pattern's first call (native: its names cross to JavaScript for the first time) comes
+  // before the rounds, as the first expands above do.
+  for (const trie of tries) trie.expand(WIDE_PATTERN);
+  timingRounds = true;
+  const wideNs = ENGINES.map(() => [] as number[]);
+  const wideMatched: number[] = [];
   const live = [...initial];
   const worstChangeUs: Record<EngineName, number> = { native: 0, js: 0 };
   // Per pattern and engine, per round: the changed call, the unchanged call and the repeated median, ns.
@@ -257,6 +307,14 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
         ((repeated[p] as number[][])[e] as number[]).push(median(calls));
       }
     }
+    const wideCounts = new Set<number>();
+    for (const e of order) {
+      const [found, ns] = expandTimed(tries[e] as TopicTrie, WIDE_PATTERN);
+      wideCounts.add(found);
+      (wideNs[e] as number[]).push(ns);
+    }
+    if (wideCounts.size !== 1) throw new Error(`churn ${WIDE_PATTERN}: the engines disagree`);
+    wideMatched.push([...wideCounts][0] as number);
     for (const [p, { pattern }] of patterns.entries()) {
       const distinct = [...new Set(counts[p])];
       if (distinct.length !== 1)
@@ -299,5 +357,14 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
       jsUnchangedFaults: median((unchangedFaults[p] as number[][])[1] as number[]),
     };
   });
-  return { names, rounds, first, rows, worstChangeUs };
+  const [nativeWide, jsWide] = wideNs as [number[], number[]];
+  const wide: ChurnWideRow = {
+    pattern: WIDE_PATTERN,
+    matched: median(wideMatched),
+    nativeMedianUs: median(nativeWide) / 1000,
+    nativeWorstUs: Math.max(...nativeWide) / 1000,
+    jsMedianUs: median(jsWide) / 1000,
+    jsWorstUs: Math.max(...jsWide) / 1000,
+  };
+  return { names, rounds, first, rows, wide, longestExpand, worstChangeUs };
 }
