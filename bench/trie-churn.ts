@@ -15,11 +15,13 @@
  * paired by round (changed over unchanged of the same pattern and engine, native over js of the
  * same call), and summarized by their median and worst round.
  *
- * Each round also expands a wide pattern (`WIDE_PATTERN`, a walk down every node of the first three
- * levels) once per engine. Walks like it lay the trie out again (docs/TRIE.md: the nodes were added
- * in random order, so the first few start a compaction pass, which the walks after them carry on a
- * step each); the section reports the longest single call of every pattern over the rounds, so a
- * pass that held the event loop inside one call would show there.
+ * Then as many rounds again change the names the same way and expand the three patterns and a wide
+ * one (`WIDE_PATTERN`, a walk down every node of the first three levels) once per engine. Walks
+ * like it lay the trie out again (docs/TRIE.md: the nodes were added in random order, so the first
+ * few start a compaction pass, which the walks after them carry on a step each); the section
+ * reports the longest single call of every pattern over all the rounds, so a pass that held the
+ * event loop inside one call would show there. They come after the paired rounds, whose ratios
+ * they would otherwise disturb: a wide walk sweeps the caches before the next round's changed calls.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -219,7 +221,7 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
       { narrow: { pattern: '', matched: 0, us: 0 }, wide: { pattern: WIDE_PATTERN, matched: 0, us: 0 } },
     ]),
   ) as Record<EngineName, { narrow: ChurnLongestExpand; wide: ChurnLongestExpand }>;
-  const pool = shuffled(distinctNames(names + rounds * CHURN_NAMES_PER_ROUND, seed), seed);
+  const pool = shuffled(distinctNames(names + 2 * rounds * CHURN_NAMES_PER_ROUND, seed), seed);
   const initial = pool.slice(0, names);
   const incoming = pool.slice(names);
   const patterns = churnPatterns(initial);
@@ -238,12 +240,7 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
     }
   }
   warmUp(seed + 1);
-  // The wide pattern's first call (native: its names cross to JavaScript for the first time) comes
-  // before the rounds, as the first expands above do.
-  for (const trie of tries) trie.expand(WIDE_PATTERN);
   timingRounds = true;
-  const wideNs = ENGINES.map(() => [] as number[]);
-  const wideMatched: number[] = [];
   const live = [...initial];
   const worstChangeUs: Record<EngineName, number> = { native: 0, js: 0 };
   // Per pattern and engine, per round: the changed call, the unchanged call and the repeated median, ns.
@@ -254,7 +251,8 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
   const unchangedFaults = patterns.map(() => ENGINES.map(() => [] as number[]));
   const matched = patterns.map(() => [] as number[]);
   let removeSeed = seed;
-  for (let round = 0; round < rounds; round++) {
+  /** Adds the round's new names and removes as many live ones, in every engine, timing each call. */
+  const changeNames = (round: number): { added: string[]; removed: string[] } => {
     const added = incoming.slice(round * CHURN_NAMES_PER_ROUND, (round + 1) * CHURN_NAMES_PER_ROUND);
     const removed: string[] = [];
     for (let i = 0; i < CHURN_NAMES_PER_ROUND; i++) {
@@ -276,6 +274,10 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
         worstChangeUs[engine] = Math.max(worstChangeUs[engine], ns / 1000);
       }
     }
+    return { added, removed };
+  };
+  for (let round = 0; round < rounds; round++) {
+    const { added, removed } = changeNames(round);
     // Alternate which engine goes first, so neither always meets the other's garbage.
     const order = round % 2 === 0 ? [0, 1] : [1, 0];
     const counts = patterns.map(() => [] as number[]);
@@ -307,14 +309,6 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
         ((repeated[p] as number[][])[e] as number[]).push(median(calls));
       }
     }
-    const wideCounts = new Set<number>();
-    for (const e of order) {
-      const [found, ns] = expandTimed(tries[e] as TopicTrie, WIDE_PATTERN);
-      wideCounts.add(found);
-      (wideNs[e] as number[]).push(ns);
-    }
-    if (wideCounts.size !== 1) throw new Error(`churn ${WIDE_PATTERN}: the engines disagree`);
-    wideMatched.push([...wideCounts][0] as number);
     for (const [p, { pattern }] of patterns.entries()) {
       const distinct = [...new Set(counts[p])];
       if (distinct.length !== 1)
@@ -357,6 +351,26 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
       jsUnchangedFaults: median((unchangedFaults[p] as number[][])[1] as number[]),
     };
   });
+  // The wide pattern's first call (native: its names cross to JavaScript for the first time) comes
+  // before its rounds, as the first expands above do.
+  timingRounds = false;
+  for (const trie of tries) trie.expand(WIDE_PATTERN);
+  timingRounds = true;
+  const wideNs = ENGINES.map(() => [] as number[]);
+  const wideMatched: number[] = [];
+  for (let round = rounds; round < 2 * rounds; round++) {
+    changeNames(round);
+    const order = round % 2 === 0 ? [0, 1] : [1, 0];
+    const wideCounts = new Set<number>();
+    for (const e of order) {
+      for (const { pattern } of patterns) expandTimed(tries[e] as TopicTrie, pattern);
+      const [found, ns] = expandTimed(tries[e] as TopicTrie, WIDE_PATTERN);
+      wideCounts.add(found);
+      (wideNs[e] as number[]).push(ns);
+    }
+    if (wideCounts.size !== 1) throw new Error(`churn ${WIDE_PATTERN}: the engines disagree`);
+    wideMatched.push([...wideCounts][0] as number);
+  }
   const [nativeWide, jsWide] = wideNs as [number[], number[]];
   const wide: ChurnWideRow = {
     pattern: WIDE_PATTERN,

@@ -184,8 +184,8 @@ function churnLongestTables(churn: NonNullable<TrieBenchResult['churn']>): Table
     {
       title: `Churn: the longest single expand of the rounds (ms)`,
       note:
-        `Every timed call of the rounds above, and once a round \`${wide.pattern}\` (a walk down every node of the first three levels; its first call came before the rounds). ` +
-        'The names were added in random order, so walks like it start a compaction pass in the first rounds and carry it on a step after each (docs/TRIE.md): a step costs about what its walk did, in that call. ' +
+        `Every timed call of the rounds above, then of as many rounds again of the same changes, each followed by one expand of the session, agent and tenant and one of \`${wide.pattern}\` per engine (a walk down every node of the first three levels; its first call came before them). ` +
+        'The names were added in random order, so walks like it start a compaction pass in the first of those rounds and carry it on a step after each (docs/TRIE.md): a step costs about what its walk did, in that call. ' +
         `The wide walk matched ${figure(wide.matched)} names (median over rounds).`,
       headers: [
         'engine',
