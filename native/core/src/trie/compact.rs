@@ -94,7 +94,11 @@ impl TopicTrie {
         let mut node = self.preorder_successor(ROOT);
         while node != NONE {
             let n = &self.nodes[node as usize];
-            if self.children.get(&self.nodes, n.parent, n.segment) != node {
+            if self
+                .children
+                .get(&self.nodes, &self.edge_keys, n.parent, n.segment)
+                != node
+            {
                 return Err(format!("node {node}: its edge leads elsewhere"));
             }
             if n.is_name() && self.name_nodes[n.name as usize] != node {
@@ -202,7 +206,8 @@ impl TopicTrie {
         if to as usize == self.nodes.len() {
             // Nodes the pass placed were freed since, and new ones took their positions: `to` is
             // past the others.
-            self.nodes.push(Node::new(NONE, NONE, 0));
+            self.nodes.push(Node::new(NONE, NONE));
+            self.edge_keys.push(0);
             self.free_nodes.push(to);
         }
         if self.is_free_node(to) {
@@ -213,11 +218,13 @@ impl TopicTrie {
             relinked
         } else {
             let spare = self.nodes.len() as u32;
-            self.nodes.push(Node::new(NONE, NONE, 0));
+            self.nodes.push(Node::new(NONE, NONE));
+            self.edge_keys.push(0);
             let mut relinked = self.move_node(node, spare);
             relinked += self.move_node(to, node);
             relinked += self.move_node(spare, to);
             self.nodes.pop();
+            self.edge_keys.pop();
             relinked
         }
     }
@@ -228,8 +235,9 @@ impl TopicTrie {
     fn move_node(&mut self, from: u32, to: u32) -> usize {
         let n = self.nodes[from as usize];
         self.nodes[to as usize] = n;
-        self.nodes[from as usize] = Node::new(NONE, NONE, 0);
-        let parent_key = self.nodes[n.parent as usize].edge_key;
+        self.nodes[from as usize] = Node::new(NONE, NONE);
+        self.edge_keys[to as usize] = self.edge_keys[from as usize];
+        let parent_key = self.edge_keys[n.parent as usize];
         self.children.replace(parent_key, n.segment, from, to);
         let parent = n.parent;
         if self.nodes[parent as usize].first_child == from {
@@ -244,7 +252,7 @@ impl TopicTrie {
             let first = self.nodes[parent as usize].first_child;
             self.nodes[first as usize].prev_sibling = to;
         }
-        // The children's edges stay where they are: they hash by this node's `edge_key`, which
+        // The children's edges stay where they are: they hash by this node's edge key, which
         // moved with it.
         let mut child = n.first_child;
         let mut relinked = 1;
@@ -288,6 +296,7 @@ impl TopicTrie {
         while self.nodes.len() > 1 && self.nodes[self.nodes.len() - 1].parent == NONE {
             self.nodes.pop();
         }
+        self.edge_keys.truncate(self.nodes.len());
         let nodes = &self.nodes;
         self.free_nodes.retain(|&free| {
             free != ROOT && (free as usize) < nodes.len() && nodes[free as usize].parent == NONE

@@ -44,10 +44,9 @@ const ROOT: u32 = 0;
 const SHALLOW_NAME_SEGMENTS: usize = 16;
 /// Names `write_names_joined` loads together, level by level.
 const NAME_BATCH: usize = 32;
-/// A node: 36 bytes. Links are node positions, which change when the trie is compacted; `name` is
-/// the stable id of the name that ends here, if any, and `edge_key` a number of its own that the
-/// edge table hashes its children's edges by (children.rs), so that they stay where they are when
-/// the node moves.
+/// A node: 32 bytes, two to a cache line (walks read nodes at scattered positions, and a node
+/// across two lines would cost two misses). Links are node positions, which change when the trie
+/// is compacted; `name` is the stable id of the name that ends here, if any.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {
     parent: u32,
@@ -64,15 +63,11 @@ pub(crate) struct Node {
     /// Kept-list state (snapshot.rs, edits.rs): flag bits `CHANGED`, `KEPT`, `IN_PARENT` and
     /// `LISTED`, and below them the node's key in its parent's key map.
     kept: u32,
-    /// Given when the node is placed and kept when it moves; unique among live nodes but after
-    /// four billion placements, which only makes two nodes' children share hash homes.
-    edge_key: u32,
 }
 
 impl Node {
-    fn new(parent: u32, segment: u32, edge_key: u32) -> Node {
+    fn new(parent: u32, segment: u32) -> Node {
         Node {
-            edge_key,
             parent,
             segment,
             first_child: NONE,
@@ -111,7 +106,13 @@ pub struct TopicTrie {
     stale_free_nodes: usize,
     /// The compaction pass under way, done a step at the start of each walk (compact.rs).
     compaction: Option<CompactionCursor>,
-    /// The edge key the next node placed gets (`Node::edge_key`).
+    /// Per node position: the number the edge table hashes the node's children's edges by
+    /// (children.rs), given when the node is placed and moved with it, so that its children's edges
+    /// stay where they are when it moves (compact.rs). Unique among live nodes but after four
+    /// billion placements, which only makes two nodes' children share hash homes. Beside the
+    /// nodes, not in them, so that a node stays 32 bytes; only a lookup in the table reads it.
+    edge_keys: Vec<u32>,
+    /// The edge key the next node placed gets.
     next_edge_key: u32,
     /// Nodes placed (new or in a freed position) since the last compaction: out of walk order.
     placed_since_compaction: usize,
@@ -157,7 +158,8 @@ impl TopicTrie {
         TopicTrie {
             dialect,
             max_name_bytes,
-            nodes: vec![Node::new(NONE, NONE, 0)],
+            nodes: vec![Node::new(NONE, NONE)],
+            edge_keys: vec![0],
             free_nodes: Vec::new(),
             stale_free_nodes: 0,
             compaction: None,
@@ -268,7 +270,7 @@ impl TopicTrie {
         let mut node = ROOT;
         for segment in self.dialect.split(name) {
             let id = self.segments.get(segment)?;
-            node = self.children.get(&self.nodes, node, id);
+            node = self.children.get(&self.nodes, &self.edge_keys, node, id);
             if node == NONE {
                 return None;
             }
@@ -405,6 +407,7 @@ impl TopicTrie {
 
     pub fn stats(&self) -> TrieStats {
         let approximate_bytes = self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.edge_keys.capacity() * 4
             + self.free_nodes.capacity() * 4
             + self.name_nodes.capacity() * 4
             + self.last_active.capacity() * 8

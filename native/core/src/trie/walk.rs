@@ -245,7 +245,7 @@ impl TopicTrie {
         if child == NONE {
             return NONE;
         }
-        self.children.get(&self.nodes, node, segment)
+        self.children.get(&self.nodes, &self.edge_keys, node, segment)
     }
 
     /// MQTT: a wildcard in the first level does not reach a first level starting with `$`.
