@@ -14,6 +14,14 @@
  * rounds of its own, so that the timed rounds meet compiled code, as on a live broker. Ratios are
  * paired by round (changed over unchanged of the same pattern and engine, native over js of the
  * same call), and summarized by their median and worst round.
+ *
+ * Then as many rounds again change the names the same way and expand the three patterns and a wide
+ * one (`WIDE_PATTERN`, a walk down every node of the first three levels) once per engine. Walks
+ * like it lay the trie out again (docs/TRIE.md: the nodes were added in random order, so the first
+ * few start a compaction pass, which the walks after them carry on a step each); the section
+ * reports the longest single call of every pattern over all the rounds, so a pass that held the
+ * event loop inside one call would show there. They come after the paired rounds, whose ratios
+ * they would otherwise disturb: a wide walk sweeps the caches before the next round's changed calls.
  */
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -29,6 +37,8 @@ type EngineName = (typeof ENGINES)[number];
 export const CHURN_NAMES_PER_ROUND = 1000;
 /** Repeated expands timed per round and pattern; the median is the round's repeated figure. */
 const REPEATED_CALLS = 5;
+/** A walk down every node of the first three levels: the kind of walk that compacts the trie. */
+export const WIDE_PATTERN = '*__*__*__code';
 /** The tenant the patterns come from: the hottest, about 11% of the names. */
 const TENANT = 'tenant0';
 /** Names of the warm-up trie, its rounds, and the names added and removed in each. */
@@ -83,11 +93,36 @@ export interface ChurnRow {
   jsUnchangedFaults?: number;
 }
 
+/** The wide walk of each round: its median and longest call per engine, µs. */
+export interface ChurnWideRow {
+  pattern: string;
+  /** Median over rounds of the names matched. */
+  matched: number;
+  nativeMedianUs: number;
+  nativeWorstUs: number;
+  jsMedianUs: number;
+  jsWorstUs: number;
+}
+
+/** The longest single expand of the rounds, of any pattern, per engine. */
+export interface ChurnLongestExpand {
+  pattern: string;
+  matched: number;
+  us: number;
+}
+
 export interface ChurnResult {
   names: number;
   rounds: number;
   first: ChurnFirstRow[];
   rows: ChurnRow[];
+  /** Absent from runs recorded before the rounds had a wide walk. */
+  wide?: ChurnWideRow;
+  /**
+   * Per engine: the longest single expand of the session, agent and tenant patterns (any call of
+   * the rounds), and of the wide pattern. Absent from runs recorded before the rounds had a wide walk.
+   */
+  longestExpand?: Record<EngineName, { narrow: ChurnLongestExpand; wide: ChurnLongestExpand }>;
   /** The longest single `add` or `remove` of the rounds per engine, µs. */
   worstChangeUs: Record<EngineName, number>;
 }
@@ -173,9 +208,20 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
     const found = trie.expand(pattern).length;
     const ns = Number(process.hrtime.bigint() - started);
     lastFaults = process.resourceUsage().minorPageFault - faultsBefore;
+    const engine = trie.engine as EngineName;
+    const longest = longestExpand[engine][pattern === WIDE_PATTERN ? 'wide' : 'narrow'];
+    if (timingRounds && ns / 1000 > longest.us) Object.assign(longest, { pattern, matched: found, us: ns / 1000 });
     return [found, ns];
   };
-  const pool = shuffled(distinctNames(names + rounds * CHURN_NAMES_PER_ROUND, seed), seed);
+  // The longest calls are taken over the rounds only (the first expands have their own table).
+  let timingRounds = false;
+  const longestExpand = Object.fromEntries(
+    ENGINES.map((engine) => [
+      engine,
+      { narrow: { pattern: '', matched: 0, us: 0 }, wide: { pattern: WIDE_PATTERN, matched: 0, us: 0 } },
+    ]),
+  ) as Record<EngineName, { narrow: ChurnLongestExpand; wide: ChurnLongestExpand }>;
+  const pool = shuffled(distinctNames(names + 2 * rounds * CHURN_NAMES_PER_ROUND, seed), seed);
   const initial = pool.slice(0, names);
   const incoming = pool.slice(names);
   const patterns = churnPatterns(initial);
@@ -194,6 +240,7 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
     }
   }
   warmUp(seed + 1);
+  timingRounds = true;
   const live = [...initial];
   const worstChangeUs: Record<EngineName, number> = { native: 0, js: 0 };
   // Per pattern and engine, per round: the changed call, the unchanged call and the repeated median, ns.
@@ -204,7 +251,8 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
   const unchangedFaults = patterns.map(() => ENGINES.map(() => [] as number[]));
   const matched = patterns.map(() => [] as number[]);
   let removeSeed = seed;
-  for (let round = 0; round < rounds; round++) {
+  /** Adds the round's new names and removes as many live ones, in every engine, timing each call. */
+  const changeNames = (round: number): { added: string[]; removed: string[] } => {
     const added = incoming.slice(round * CHURN_NAMES_PER_ROUND, (round + 1) * CHURN_NAMES_PER_ROUND);
     const removed: string[] = [];
     for (let i = 0; i < CHURN_NAMES_PER_ROUND; i++) {
@@ -226,6 +274,10 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
         worstChangeUs[engine] = Math.max(worstChangeUs[engine], ns / 1000);
       }
     }
+    return { added, removed };
+  };
+  for (let round = 0; round < rounds; round++) {
+    const { added, removed } = changeNames(round);
     // Alternate which engine goes first, so neither always meets the other's garbage.
     const order = round % 2 === 0 ? [0, 1] : [1, 0];
     const counts = patterns.map(() => [] as number[]);
@@ -299,5 +351,34 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
       jsUnchangedFaults: median((unchangedFaults[p] as number[][])[1] as number[]),
     };
   });
-  return { names, rounds, first, rows, worstChangeUs };
+  // The wide pattern's first call (native: its names cross to JavaScript for the first time) comes
+  // before its rounds, as the first expands above do.
+  timingRounds = false;
+  for (const trie of tries) trie.expand(WIDE_PATTERN);
+  timingRounds = true;
+  const wideNs = ENGINES.map(() => [] as number[]);
+  const wideMatched: number[] = [];
+  for (let round = rounds; round < 2 * rounds; round++) {
+    changeNames(round);
+    const order = round % 2 === 0 ? [0, 1] : [1, 0];
+    const wideCounts = new Set<number>();
+    for (const e of order) {
+      for (const { pattern } of patterns) expandTimed(tries[e] as TopicTrie, pattern);
+      const [found, ns] = expandTimed(tries[e] as TopicTrie, WIDE_PATTERN);
+      wideCounts.add(found);
+      (wideNs[e] as number[]).push(ns);
+    }
+    if (wideCounts.size !== 1) throw new Error(`churn ${WIDE_PATTERN}: the engines disagree`);
+    wideMatched.push([...wideCounts][0] as number);
+  }
+  const [nativeWide, jsWide] = wideNs as [number[], number[]];
+  const wide: ChurnWideRow = {
+    pattern: WIDE_PATTERN,
+    matched: median(wideMatched),
+    nativeMedianUs: median(nativeWide) / 1000,
+    nativeWorstUs: Math.max(...nativeWide) / 1000,
+    jsMedianUs: median(jsWide) / 1000,
+    jsWorstUs: Math.max(...jsWide) / 1000,
+  };
+  return { names, rounds, first, rows, wide, longestExpand, worstChangeUs };
 }

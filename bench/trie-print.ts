@@ -166,10 +166,50 @@ function churnTables(churn: NonNullable<TrieBenchResult['churn']>): Table[] {
       ]),
     },
     ...churnFaultTables(churn),
+    ...churnLongestTables(churn),
     {
       title: 'Churn: the longest single add or remove of the rounds (ms)',
       headers: ['engine', 'ms'],
       rows: Object.entries(churn.worstChangeUs).map(([engine, us]) => [engine, ms(us)]),
+    },
+  ];
+}
+
+/** The wide walk of the rounds and the longest expands; none for a run recorded before the wide walk. */
+function churnLongestTables(churn: NonNullable<TrieBenchResult['churn']>): Table[] {
+  const { wide, longestExpand } = churn;
+  if (wide === undefined || longestExpand === undefined) return [];
+  const ms = (us: number) => figure(us / 1000);
+  return [
+    {
+      title: `Churn: the longest single expand of the rounds (ms)`,
+      note:
+        `Every timed call of the rounds above, then of as many rounds again of the same changes, each followed by one expand of the session, agent and tenant and one of \`${wide.pattern}\` per engine (a walk down every node of the first three levels; its first call came before them). ` +
+        'The names were added in random order, so walks like it start a compaction pass in the first of those rounds and carry it on a step after each (docs/TRIE.md): a step costs about what its walk did, in that call. ' +
+        `The wide walk matched ${figure(wide.matched)} names (median over rounds).`,
+      headers: [
+        'engine',
+        'longest session/agent/tenant expand',
+        'matched',
+        'ms',
+        `${wide.pattern} median ms`,
+        `${wide.pattern} longest ms`,
+        'longest ÷ median',
+      ],
+      rows: (['native', 'js'] as const).map((engine) => {
+        const { narrow } = longestExpand[engine];
+        const median = engine === 'native' ? wide.nativeMedianUs : wide.jsMedianUs;
+        const worst = engine === 'native' ? wide.nativeWorstUs : wide.jsWorstUs;
+        return [
+          engine,
+          `\`${narrow.pattern}\``,
+          figure(narrow.matched),
+          ms(narrow.us),
+          ms(median),
+          ms(worst),
+          `${figure(worst / median)}×`,
+        ];
+      }),
     },
   ];
 }

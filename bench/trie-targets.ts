@@ -2,7 +2,10 @@
  * The trie suite's targets, from one run's figures: on a trie that changes, the first `expand`
  * after adding the names is quick, an expand after a round of changes costs no more than a few
  * times the same expand on an unchanged trie, native is not slower than js on any expand, and no
- * single add or remove holds the event loop long (its time is not explained by any answer's size).
+ * single call holds the event loop longer than its answer explains: no add or remove (no answer),
+ * no expand of a session, agent or tenant (small answers from kept lists) over `CHANGE_MS`, and no
+ * wide walk (a walk down most of the trie, which may carry a compaction step) over a few times its
+ * median.
  */
 import type { Target } from './targets.js';
 import { ceilingTarget, notMeasured, ratioTarget } from './targets.js';
@@ -14,6 +17,8 @@ const FIRST_EXPAND_MS = { native: 50, js: 100 } as const;
 const CHANGED_FACTOR = 3;
 /** The longest single add or remove, ms: it returns no answer whose size could explain a delay. */
 const CHANGE_MS = 10;
+/** The longest wide walk of the churn rounds within this many times its median. */
+const WIDE_FACTOR = 3;
 const ENGINES = ['native', 'js'] as const;
 
 function churnTargets(churn: ChurnResult | undefined, names: number): Target[] {
@@ -70,7 +75,36 @@ function churnTargets(churn: ChurnResult | undefined, names: number): Target[] {
       },
     ),
   );
-  return [...first, ...rows, ...changes];
+  return [...first, ...rows, ...longestTargets(churn), ...changes];
+}
+
+/** The longest expands of the rounds; none for a run recorded before the rounds had a wide walk. */
+function longestTargets(churn: ChurnResult): Target[] {
+  const { wide, longestExpand } = churn;
+  if (wide === undefined || longestExpand === undefined) return [];
+  return [
+    ...ENGINES.map((engine) =>
+      ceilingTarget(
+        `churn: longest single expand of a session, agent or tenant, ${engine}`,
+        longestExpand[engine].narrow.us / 1000,
+        CHANGE_MS,
+        'ms',
+        { inclusive: true },
+      ),
+    ),
+    ...ENGINES.map((engine) =>
+      ceilingTarget(
+        `churn ${wide.pattern}, ${engine}: longest ÷ median`,
+        engine === 'native' ? wide.nativeWorstUs / wide.nativeMedianUs : wide.jsWorstUs / wide.jsMedianUs,
+        WIDE_FACTOR,
+        '×',
+        { inclusive: true },
+      ),
+    ),
+    ceilingTarget(`churn ${wide.pattern}: native ÷ js (medians)`, wide.nativeMedianUs / wide.jsMedianUs, 1, '×', {
+      inclusive: true,
+    }),
+  ];
 }
 
 /** The suite's targets, from the figures of one run. */

@@ -2,6 +2,11 @@
 //! one open-addressing table with linear probing. The key is not stored: it is read back from the
 //! child node itself, so an edge costs 4 bytes a slot instead of the 16 of a map entry — at a million
 //! names that is the difference between fitting the memory target and not (docs/TRIE.md).
+//!
+//! An edge's slot is found by hashing the parent's edge key (`TopicTrie::edge_keys`: given when the
+//! parent was placed, kept when it moves) with the segment, not the parent's position: a node that moves
+//! (compact.rs) then rewrites its own slot in place and leaves its children's where they are. A
+//! lookup still compares the child's parent position, so keys need not be unique to be right.
 
 use super::{Node, NONE};
 
@@ -19,12 +24,20 @@ pub(super) struct ChildTable {
     len: usize,
 }
 
-fn home(parent: u32, segment: u32, mask: usize) -> usize {
+/// The first slot to probe for the edge along `segment` from a parent whose edge key is
+/// `parent_key`.
+fn home(parent_key: u32, segment: u32, mask: usize) -> usize {
     // Fibonacci hashing of the packed key: the top bits of the product depend on every key bit
     // (the low bits would depend only on the key's low bits), so the slot is taken from the top.
-    let key = (u64::from(parent) << 32) | u64::from(segment);
+    let key = (u64::from(parent_key) << 32) | u64::from(segment);
     let bits = mask.count_ones();
     (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - bits)) as usize
+}
+
+/// The home of the edge to `child`, from its parent's edge key and its segment.
+fn home_of(nodes: &[Node], keys: &[u32], child: u32, mask: usize) -> usize {
+    let node = &nodes[child as usize];
+    home(keys[node.parent as usize], node.segment, mask)
 }
 
 impl ChildTable {
@@ -35,28 +48,14 @@ impl ChildTable {
         }
     }
 
-    /// A table of as many slots as `old` holding the edge to every node but the root, for nodes
-    /// that have moved (compaction).
-    pub(super) fn rebuilt(old: &ChildTable, nodes: &[Node]) -> ChildTable {
-        let mut table = ChildTable {
-            slots: vec![NONE; old.slots.len()],
-            len: nodes.len() - 1,
-        };
-        debug_assert!(table.len * 100 <= table.slots.len() * MAX_LOAD_PERCENT);
-        for child in 1..nodes.len() as u32 {
-            table.place(nodes, child);
-        }
-        table
-    }
-
     fn mask(&self) -> usize {
         self.slots.len() - 1
     }
 
     /// The child of `parent` along `segment`, or `NONE`.
-    pub(super) fn get(&self, nodes: &[Node], parent: u32, segment: u32) -> u32 {
+    pub(super) fn get(&self, nodes: &[Node], keys: &[u32], parent: u32, segment: u32) -> u32 {
         let mask = self.mask();
-        let mut slot = home(parent, segment, mask);
+        let mut slot = home(keys[parent as usize], segment, mask);
         loop {
             let child = self.slots[slot];
             if child == NONE {
@@ -71,38 +70,51 @@ impl ChildTable {
     }
 
     /// Records `child` (whose node already holds its parent and segment). The edge must be new.
-    pub(super) fn insert(&mut self, nodes: &[Node], child: u32) {
+    pub(super) fn insert(&mut self, nodes: &[Node], keys: &[u32], child: u32) {
         if (self.len + 1) * 100 > self.slots.len() * MAX_LOAD_PERCENT {
-            self.grow(nodes);
+            self.grow(nodes, keys);
         }
-        self.place(nodes, child);
+        self.place(nodes, keys, child);
         self.len += 1;
     }
 
-    fn place(&mut self, nodes: &[Node], child: u32) {
+    fn place(&mut self, nodes: &[Node], keys: &[u32], child: u32) {
         let mask = self.mask();
-        let node = &nodes[child as usize];
-        let mut slot = home(node.parent, node.segment, mask);
+        let mut slot = home_of(nodes, keys, child, mask);
         while self.slots[slot] != NONE {
             slot = (slot + 1) & mask;
         }
         self.slots[slot] = child;
     }
 
-    fn grow(&mut self, nodes: &[Node]) {
+    fn grow(&mut self, nodes: &[Node], keys: &[u32]) {
         let doubled = vec![NONE; self.slots.len() * 2];
         let old = std::mem::replace(&mut self.slots, doubled);
         for child in old.into_iter().filter(|&c| c != NONE) {
-            self.place(nodes, child);
+            self.place(nodes, keys, child);
         }
+    }
+
+    /// Points the edge to `from` at `to` instead, a node holding the same parent and segment (a
+    /// node moved): its home is unchanged, so the slot is found by its value and rewritten in place.
+    pub(super) fn replace(&mut self, parent_key: u32, segment: u32, from: u32, to: u32) {
+        let mask = self.mask();
+        let mut slot = home(parent_key, segment, mask);
+        while self.slots[slot] != from {
+            debug_assert!(
+                self.slots[slot] != NONE,
+                "replacing an edge that is not in the table"
+            );
+            slot = (slot + 1) & mask;
+        }
+        self.slots[slot] = to;
     }
 
     /// Forgets the edge to `child`, whose node must still hold its parent and segment. Uses
     /// backward-shift deletion, so no tombstones accumulate as names come and go.
-    pub(super) fn remove(&mut self, nodes: &[Node], child: u32) {
+    pub(super) fn remove(&mut self, nodes: &[Node], keys: &[u32], child: u32) {
         let mask = self.mask();
-        let node = &nodes[child as usize];
-        let mut hole = home(node.parent, node.segment, mask);
+        let mut hole = home_of(nodes, keys, child, mask);
         while self.slots[hole] != child {
             debug_assert!(
                 self.slots[hole] != NONE,
@@ -116,8 +128,7 @@ impl ChildTable {
             if moved == NONE {
                 break;
             }
-            let n = &nodes[moved as usize];
-            let wanted = home(n.parent, n.segment, mask);
+            let wanted = home_of(nodes, keys, moved, mask);
             // `moved` may fill the hole unless its home lies cyclically in (hole, next].
             let distance_to_hole = next.wrapping_sub(hole) & mask;
             let distance_to_home = next.wrapping_sub(wanted) & mask;

@@ -186,25 +186,6 @@ impl TopicTrie {
         }
     }
 
-    /// Follows a compaction: node positions in the records, key maps and list holders.
-    pub(super) fn move_edits(&mut self, moved: &[u32]) {
-        let to = |node: u32| if node == NONE { NONE } else { moved[node as usize] };
-        let edits = std::mem::take(&mut self.edits);
-        self.edits = edits
-            .into_iter()
-            .map(|(node, mut edits)| {
-                for entry in &mut edits.children {
-                    entry.node = to(entry.node);
-                }
-                (to(node), edits)
-            })
-            .collect();
-        let maps = std::mem::take(&mut self.key_maps);
-        self.key_maps = maps.into_iter().map(|(node, map)| (to(node), map)).collect();
-        let holders = std::mem::take(&mut self.holders);
-        self.holders = holders.into_iter().map(|(node, list)| (to(node), list)).collect();
-    }
-
     pub(super) fn edits_approximate_bytes(&self) -> usize {
         let records: usize = self
             .edits

@@ -99,7 +99,7 @@ impl TopicTrie {
 
     fn child(&self, node: u32, segment: &str) -> u32 {
         match self.segments.get(segment) {
-            Some(id) => self.children.get(&self.nodes, node, id),
+            Some(id) => self.children.get(&self.nodes, &self.edge_keys, node, id),
             None => NONE,
         }
     }

@@ -7,8 +7,8 @@
 //! next and previous sibling; the first child's `prev_sibling` is the last child, so appends are
 //! O(1)) and the number of names in its subtree (so a trailing wildcard is counted in O(1)). Names
 //! have ids of their own, apart from node positions, because nodes move: once walks have visited
-//! enough scattered nodes, a walk first lays the nodes out again in depth-first order (compact.rs),
-//! so a subtree is read from consecutive memory. A trailing wildcard reads a kept list of the
+//! enough scattered nodes, walks lay the nodes out again in depth-first order, a step after each
+//! walk (compact.rs), so a subtree is read from consecutive memory. A trailing wildcard reads a kept list of the
 //! subtree's ids instead, laid down by the first walk that takes the subtree and, after changes,
 //! rebuilt from the old list and the changes recorded since (snapshot.rs, edits.rs). Each name's last activity is also kept in an ordered set for
 //! `idle_since`. See docs/TRIE.md.
@@ -31,6 +31,7 @@ use crate::error::ErrorCode;
 use crate::interner::Interner;
 use crate::prefetch::prefetch;
 use children::ChildTable;
+use compact::CompactionCursor;
 use edits::{Edits, KeyMap};
 use idle::IdleSet;
 pub use plan::{Plan, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NEW_NAME};
@@ -43,8 +44,9 @@ const ROOT: u32 = 0;
 const SHALLOW_NAME_SEGMENTS: usize = 16;
 /// Names `write_names_joined` loads together, level by level.
 const NAME_BATCH: usize = 32;
-/// A node: 32 bytes. Links are node positions, which change when the trie is compacted; `name` is
-/// the stable id of the name that ends here, if any.
+/// A node: 32 bytes, two to a cache line (walks read nodes at scattered positions, and a node
+/// across two lines would cost two misses). Links are node positions, which change when the trie
+/// is compacted; `name` is the stable id of the name that ends here, if any.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {
     parent: u32,
@@ -98,11 +100,26 @@ pub struct TopicTrie {
     /// Longest accepted lite name, in UTF-8 bytes; unused by the other dialects.
     max_name_bytes: usize,
     nodes: Vec<Node>,
+    /// Freed node positions; `stale_free_nodes` of the entries are positions a compaction pass
+    /// has filled since, or repeats (compact.rs).
     free_nodes: Vec<u32>,
+    stale_free_nodes: usize,
+    /// The compaction pass under way, done a step at the start of each walk (compact.rs).
+    compaction: Option<CompactionCursor>,
+    /// Per node position: the number the edge table hashes the node's children's edges by
+    /// (children.rs), given when the node is placed and moved with it, so that its children's edges
+    /// stay where they are when it moves (compact.rs). Unique among live nodes but after four
+    /// billion placements, which only makes two nodes' children share hash homes. Beside the
+    /// nodes, not in them, so that a node stays 32 bytes; only a lookup in the table reads it.
+    edge_keys: Vec<u32>,
+    /// The edge key the next node placed gets.
+    next_edge_key: u32,
     /// Nodes placed (new or in a freed position) since the last compaction: out of walk order.
     placed_since_compaction: usize,
     /// Nodes pattern walks visited on their way down since the last compaction (compact.rs).
     walked_since_compaction: usize,
+    /// Nodes the walk under way (or the last one) visited on its way down.
+    last_walk_visited: usize,
     /// Kept lists by index (snapshot.rs); a freed one is empty and listed in `free_lists`.
     lists: Vec<KeptList>,
     free_lists: Vec<u32>,
@@ -142,9 +159,14 @@ impl TopicTrie {
             dialect,
             max_name_bytes,
             nodes: vec![Node::new(NONE, NONE)],
+            edge_keys: vec![0],
             free_nodes: Vec::new(),
+            stale_free_nodes: 0,
+            compaction: None,
+            next_edge_key: 1,
             placed_since_compaction: 0,
             walked_since_compaction: 0,
+            last_walk_visited: 0,
             lists: Vec::new(),
             free_lists: Vec::new(),
             spare_ids: Vec::new(),
@@ -248,7 +270,7 @@ impl TopicTrie {
         let mut node = ROOT;
         for segment in self.dialect.split(name) {
             let id = self.segments.get(segment)?;
-            node = self.children.get(&self.nodes, node, id);
+            node = self.children.get(&self.nodes, &self.edge_keys, node, id);
             if node == NONE {
                 return None;
             }
@@ -385,6 +407,7 @@ impl TopicTrie {
 
     pub fn stats(&self) -> TrieStats {
         let approximate_bytes = self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.edge_keys.capacity() * 4
             + self.free_nodes.capacity() * 4
             + self.name_nodes.capacity() * 4
             + self.last_active.capacity() * 8
@@ -398,7 +421,7 @@ impl TopicTrie {
             + self.idle.approximate_bytes();
         TrieStats {
             names: self.names,
-            nodes: self.nodes.len() - self.free_nodes.len(),
+            nodes: self.live_nodes(),
             segments: self.segments.len(),
             approximate_bytes,
         }

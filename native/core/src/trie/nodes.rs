@@ -55,26 +55,30 @@ impl TopicTrie {
 
     pub(super) fn child_or_insert(&mut self, parent: u32, segment: &str) -> u32 {
         if let Some(id) = self.segments.get(segment) {
-            let child = self.children.get(&self.nodes, parent, id);
+            let child = self.children.get(&self.nodes, &self.edge_keys, parent, id);
             if child != NONE {
                 return child;
             }
         }
         let id = self.segments.acquire(segment);
         let node = Node::new(parent, id);
-        let child = match self.free_nodes.pop() {
+        let key = self.next_edge_key;
+        self.next_edge_key = key.wrapping_add(1);
+        let child = match self.take_free_node() {
             Some(free) => {
                 self.nodes[free as usize] = node;
+                self.edge_keys[free as usize] = key;
                 free
             }
             None => {
                 assert!(self.nodes.len() < NONE as usize, "trie node ids exhausted");
                 self.nodes.push(node);
+                self.edge_keys.push(key);
                 (self.nodes.len() - 1) as u32
             }
         };
         self.placed_since_compaction += 1;
-        self.children.insert(&self.nodes, child);
+        self.children.insert(&self.nodes, &self.edge_keys, child);
         self.link_last(parent, child);
         self.mark_changed(parent);
         child
@@ -119,7 +123,8 @@ impl TopicTrie {
         while node != ROOT && self.nodes[node as usize].names == 0 {
             let Node { parent, segment, .. } = self.nodes[node as usize];
             self.forget_edits(node);
-            self.children.remove(&self.nodes, node);
+            self.before_freeing_node(node);
+            self.children.remove(&self.nodes, &self.edge_keys, node);
             self.unlink(node);
             self.segments.release(segment);
             self.drop_kept_list(node);

@@ -45,6 +45,7 @@ impl TopicTrie {
                 }
             }
         }
+        self.after_walk();
         Ok(out.len() - start)
     }
 
@@ -79,6 +80,7 @@ impl TopicTrie {
                 }
             }
         }
+        self.after_walk();
         Ok(count)
     }
 
@@ -112,14 +114,15 @@ impl TopicTrie {
         Ok(found)
     }
 
-    /// Validates `pattern` and follows its tokens down from the root, compacting the trie first when
-    /// walks have visited enough scattered nodes (compact.rs). Returns the nodes the tokens before a trailing
+    /// Validates `pattern` and follows its tokens down from the root, counting the nodes it visits
+    /// for compaction (compact.rs: the public walks call `after_walk` once their answer is out).
+    /// Returns the nodes the tokens before a trailing
     /// wildcard reach, in walk order, and whether the pattern ends with one (whose names are then
     /// those below the returned nodes); otherwise the returned nodes are the matches, names or not.
     /// The caller puts the vector back into `self.frontier` when done, so walks do not allocate.
     fn reach(&mut self, pattern: &str) -> Result<(Vec<u32>, bool), Violation> {
         self.dialect.validate_pattern(pattern)?;
-        self.compact_if_scattered();
+        self.last_walk_visited = 0;
         let tokens = tokenize(pattern, self.dialect);
         let mut frontier = std::mem::take(&mut self.frontier);
         let mut next = std::mem::take(&mut self.next_frontier);
@@ -151,7 +154,7 @@ impl TopicTrie {
                 }
             }
             std::mem::swap(&mut frontier, &mut next);
-            self.walked_since_compaction += frontier.len();
+            self.last_walk_visited += frontier.len();
             if frontier.is_empty() {
                 break;
             }
@@ -172,6 +175,7 @@ impl TopicTrie {
                 .count()
         };
         self.frontier = frontier;
+        self.after_walk();
         Ok(total)
     }
 
@@ -241,7 +245,7 @@ impl TopicTrie {
         if child == NONE {
             return NONE;
         }
-        self.children.get(&self.nodes, node, segment)
+        self.children.get(&self.nodes, &self.edge_keys, node, segment)
     }
 
     /// MQTT: a wildcard in the first level does not reach a first level starting with `$`.

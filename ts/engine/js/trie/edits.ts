@@ -196,16 +196,3 @@ export function forgetEdits(trie: JsTopicTrie, node: number): void {
   if (entry === undefined) throw new Error("trie: a listed node has no entry in its parent's record");
   entry.node = NONE;
 }
-
-/** Follows a compaction (`moved`: old position → new) in the records and key maps. */
-export function moveEdits(trie: JsTopicTrie, moved: Int32Array): void {
-  const edits = new Map<number, Edits>();
-  for (const [node, record] of trie.edits) {
-    for (const entry of record.children) if (entry.node !== NONE) entry.node = moved[entry.node] as number;
-    edits.set(moved[node] as number, record);
-  }
-  trie.edits = edits;
-  const maps = new Map<number, KeyMap>();
-  for (const [node, map] of trie.keyMaps) maps.set(moved[node] as number, map);
-  trie.keyMaps = maps;
-}

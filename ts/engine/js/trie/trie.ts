@@ -15,8 +15,8 @@
 import { DIALECTS, type DialectRules, isValidTopic, validateLiteTopic } from '../../../common/dialect.js';
 import type { DialectName, TopicTrieCore, TopicTrieStats } from '../../contract.js';
 import { Interner } from '../interner.js';
-import { compactIfScattered } from './compact.js';
-import { CHANGED, type Edits, forgetEdits, type KeyMap, markChanged, moveEdits } from './edits.js';
+import { beforeFreeingNode } from './compact.js';
+import { CHANGED, type Edits, forgetEdits, type KeyMap, markChanged } from './edits.js';
 import { IdleSet } from './idle.js';
 import { listNames } from './list.js';
 import { linkLast, unlink } from './nodes.js';
@@ -81,8 +81,16 @@ export class JsTopicTrie implements TopicTrieCore {
   /** MQTT: names whose first level starts with `$`, which a leading wildcard does not reach. */
   dollarNames = 0;
   readonly dialect: DialectRules;
-  private nodeCount = 1;
-  private freeNodes: number[] = [];
+  nodeCount = 1;
+  /**
+   * Freed node positions; `staleFreeNodes` of the entries are positions a compaction pass has
+   * filled since, or repeats (compact.ts).
+   */
+  freeNodes: number[] = [];
+  staleFreeNodes = 0;
+  /** The compaction pass under way (compact.ts): the node laid out last (`NONE`: no pass), and the position the next goes to. */
+  compactionLast = NONE;
+  compactionNext = 0;
   /** Nodes placed (new or in a freed position) since the last compaction: out of walk order. */
   placedSinceCompaction = 0;
   /** Nodes pattern walks visited on their way down since the last compaction (compact.ts). */
@@ -123,6 +131,9 @@ export class JsTopicTrie implements TopicTrieCore {
     this.dollarNames = 0;
     this.nodeCount = 1;
     this.freeNodes = [];
+    this.staleFreeNodes = 0;
+    this.compactionLast = NONE;
+    this.compactionNext = 0;
     this.placedSinceCompaction = 0;
     this.idle = new IdleSet();
     this.parent[ROOT] = NONE;
@@ -144,61 +155,47 @@ export class JsTopicTrie implements TopicTrieCore {
 
   /** Nodes in use, the root included. */
   liveNodes(): number {
-    return this.nodeCount - this.freeNodes.length;
+    return this.nodeCount - (this.freeNodes.length - this.staleFreeNodes);
   }
 
-  /** Lays the nodes out in walk order when many were placed out of it (trie-compact.ts). */
-  compactIfScattered(): void {
-    compactIfScattered(this);
+  isFreeNode(node: number): boolean {
+    return node !== ROOT && node < this.nodeCount && this.parent[node] === NONE;
   }
 
-  /**
-   * Takes the arrays of a compaction, which moved every live node (`moved`: old position → new) to
-   * the first `liveNodes()` positions in depth-first order.
-   */
-  relaidOut(
-    nodes: Pick<
-      JsTopicTrie,
-      | 'parent'
-      | 'segment'
-      | 'names'
-      | 'nodeName'
-      | 'firstChild'
-      | 'nextSibling'
-      | 'prevSibling'
-      | 'changed'
-      | 'key'
-      | 'kept'
-      | 'children'
-      | 'nodeText'
-    >,
-    moved: Int32Array,
-  ): void {
-    const live = this.liveNodes();
-    ({
-      parent: this.parent,
-      segment: this.segment,
-      names: this.names,
-      nodeName: this.nodeName,
-      firstChild: this.firstChild,
-      nextSibling: this.nextSibling,
-      prevSibling: this.prevSibling,
-      changed: this.changed,
-      key: this.key,
-      kept: this.kept,
-      children: this.children,
-      nodeText: this.nodeText,
-    } = nodes);
-    const { nameNodes } = this;
-    for (let id = 0; id < nameNodes.length; id++) {
-      const node = nameNodes[id] as number;
-      if (node !== NONE) nameNodes[id] = moved[node] as number;
+  /** A position for a new node: a freed one (skipping those a compaction pass filled since), else a new one. */
+  private takeFreeNode(): number {
+    for (let free = this.freeNodes.pop(); free !== undefined; free = this.freeNodes.pop()) {
+      if (this.isFreeNode(free)) return free;
+      this.staleFreeNodes--;
     }
-    moveEdits(this, moved);
-    this.nodeCount = live;
-    this.freeNodes = [];
-    this.placedSinceCompaction = 0;
-    this.walkedSinceCompaction = 0;
+    const node = this.nodeCount++;
+    if (node >= this.parent.length) this.grow();
+    return node;
+  }
+
+  /** A position past the others for a compaction's swap, given back by `dropSpareNode`. */
+  spareNode(): number {
+    const node = this.nodeCount++;
+    if (node >= this.parent.length) this.grow();
+    this.parent[node] = NONE;
+    return node;
+  }
+
+  dropSpareNode(): void {
+    this.nodeCount--;
+  }
+
+  /** Follows a compaction's move of the node where name `id` ends. */
+  nameMoved(id: number, node: number): void {
+    this.nameNodes[id] = node;
+  }
+
+  /** Ends a compaction pass: drops the freed positions past the last live node and the stale free entries. */
+  dropTrailingFreeNodes(): void {
+    while (this.nodeCount > 1 && this.parent[this.nodeCount - 1] === NONE) this.nodeCount--;
+    const free = this.freeNodes.filter((node) => this.isFreeNode(node)).sort((a, b) => a - b);
+    this.freeNodes = free.filter((node, at) => at === 0 || free[at - 1] !== node);
+    this.staleFreeNodes = 0;
   }
 
   /**
@@ -423,7 +420,7 @@ export class JsTopicTrie implements TopicTrieCore {
       this.idle.approximateBytes();
     return {
       names: this.nameCount,
-      nodes: this.nodeCount - this.freeNodes.length,
+      nodes: this.liveNodes(),
       segments: this.segments.size,
       approximateBytes,
     };
@@ -444,8 +441,7 @@ export class JsTopicTrie implements TopicTrieCore {
       if (child !== NONE) return child;
     }
     const segment = this.segments.acquire(text);
-    const child = this.freeNodes.pop() ?? this.nodeCount++;
-    if (child >= this.parent.length) this.grow();
+    const child = this.takeFreeNode();
     this.placedSinceCompaction++;
     this.nodeText[child] = undefined;
     this.parent[child] = parent;
@@ -511,6 +507,7 @@ export class JsTopicTrie implements TopicTrieCore {
     while (node !== ROOT && this.names[node] === 0) {
       const parent = this.parent[node] as number;
       forgetEdits(this, node);
+      beforeFreeingNode(this, node);
       const map = this.children[parent];
       if (map !== undefined) {
         map.delete(this.segment[node] as number);

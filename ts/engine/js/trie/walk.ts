@@ -9,6 +9,7 @@
  */
 import { validatePattern } from '../../../common/dialect.js';
 import { RopeBuilder } from '../../../common/name-rope.js';
+import { afterWalk } from './compact.js';
 import { blockOf, type KeptList } from './snapshot.js';
 import type { JsTopicTrie } from './trie.js';
 
@@ -50,6 +51,8 @@ export function childBySegment(trie: JsTopicTrie, node: number, segment: number)
  */
 let reachedNodes: Int32Array = new Int32Array(256);
 let nextNodes: Int32Array = new Int32Array(256);
+/** Nodes the walk under way (or the last one) visited on its way down, for compaction (compact.ts). */
+let lastWalkVisited = 0;
 
 function doubled(nodes: Int32Array): Int32Array {
   const grown = new Int32Array(nodes.length * 2);
@@ -90,12 +93,13 @@ interface Reached {
  * Follows the segments of a valid pattern down from the root level by level, as Rust does: a
  * literal replaces each node by its child along that segment, the one-segment wildcard by its
  * children last to first (so they come out last child first). Stops before a trailing wildcard.
- * Compacts the trie first if many nodes were placed since it last was. The segments are compared
+ * Counts the nodes it visits, for the compaction step the public walks take once their answer is
+ * out (compact.ts: positions may change then). The segments are compared
  * with the dialect's wildcards as they come (what `tokenize` would make of them) rather than turned
  * into token objects.
  */
 function reach(trie: JsTopicTrie, pattern: string): Reached {
-  trie.compactIfScattered();
+  lastWalkVisited = 0;
   const { separator, one, rest } = trie.dialect;
   const segments = pattern.split(separator);
   let length = 0;
@@ -121,7 +125,7 @@ function reach(trie: JsTopicTrie, pattern: string): Reached {
     reachedNodes = nextNodes;
     nextNodes = swap;
     length = next;
-    trie.walkedSinceCompaction += length;
+    lastWalkVisited += length;
   }
   return { nodes: reachedNodes, length, rest: false };
 }
@@ -188,6 +192,7 @@ export function expandIdsInto(trie: JsTopicTrie, pattern: string, out: Uint32Arr
   }
   if (at !== count) throw new Error(`trie: the walk found ${at} names where the counts say ${count}`);
   if (target !== out) out.set(target.subarray(0, out.length));
+  afterWalk(trie, lastWalkVisited);
   return count;
 }
 
@@ -220,6 +225,7 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
       if (text !== undefined) names[at++] = text;
     }
     if (at !== count) throw new Error(`trie: the walk found ${at} names where the counts say ${count}`);
+    afterWalk(trie, lastWalkVisited);
     return names;
   }
   const out = new RopeBuilder();
@@ -240,6 +246,7 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
   const names = out.toArray();
   if (names.length !== count)
     throw new Error(`trie: the walk found ${names.length} names where the counts say ${count}`);
+  afterWalk(trie, lastWalkVisited);
   return names;
 }
 
@@ -250,6 +257,7 @@ export function countMatches(trie: JsTopicTrie, pattern: string): number {
   let total = 0;
   for (let f = 0; f < length; f++)
     total += rest ? restCount(trie, nodes[f] as number) : trie.isName(nodes[f] as number) ? 1 : 0;
+  afterWalk(trie, lastWalkVisited);
   return total;
 }
 

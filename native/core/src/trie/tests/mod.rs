@@ -421,3 +421,61 @@ fn names_joined_in_batches_match_name_of() {
     assert_eq!(joined, format!("x{}", expected.join("\0")));
     assert!(expected.iter().any(String::is_empty) && trie.name_of(gone).is_none());
 }
+
+/// A compaction of a large scattered trie is done in steps, one after each walk in proportion to
+/// the nodes it visited, so no walk pays for a visit of every node and a walk that visits one
+/// places at most one; names added and removed between the steps are laid out with the rest,
+/// and the pass ends with the trie depth first and answers unchanged.
+#[test]
+fn compaction_runs_in_steps_across_walks() {
+    let mut trie = lite();
+    // Sessions added round-robin over the agents: every subtree scattered over the node array.
+    let names: Vec<String> = (0..40_000)
+        .map(|i| format!("t{}__a{}__s{}", i % 7, i % 97, i))
+        .collect();
+    for name in &names {
+        trie.add(name, None).unwrap();
+    }
+    let pattern = "*__*__*";
+    let mut walks = 0;
+    while !trie.is_compacting() {
+        let mut out = Vec::new();
+        assert_eq!(trie.expand_into(pattern, &mut out).unwrap(), names.len());
+        walks += 1;
+        assert!(walks < 100, "walks over every node start a compaction");
+    }
+    let mut steps = 0;
+    let mut extra = 0;
+    while trie.is_compacting() {
+        trie.add(&format!("t{}__late__s{extra}", extra % 3), None)
+            .unwrap();
+        trie.remove(&names[extra * 13]);
+        extra += 1;
+        trie.check_links().unwrap();
+        let placed = trie.compaction.map_or(0, |cursor| cursor.next);
+        trie.expand_into("t3__**", &mut Vec::new()).unwrap();
+        let after = trie.compaction.map_or(placed, |cursor| cursor.next);
+        assert!(
+            after <= placed + 1,
+            "a walk that visited one node placed {}",
+            after - placed
+        );
+        trie.count(pattern).unwrap();
+        steps += 1;
+    }
+    assert!(steps > 1, "the pass took {steps} walks");
+    trie.check_links().unwrap();
+    let mut expected: Vec<&str> = names.iter().map(String::as_str).collect();
+    for removed in 0..extra {
+        expected.retain(|n| *n != names[removed * 13]);
+    }
+    let mut got = expand(&mut trie, pattern);
+    got.sort();
+    let mut added: Vec<String> = (0..extra).map(|e| format!("t{}__late__s{e}", e % 3)).collect();
+    let mut want: Vec<String> = expected.iter().map(|n| n.to_string()).collect();
+    want.append(&mut added);
+    want.sort();
+    assert_eq!(got, want);
+    trie.compact();
+    assert!(trie.is_laid_out_depth_first());
+}

@@ -1,5 +1,6 @@
 //! Random operation sequences against a brute-force model (a list of names and last activities),
-//! with compaction interleaved: results, ids and walk order must not depend on the node layout.
+//! with compaction interleaved (whole, and a pass in small steps with operations between them):
+//! results, ids and walk order must not depend on the node layout.
 
 use super::{expand, expand_in_walk_order};
 use crate::dialect::Dialect;
@@ -84,6 +85,12 @@ fn matches_brute_force_under_random_operations() {
                 },
             }
             assert_eq!(trie.len(), live.len());
+            if rng.below(3) == 0 {
+                // A few nodes of a compaction pass, which the next operations then run across.
+                trie.compact_partly(1 + rng.below(6));
+            }
+            trie.check_links()
+                .unwrap_or_else(|e| panic!("step {step} links: {e}"));
             trie.check_blocks()
                 .unwrap_or_else(|e| panic!("step {step} before expand: {e}"));
             let pattern = random_pattern(&mut rng, dialect);
