@@ -4,9 +4,9 @@
  * maintenance timer and session checks; `runMaintenance()` waits for the pass to finish).
  */
 import { describe, expect, it } from 'vitest';
-import { type Clock, MemoryStore, type UnsubscribedEvent } from '../ts/index.js';
 import { REVIVE_SLICE } from '../ts/broker/lifecycle.js';
 import type { TopicProgress } from '../ts/broker/progress.js';
+import { type Clock, MemoryStore, type UnsubscribedEvent } from '../ts/index.js';
 import { bodies, drain, keptLite, openBroker, sendMany, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
 

@@ -148,8 +148,14 @@ export class Dispatcher {
     // leaves most entries would be pruned on every push. Its holders changing while it waits may
     // put it in a second list; a drain offers it once (the first offer takes it out of the backlog,
     // and the other entry no longer counts).
-    const list =
-      only === undefined ? (group.openBacklog ??= new BacklogQueue()) : (only.heldBacklog ??= new BacklogQueue());
+    let list: BacklogQueue;
+    if (only === undefined) {
+      group.openBacklog ??= new BacklogQueue();
+      list = group.openBacklog;
+    } else {
+      only.heldBacklog ??= new BacklogQueue();
+      list = only.heldBacklog;
+    }
     if (progress.backlogList !== list) {
       progress.backlogList = list;
       wait(list, progress, group);

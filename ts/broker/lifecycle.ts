@@ -15,8 +15,8 @@
  * until then, so its new first message starts the lite topic again at offset 0 for everyone.
  */
 import type { Dispatcher } from './dispatcher.js';
-import type { Registry } from './registry.js';
 import type { TopicProgress } from './progress.js';
+import type { Registry } from './registry.js';
 import { type BrokerContext, type ClientState, dropLite, type ParentTopic } from './state.js';
 import { lmqName } from './store.js';
 
