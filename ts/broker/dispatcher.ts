@@ -16,7 +16,6 @@ import { WakeQueue } from './wakes.js';
 /** Entries that no longer count a backlog queue may hold beyond twice the backlog before it is pruned. */
 const PRUNE_SLACK = 64;
 
-/** Drops the entries of `list` that are no longer in `backlog`. */
 /** Pushes `progress` onto `queue`, pruning the queue once most of it no longer counts. */
 function wait(queue: BacklogQueue, progress: TopicProgress, group: GroupState): void {
   queue.push(progress);
