@@ -54,6 +54,8 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
   private route: { brokers: string[]; at: number } | undefined;
   private nextBroker = 0;
   private isClosed = false;
+  /** `close` has begun (it releases the in-flight messages before it marks the consumer closed). */
+  private closing = false;
   private resolvedGroup: RemoteGroup | undefined;
   /** The group's `lite.sub.client.quota` from the proxy's settings; 0 when it sent none. */
   private groupQuota = 0;
@@ -132,14 +134,21 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
     this.checkOpen();
     const { maxNum, invisibleTimeMs, waitMs } = this.popOptions(options);
     await this.ready;
+    let popped: PoppedMessage[];
     try {
-      return await this.popFrom(await this.brokers(), maxNum, invisibleTimeMs, waitMs);
+      popped = await this.popFrom(await this.brokers(), maxNum, invisibleTimeMs, waitMs);
     } catch (error) {
       // A POP under way when the consumer closes ends empty, as on the embedded broker; the proxy
       // answers one that reaches it after the close as a call of an unknown client.
       if (this.isClosed) return [];
       throw error;
     }
+    if (!this.closing) return popped;
+    // Answered while the consumer closes: the close makes its in-flight messages visible again, and
+    // the proxy may hand them straight to this long poll. It ends empty and gives them back too
+    // (if the client is already gone, they come back at their invisible time).
+    await Promise.allSettled(popped.map((message) => this.changeInvisibleTime(message, 0)));
+    return [];
   }
 
   private async popFrom(
@@ -312,6 +321,7 @@ export class RemoteConsumer extends EventEmitter<ConsumerEvents> {
       throw new InvalidArgumentError('close options must be an object');
     }
     if (this.isClosed) return;
+    this.closing = true;
     if (options.release ?? true) {
       await Promise.allSettled([...this.handles.keys()].map((handle) => this.changeInvisibleTime(handle, 0)));
     }
