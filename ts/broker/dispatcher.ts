@@ -19,6 +19,11 @@ const PRUNE_SLACK = 64;
 /** Pushes `progress` onto `queue`, pruning the queue once most of it no longer counts. */
 function wait(queue: BacklogQueue, progress: TopicProgress, group: GroupState): void {
   queue.push(progress);
+  pruneIfStale(queue, group);
+}
+
+/** Prunes `queue` once it holds more than twice the group's backlog (plus slack): most no longer counts. */
+function pruneIfStale(queue: BacklogQueue, group: GroupState): void {
   if (queue.length > 2 * group.backlogSize + PRUNE_SLACK) queue.prune();
 }
 
@@ -200,7 +205,7 @@ export class Dispatcher {
     let best: ClientState | undefined;
     const sole = progress.soleHolder;
     if (sole !== undefined) best = lessLoaded(best, sole, room);
-    else if (progress.hasHolders) for (const client of progress.holders()) best = lessLoaded(best, client, room);
+    else for (const client of progress.holders()) best = lessLoaded(best, client, room);
     for (const client of group.catchAll) best = lessLoaded(best, client, room);
     return best;
   }
@@ -269,9 +274,7 @@ export class Dispatcher {
     // Entries that no longer wait (placed elsewhere, expired) are dropped as met; queues a drain does
     // not walk (the open list of a group with catch-all clients only, the whole backlog of one
     // without) are pruned here too, so each stays within a constant factor of the backlog.
-    for (const list of [group.backlog, open, held]) {
-      if (list !== undefined && list.length > 2 * group.backlogSize + PRUNE_SLACK) list.prune();
-    }
+    for (const list of [group.backlog, open, held]) if (list !== undefined) pruneIfStale(list, group);
   }
 
   /**
