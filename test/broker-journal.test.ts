@@ -17,7 +17,7 @@ import {
   RECORD_HEADER_BYTES,
   StateJournal,
 } from '../ts/broker/journal.js';
-import { type JournalStorage, nodeJournalStorage } from '../ts/broker/journal-storage.js';
+import { type JournalFile, type JournalStorage, nodeJournalStorage } from '../ts/broker/journal-storage.js';
 import { decodeRecords, journalRecorder, replay, type StateRecord } from '../ts/broker/persist.js';
 import { encodeHot, isNameRecord } from '../ts/broker/snapshot.js';
 import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
@@ -37,6 +37,17 @@ afterEach(async () => {
   await closeAll();
   for (const dir of created.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
+
+/**
+ * Waits until `journal` has replaced its file `count` times: a compaction runs on in the background,
+ * across event-loop turns, after the appends that made it due are durable.
+ */
+async function compacted(journal: StateJournal, count: number): Promise<void> {
+  for (let waited = 0; journal.compactions < count; waited++) {
+    if (waited > 5000) throw new Error(`the journal compacted ${journal.compactions} times, not ${count}`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
 
 /**
  * A fresh directory, removed after the test: in memory where the machine has /dev/shm, since the
@@ -425,6 +436,115 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(second.admin.groupInfo('g').bindTopic).toBe('agents');
   });
 
+  it('a compaction in slices, with sends, POPs and acks written between them, leaves a file that replays to the state', {
+    timeout: 120_000,
+  }, async () => {
+    const dir = tempDir();
+    const clock = new ManualClock();
+    // Per compaction (from the create of the new file to its rename): the writes to the new file
+    // (its header and its slices) and those to the current file meanwhile (records of the window).
+    const spans: { newWrites: number; currentWrites: number; done: boolean }[] = [];
+    const counted = (file: JournalFile, onWrite: () => void): JournalFile => ({
+      write: (bytes, offset, length, position) => {
+        onWrite();
+        return file.write(bytes, offset, length, position);
+      },
+      truncate: (length) => file.truncate(length),
+      datasync: () => file.datasync(),
+      close: () => file.close(),
+    });
+    const current = () => spans.find((span) => !span.done);
+    const storage: JournalStorage = {
+      ...nodeJournalStorage,
+      open: async (path) =>
+        counted(await nodeJournalStorage.open(path), () => {
+          const span = current();
+          if (span !== undefined) span.currentWrites++;
+        }),
+      create: async (path) => {
+        const span = { newWrites: 0, currentWrites: 0, done: false };
+        spans.push(span);
+        return counted(await nodeJournalStorage.create(path), () => {
+          const under = current();
+          if (!span.done) span.newWrites++;
+          else if (under !== undefined) under.currentWrites++; // the new file, current since its rename
+        });
+      },
+      rename: async (from, to) => {
+        await nodeJournalStorage.rename(from, to);
+        const span = current();
+        if (span !== undefined) span.done = true;
+      },
+    };
+    const broker = await Broker.open({
+      ...base(engine, dir, clock),
+      stateStorage: storage,
+      stateCompactBytes: 64 * 1024,
+    });
+    opened.push(broker);
+    broker.createTopic('agents');
+    const groups = ['g1', 'g2', 'g3'];
+    const consumers = groups.map((group) => {
+      broker.createGroup(group, GROUP);
+      return broker.consumer({ group, clientId: `${group}-c` });
+    });
+    // Enough progress that a snapshot is several slices (each at most 1 MiB): 3 groups × 15,000.
+    const liteTopics = Array.from({ length: 15_000 }, (_, i) => `t${i % 50}__a${i}`);
+    for (let i = 0; i < liteTopics.length; i += 500) {
+      await broker.sendBatch(
+        'agents',
+        liteTopics.slice(i, i + 500).map((liteTopic) => ({ liteTopic, body: liteTopic })),
+      );
+    }
+    // Until a compaction in several slices, with records written to the current file between
+    // them, has replaced the file: POPs (half acked, the rest left in flight), sends to old and new
+    // lite topics, invisible times moved.
+    let round = 0;
+    const sendsOnly = spans.length;
+    const wanted = () =>
+      spans.slice(sendsOnly).some((span) => span.done && span.newWrites >= 3 && span.currentWrites > 0);
+    while (!wanted()) {
+      expect(round++, 'no compaction in slices with records between them').toBeLessThan(3000);
+      for (const consumer of consumers) {
+        const popped = await consumer.pop({ maxNum: 32, invisibleTimeMs: INVISIBLE_MS });
+        for (const [i, message] of popped.entries()) {
+          if (i % 2 === 0) await consumer.ack(message);
+          else if (i % 3 === 0) await consumer.changeInvisibleTime(message, INVISIBLE_MS * 2);
+        }
+      }
+      await broker.sendBatch(
+        'agents',
+        Array.from({ length: 20 }, (_, k) => {
+          const liteTopic =
+            k % 4 === 0 ? `new${round}__${k}` : (liteTopics[(round * 37 + k * 101) % liteTopics.length] as string);
+          return { liteTopic, body: liteTopic };
+        }),
+      );
+    }
+    // The file now: that compaction's snapshot, the records of its window, and what came after.
+    while (current() !== undefined) await new Promise((resolve) => setTimeout(resolve, 1));
+    const path = join(dir, STATE_FILE);
+    const live = replay(decodeJournal(readFileSync(path), path).records);
+    // Closing with nothing under way compacts once more, in one go: the state as it is.
+    await broker.close();
+    opened.splice(opened.indexOf(broker), 1);
+    const closed = replay(decodeJournal(readFileSync(path), path).records);
+    const described = (state: ReturnType<typeof replay>) =>
+      [...state.progress].map(([group, progress]) => [
+        group,
+        [...progress]
+          .map(([liteTopic, p]) => [
+            liteTopic,
+            p.committed,
+            p.next,
+            [...p.keptDeliveries()].map((d) => [d.offset, d.attempt, d.invisibleUntil, d.acked]),
+          ])
+          .sort(),
+      ]);
+    expect(described(live)).toEqual(described(closed));
+    expect(closed.progress.get('g1')?.size).toBeGreaterThanOrEqual(liteTopics.length);
+  });
+
   it('close() racing sends, POPs and acks: what resolved is kept, what did not rejects with CLOSED', async () => {
     const dir = tempDir();
     const clock = new ManualClock();
@@ -631,8 +751,9 @@ describe('state journal', () => {
     recorder.hot('start', group, kept, 0);
     recorder.hot('start', group, gone, 0);
     await recorder.durable(); // written, then compacted: the file is past its compaction size
-    const compacted = decodeJournal(readFileSync(path), path).records;
-    expect(decodeRecords(compacted)).toEqual([['epoch', epoch]]);
+    await compacted(journal, 1);
+    const compactedRecords = decodeJournal(readFileSync(path), path).records;
+    expect(decodeRecords(compactedRecords)).toEqual([['epoch', epoch]]);
     recorder.hot('ack', group, kept, 0);
     recorder.hot('ack', group, gone, 0);
     await recorder.durable();
@@ -647,6 +768,67 @@ describe('state journal', () => {
     expect(nameRecords).toHaveLength(2);
     expect(journal.nameFile).toBe(1); // one compaction: one new numbering
     await journal.close();
+  });
+
+  it('a compaction writes the records appended while it runs after its snapshot, and not those from before it began', async () => {
+    const path = join(tempDir(), STATE_FILE);
+    // Writes to the current file wait while `hold` is set: records appended meanwhile are still
+    // pending when the compaction the write made due begins.
+    let hold: Promise<void> | undefined;
+    const storage: JournalStorage = {
+      ...nodeJournalStorage,
+      open: async (file) => {
+        const inner = await nodeJournalStorage.open(file);
+        return {
+          ...inner,
+          write: async (bytes, offset, length, position) => {
+            await hold;
+            return inner.write(bytes, offset, length, position);
+          },
+          truncate: (length) => inner.truncate(length),
+          datasync: () => inner.datasync(),
+          close: () => inner.close(),
+        };
+      },
+    };
+    const { journal } = await StateJournal.open(path, { flush: 'sync', compactBytes: 50, storage });
+    const recorder = journalRecorder(journal);
+    const named = (name: string) => ({ name, liteTopic: name, journalName: -1, journalFile: -1 });
+    const [group, before, during] = [named('g'), named('before'), named('during')];
+    let release: () => void = () => undefined;
+    hold = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // The snapshot stands for the state: it holds `before` (in full, as progress batches name lite
+    // topics) and, between two of its records, the broker goes on: `during` starts, then the
+    // lite topic of `before` is dropped and starts again.
+    journal.snapshot = function* (names) {
+      names.carry(group, group.name);
+      yield encodeRecord(['epoch', 'e'.repeat(2 * 1024 * 1024)]); // a slice of its own
+      recorder.hot('start', group, during, 7);
+      recorder.record(['drop', 'agents', 'before']);
+      recorder.hot('start', group, before, 9);
+      yield encodeRecord(['epoch', 'e']);
+    };
+    journal.append(['epoch', 'x'.repeat(100)]); // its write waits: the file is past compactBytes once it is done
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Pending when the compaction begins: numbered in the current file.
+    recorder.hot('start', group, before, 0);
+    recorder.hot('ack', group, before, 0);
+    release();
+    hold = undefined;
+    await compacted(journal, 1);
+    await recorder.durable(); // and the records of the snapshot's last slice, written after it
+    // The new file: the snapshot, then what came while it was written; the ack from before it began
+    // is in neither (the snapshot holds it), and every number it uses is named in it.
+    const records = decodeRecords(decodeJournal(readFileSync(path), path).records);
+    journal.snapshot = undefined;
+    await journal.close();
+    expect(records.filter((r) => Array.isArray(r) && r[0] !== 'epoch')).toEqual([
+      ['start', 'g', 'during', 7],
+      ['drop', 'agents', 'before'],
+      ['start', 'g', 'before', 9],
+    ]);
   });
 
   it('compacts when the file is twice the state, counting what the state grew by since the last compaction', async () => {
@@ -664,22 +846,25 @@ describe('state journal', () => {
     };
     const fileBytes = () => readFileSync(path).length;
     await fill(200); // past compactBytes and twice the fresh file: compacted
-    expect(journal.nameFile).toBe(1);
-    const compacted = fileBytes();
-    expect(compacted).toBeGreaterThan(20 * live);
+    await compacted(journal, 1);
+    const first = fileBytes();
+    expect(first).toBeGreaterThan(20 * live);
     // The state grew fourfold: a file three times the last compaction's is still mostly state.
     live = 40;
-    while (fileBytes() < 3 * compacted) await fill(50);
+    while (fileBytes() < 3 * first) await fill(50);
+    expect(journal.compactions).toBe(1);
     expect(journal.nameFile).toBe(1);
     // Past twice the grown state's estimate, it compacts.
-    while (journal.nameFile === 1 && fileBytes() < 9 * compacted) await fill(50);
+    while (journal.nameFile === 1 && fileBytes() < 9 * first) await fill(50);
     expect(journal.nameFile).toBe(2);
+    await compacted(journal, 2);
     expect(decodeRecords(decodeJournal(readFileSync(path), path).records)).toEqual([['epoch', 'e'.repeat(20 * live)]]);
     // A state that stays the same compacts again at twice the file, as before.
     const second = fileBytes();
     while (journal.nameFile === 2 && fileBytes() < 2 * second) await fill(50);
     await fill(50);
     expect(journal.nameFile).toBe(3);
+    await compacted(journal, 3);
     await journal.close();
   });
 });

@@ -422,7 +422,7 @@ export class Broker extends EventEmitter {
     return entries;
   }
 
-  private snapshotRecords(names: NameCarrier): Buffer[] {
+  private snapshotRecords(names: NameCarrier): Iterable<Buffer> {
     return snapshot(
       this.context.epoch,
       this.parents.values(),

@@ -109,12 +109,12 @@ const NAMES_PER_RECORD = 4096;
 const WRITE_RUN_BYTES = 1024 * 1024;
 
 /**
- * Writes `records` one after another from the start of `file` without copying the large ones (a
+ * Writes `records` one after another into `file` from `from` without copying the large ones (a
  * compaction's progress batches): small ones are joined into writes of up to `WRITE_RUN_BYTES`.
  * Returns the bytes written.
  */
-async function writeRecords(file: JournalFile, records: readonly Uint8Array[]): Promise<number> {
-  let at = 0;
+async function writeRecords(file: JournalFile, records: readonly Uint8Array[], from: number): Promise<number> {
+  let at = from;
   let run: Uint8Array[] = [];
   let runBytes = 0;
   const writeRun = async () => {
@@ -131,7 +131,37 @@ async function writeRecords(file: JournalFile, records: readonly Uint8Array[]): 
     runBytes += record.length;
   }
   await writeRun();
-  return at;
+  return at - from;
+}
+
+/**
+ * A compaction's new file after its header: the snapshot's records, then `NAME` records giving the
+ * names of `kept` their numbers (framed, up to `NAMES_PER_RECORD` each), made one at a time as the
+ * snapshot's are. `kept` grows while they are made (records of the window number names): the
+ * iteration goes on over the map as it is, so those are named too.
+ */
+function* newFileRecords(
+  snapshot: Iterable<Uint8Array>,
+  kept: ReadonlyMap<string, number> | undefined,
+): Generator<Uint8Array, void, undefined> {
+  yield* snapshot;
+  if (kept === undefined) return;
+  // Names added once the iteration below ended (while its last record was written) are named by
+  // another pass over those past the ones named.
+  let named = 0;
+  while (named < kept.size) {
+    let entries: [number, string][] = [];
+    let seen = 0;
+    for (const [name, id] of kept) {
+      if (seen++ < named) continue;
+      entries.push([id, name]);
+      named++;
+      if (entries.length < NAMES_PER_RECORD) continue;
+      yield sealRecord(encodeNames(entries, RECORD_HEADER_BYTES));
+      entries = [];
+    }
+    if (entries.length > 0) yield sealRecord(encodeNames(entries, RECORD_HEADER_BYTES));
+  }
 }
 
 /**
@@ -274,42 +304,52 @@ export interface JournalNamed {
 }
 
 /**
- * A compaction's new numbering (`StateJournal.snapshot`): each group and progress the snapshot
- * writes is carried, keeping the number it has in the numbering ending now, and its name gets a
- * `NAME` record in the new file.
+ * What a compaction's snapshot hands each group and progress it writes (`StateJournal.snapshot`):
+ * the number it has keeps holding in the new file (named there by a `NAME` record).
  */
-export class NameCarrier {
-  readonly names = new Map<string, number>();
-  private readonly carried: [number, string][] = [];
-  readonly numbering: number;
-
-  constructor(
-    private readonly ending: number,
-    /** Numbers start again from 0: nothing is carried. */
-    readonly restart: boolean,
-  ) {
-    this.numbering = ending + 1;
-  }
-
-  /** Keeps the number of `named` (its name `name`), if it has one of the numbering ending now. */
-  carry(named: JournalNamed, name: string): void {
-    if (this.restart || named.journalFile !== this.ending || named.journalName < 0) return;
-    named.journalFile = this.numbering;
-    if (this.names.has(name)) return;
-    this.names.set(name, named.journalName);
-    this.carried.push([named.journalName, name]);
-  }
-
-  /** The `NAME` records of the carried names, framed, for the new file: a few large ones. */
-  records(): Buffer[] {
-    const out: Buffer[] = [];
-    for (let first = 0; first < this.carried.length; first += NAMES_PER_RECORD) {
-      const entries = this.carried.slice(first, first + NAMES_PER_RECORD);
-      out.push(sealRecord(encodeNames(entries, RECORD_HEADER_BYTES)));
-    }
-    return out;
-  }
+export interface NameCarrier {
+  carry(named: JournalNamed, name: string): void;
 }
+
+/**
+ * A compaction under way (`StateJournal.compactStep`): the new file is written a slice of the snapshot
+ * at a time, between which the broker goes on and the records it appends go on being written to
+ * the current file. Those are kept (`window`) and written after the snapshot before the rename, so
+ * the new file holds them too. Replaying them over a snapshot that may already hold some of their
+ * effects gives the same state: each sets what it changes to a value (start, deliver, drop), or
+ * moves an offset forward (ack, skip), and they replay in the order they were made.
+ */
+interface Compaction {
+  /** The snapshot's records still to write, then the `NAME` records of `kept`. */
+  readonly records: Iterator<Uint8Array>;
+  /** The new file (`<path>.tmp`) once created, and the bytes written to it so far. */
+  file: JournalFile | undefined;
+  size: number;
+  /** Records written to the current file since the compaction began, in order. */
+  readonly window: Buffer[];
+  /**
+   * How many of the first `pending` buffers were appended before it began: written to the current
+   * file only (the snapshot, made after, holds what they say, and their numbers may not be kept).
+   */
+  before: number;
+  /**
+   * The names the new file numbers, with their numbers: those the snapshot carried and those a record
+   * numbered while it ran. Undefined when the numbers start again from 0 (nothing carried).
+   */
+  readonly kept: Map<string, number> | undefined;
+  /** The numbering that was current when it began (`JournalNamed.journalFile`). */
+  readonly ending: number;
+  /** `liveEntries()` when it began. */
+  readonly entries: number;
+}
+
+/**
+ * How long one slice of a compaction's snapshot may take (ms) before the writer lets the event loop
+ * run; a slice is made of whole records (`persist.ts` keeps progress batches small).
+ */
+const COMPACTION_SLICE_MS = 2;
+/** And how many bytes a slice gathers at most before they are written. */
+const COMPACTION_SLICE_BYTES = 1024 * 1024;
 
 export class StateJournal {
   private file: JournalFile;
@@ -337,15 +377,21 @@ export class StateJournal {
    * reopen starts again from 0: a `NAME` record numbers its name from that record on, whatever the
    * number named before, so a file holds no number this writer uses without its latest `NAME`
    * record naming what it means. A compaction keeps the numbers its snapshot carries
-   * (`NameCarrier`), written again as `NAME` records in the new file, and forgets the rest.
+   * (`NameCarrier`) and those used while it ran, written again as `NAME` records in the new file,
+   * and forgets the rest.
    */
   private names = new Map<string, number>();
   private nextNameId = 0;
   /**
-   * Counts the numberings (`names`) this writer started, one per compaction: a number a caller kept
-   * (`JournalNamed`) with an earlier count is to be asked again, unless the snapshot carried it.
+   * Counts the numberings (`names`) this writer started, one per compaction (when it begins): a
+   * number a caller kept (`JournalNamed`) with an earlier count is to be asked again, unless the
+   * snapshot carried it.
    */
   private numbering = 0;
+  /** The compaction under way, if any. */
+  private compaction: Compaction | undefined;
+  /** Compactions that replaced the file. */
+  private compactionsDone = 0;
   /** Records appended, written (whole, up to `size`) and synced so far, as counts. */
   private appended = 0;
   private written = 0;
@@ -364,7 +410,7 @@ export class StateJournal {
    * compaction; set by the broker after restore. It hands every group and progress it writes to
    * `names.carry`, so their numbers hold in the new file.
    */
-  snapshot: ((names: NameCarrier) => Uint8Array[]) | undefined;
+  snapshot: ((names: NameCarrier) => Iterable<Uint8Array>) | undefined;
   /**
    * How many entries (progress of a group on a lite topic, groups, topics) the state holds now; set
    * with `snapshot` by `watch`. A compaction divides the file it writes by this count to learn what an entry
@@ -572,16 +618,24 @@ export class StateJournal {
    * the file given), and the record then names it in full.
    */
   nameId(name: string): number {
-    const known = this.names.get(name);
-    if (known !== undefined) return known;
-    const bytes = nameBytes(name);
-    if (bytes < 0 || this.nextNameId > MAX_NAME_ID) return -1;
-    const id = this.nextNameId++;
-    const { buffer, at } = this.claim(NAME_RECORD_FIXED_BYTES + namedBytes(bytes));
-    writeNamed(buffer, writeNameRecordHead(buffer, at, 1), id, name);
-    this.commit();
-    this.names.set(name, id);
+    let id = this.names.get(name);
+    if (id === undefined) {
+      const bytes = nameBytes(name);
+      if (bytes < 0 || this.nextNameId > MAX_NAME_ID) return -1;
+      id = this.nextNameId++;
+      const { buffer, at } = this.claim(NAME_RECORD_FIXED_BYTES + namedBytes(bytes));
+      writeNamed(buffer, writeNameRecordHead(buffer, at, 1), id, name);
+      this.commit();
+      this.names.set(name, id);
+    }
+    // A record of a compaction's window uses it: the new file names it before the window.
+    this.compaction?.kept?.set(name, id);
     return id;
+  }
+
+  /** Compactions that replaced the file since the open. */
+  get compactions(): number {
+    return this.compactionsDone;
   }
 
   /** The journal's failure, or CLOSED for records appended after the close; else undefined. */
@@ -604,7 +658,8 @@ export class StateJournal {
     if (this.timer !== undefined) clearInterval(this.timer);
     try {
       // Rounds until one ends with nothing left: a record appended while a round runs gets another.
-      this.compactOnNextRound = this.snapshot !== undefined;
+      // One under way already leaves the file compact.
+      this.compactOnNextRound = this.snapshot !== undefined && this.compaction === undefined;
       do await this.wait(true);
       while (this.synced < this.appended);
     } finally {
@@ -633,20 +688,29 @@ export class StateJournal {
 
   private async run(): Promise<void> {
     try {
-      while (this.failure === undefined && (this.hasPending() || this.waiters.length > 0 || this.compactOnNextRound)) {
+      while (
+        this.failure === undefined &&
+        (this.hasPending() || this.waiters.length > 0 || this.compactOnNextRound || this.compaction !== undefined)
+      ) {
         if (this.hasPending()) {
           const seq = this.appended;
           this.takeChunk();
-          const bytes = this.pending.length === 1 ? (this.pending[0] as Buffer) : Buffer.concat(this.pending);
+          const written = this.pending;
+          const bytes = written.length === 1 ? (written[0] as Buffer) : Buffer.concat(written);
           this.pending = [];
           this.pendingBytes = 0;
           await writeFully(this.file, bytes, this.size);
           this.size += bytes.length;
           this.written = seq;
+          const compaction = this.compaction;
+          if (compaction !== undefined) {
+            for (let i = compaction.before; i < written.length; i++) compaction.window.push(written[i] as Buffer);
+            compaction.before = 0;
+          }
         }
-        if (this.compactOnNextRound || this.compactionDue()) {
+        if (this.compaction === undefined && (this.compactOnNextRound || this.compactionDue())) {
           this.compactOnNextRound = false;
-          await this.compact();
+          await this.beginCompaction();
         }
         if (this.synced < this.written && this.waiters.some((waiter) => waiter.sync)) {
           const seq = this.written;
@@ -654,6 +718,9 @@ export class StateJournal {
           this.synced = seq;
         }
         this.release();
+        // A slice of the compaction per round: records appended meanwhile are written (and synced
+        // for those waiting) between slices, not held until the whole snapshot is written.
+        if (this.compaction !== undefined) await this.compactStep(this.compaction);
       }
     } catch (error) {
       this.fail(error);
@@ -680,7 +747,7 @@ export class StateJournal {
    * Sets what compaction writes (`snapshot`) and counts (`liveEntries`), taking the current file as
    * the measure of the state it holds now.
    */
-  watch(snapshot: (names: NameCarrier) => Uint8Array[], liveEntries: () => number): void {
+  watch(snapshot: (names: NameCarrier) => Iterable<Uint8Array>, liveEntries: () => number): void {
     this.snapshot = snapshot;
     this.liveEntries = liveEntries;
     this.entriesAtCompaction = liveEntries();
@@ -693,6 +760,9 @@ export class StateJournal {
     this.pending = [];
     this.pendingBytes = 0;
     this.chunkTaken = this.chunkUsed;
+    const compaction = this.compaction;
+    this.compaction = undefined;
+    if (compaction !== undefined) void this.discard(compaction.file);
     for (const waiter of this.waiters.splice(0)) waiter.reject(this.failure);
     this.options.report?.(this.failure, 'state journal');
   }
@@ -707,59 +777,119 @@ export class StateJournal {
   }
 
   /**
-   * Replaces the file by the current state: the snapshot covers every record appended so far (each
-   * was appended when its change was made), so pending ones are not written. Until the rename the
-   * old file stays current: a failure there removes the new one, puts the pending records back and
-   * is only reported. After the rename the new file is current and this journal writes to it, or
-   * (the directory sync failing) fails.
+   * Begins replacing the file by the current state (`compactStep` writes it): a new numbering
+   * begins, which keeps every number the current file gave (records from here on are written to the
+   * current file too, should the compaction fail), and the new file will name again those the
+   * snapshot carries and those used from here on (`nameId`). Near the end of the numbers they start
+   * again from 0 instead, nothing carried: records from here on number their names afresh, by `NAME`
+   * records of their own, which the current file holds too.
    */
-  private async compact(): Promise<void> {
-    const snapshot = this.snapshot as (names: NameCarrier) => Uint8Array[];
-    const seq = this.appended;
-    // The new file's numbering: what the snapshot carries keeps its number (its NAME record goes
-    // into the new file), the rest is forgotten. The old file named every number the new numbering
-    // holds alike, so should the compaction fail, the records from here on still read right there.
-    // Numbers run on across compactions; near their end they start again from 0, nothing carried:
-    // records from here on then number their names afresh, by NAME records of their own.
-    const carrier = new NameCarrier(this.numbering, this.nextNameId > MAX_NAME_ID / 2);
-    const state = snapshot(carrier);
-    const entries = this.liveEntries?.() ?? -1;
-    const records = [header(), ...carrier.records(), ...state];
-    this.names = carrier.names;
-    if (carrier.restart) this.nextNameId = 0;
-    this.numbering = carrier.numbering;
+  private async beginCompaction(): Promise<void> {
+    const snapshot = this.snapshot as (names: NameCarrier) => Iterable<Uint8Array>;
+    // Begun here, before anything is awaited: every record appended from now on is in the window.
+    const ending = this.numbering++;
+    const restart = this.nextNameId > MAX_NAME_ID / 2;
+    if (restart) {
+      this.names = new Map();
+      this.nextNameId = 0;
+    }
+    const kept = restart ? undefined : new Map<string, number>();
+    const carrier: NameCarrier = {
+      carry: (named, name) => {
+        if (kept === undefined || named.journalFile !== ending || named.journalName < 0) return;
+        named.journalFile = this.numbering;
+        kept.set(name, named.journalName);
+      },
+    };
     this.takeChunk();
-    const covered = this.pending;
-    const coveredSince = this.pendingSince;
-    this.pending = [];
-    this.pendingBytes = 0;
-    const tmp = `${this.path}.tmp`;
-    let file: JournalFile | undefined;
-    let size = 0;
+    const compaction: Compaction = {
+      records: newFileRecords(snapshot(carrier), kept),
+      file: undefined,
+      size: JOURNAL_HEADER_BYTES,
+      window: [],
+      before: this.pending.length,
+      kept,
+      ending,
+      entries: this.liveEntries?.() ?? -1,
+    };
+    this.compaction = compaction;
     try {
-      file = await this.storage.create(tmp);
-      size = await writeRecords(file, records);
-      await file.datasync();
-      await this.storage.rename(tmp, this.path);
+      compaction.file = await this.storage.create(`${this.path}.tmp`);
+      await writeFully(compaction.file, header(), 0);
     } catch (error) {
-      await file?.close().catch(ignore);
-      await this.storage.remove(tmp).catch(ignore);
-      if (covered.length > 0) this.pendingSince = coveredSince;
-      for (const record of covered) this.pendingBytes += record.length;
-      this.pending = covered.concat(this.pending);
-      // Not again before the file has doubled once more: each try costs a whole snapshot.
-      this.sizeAfterCompaction = this.size;
-      this.options.report?.(ioError(this.path, error), 'state journal compaction');
+      await this.discardFailed(compaction, error);
+    }
+  }
+
+  /**
+   * Writes the next slice of the snapshot to the new file; once it is all written, the names the new
+   * file numbers, the window of records written to the current file since the compaction began,
+   * and then the new file replaces the current one (fsync, rename, fsync of the directory). Records
+   * appended during those last steps wait in `pending` and go to the new file. A failure before the
+   * rename removes the new file and is only reported: the current file, which every record went to,
+   * stays in use. After the rename the new file is current, or (the directory sync failing) the
+   * journal fails.
+   */
+  private async compactStep(compaction: Compaction): Promise<void> {
+    const slice: Uint8Array[] = [];
+    let sliceBytes = 0;
+    const started = performance.now();
+    let done = false;
+    for (;;) {
+      const next = compaction.records.next();
+      if (next.done === true) {
+        done = true;
+        break;
+      }
+      slice.push(next.value);
+      sliceBytes += next.value.length;
+      if (sliceBytes >= COMPACTION_SLICE_BYTES || performance.now() - started >= COMPACTION_SLICE_MS) break;
+    }
+    if (done) {
+      // From here on only the kept numbers hold (the new file names them all before its window): a
+      // name first used again while the new file is synced and renamed gets a new number and
+      // `NAME` record, which go to whichever file is then current.
+      if (compaction.kept !== undefined) this.names = compaction.kept;
+      for (const record of compaction.window) slice.push(record);
+    }
+    const file = compaction.file as JournalFile; // created: a failed create ended the compaction
+    try {
+      compaction.size += await writeRecords(file, slice, compaction.size);
+      if (!done) return;
+      await file.datasync();
+      await this.storage.rename(`${this.path}.tmp`, this.path);
+    } catch (error) {
+      await this.discardFailed(compaction, error);
       return;
     }
+    this.compaction = undefined;
     const old = this.file;
     this.file = file;
-    this.size = size;
-    this.sizeAfterCompaction = size;
-    this.entriesAtCompaction = entries;
-    this.written = seq;
+    this.size = compaction.size;
+    this.sizeAfterCompaction = compaction.size;
+    this.entriesAtCompaction = compaction.entries;
+    this.compactionsDone++;
     await old.close().catch(ignore); // the replaced file: nothing of it is read again
     await this.storage.syncDirectory(dirname(this.path));
-    this.synced = seq;
+    // Everything written so far is in the new file, synced with it.
+    this.synced = this.written;
+  }
+
+  /**
+   * Ends a compaction that failed before its rename: its new file is removed, the failure reported,
+   * and the current file, which holds every record, stays in use. Not tried again before the file
+   * has doubled once more: each try costs a whole snapshot.
+   */
+  private async discardFailed(compaction: Compaction, error: unknown): Promise<void> {
+    if (this.compaction === compaction) this.compaction = undefined;
+    await this.discard(compaction.file);
+    this.sizeAfterCompaction = this.size;
+    this.options.report?.(ioError(this.path, error), 'state journal compaction');
+  }
+
+  /** Closes and removes a compaction's new file (nothing of it is used). */
+  private async discard(file: JournalFile | undefined): Promise<void> {
+    await file?.close().catch(ignore);
+    await this.storage.remove(`${this.path}.tmp`).catch(ignore);
   }
 }

@@ -33,17 +33,23 @@ import {
   decodeBinary,
   decodeHot,
   decodeNames,
-  encodeProgress,
   type HotKind,
   hotByIdBytes,
   hotBytes,
   isNameRecord,
   isProgressBatch,
   type ProgressSink,
+  progressBatches,
   writeHot,
   writeHotById,
 } from './snapshot.js';
 import type { GroupConfig, GroupState, ParentTopic } from './state.js';
+
+/**
+ * Bytes of a progress batch a compaction writes: each is made in one go, between which the event
+ * loop runs, so this bounds how long a compaction holds it (a few hundred microseconds).
+ */
+const SNAPSHOT_BATCH_BYTES = 64 * 1024;
 
 /** Topic attributes that are persisted. */
 export interface TopicAttributes {
@@ -447,25 +453,28 @@ function recordKind(item: unknown): string {
 /**
  * The records that describe the current state (what compaction writes), framed: epoch, topics and
  * groups as JSON records, every group's progress as binary batches (snapshot.ts) framed in place,
- * which replay as `progress` records would.
+ * which replay as `progress` records would. Made one record at a time: a compaction takes them
+ * across event-loop turns while the state goes on changing, each progress written as it is when
+ * its batch is made (`progressBatches`), and `names` carries each group and progress it writes.
  */
-export function snapshot(
+export function* snapshot(
   epoch: string,
   parents: Iterable<ParentTopic>,
   groups: Iterable<GroupState>,
   topicAttributes: (parent: ParentTopic) => TopicAttributes,
   names?: NameCarrier,
-): Buffer[] {
+): Generator<Buffer, void, undefined> {
   const records: StateRecord[] = [['epoch', epoch]];
   for (const parent of parents) records.push(['topic', parent.name, topicAttributes(parent)]);
   const all = [...groups];
   for (const group of all) records.push(['group', group.name, group.config]);
-  const framed = records.map(encodeRecord);
+  yield* records.map(encodeRecord);
   for (const group of all) {
-    for (const batch of encodeProgress(group.name, group.progress, RECORD_HEADER_BYTES)) framed.push(sealRecord(batch));
-    if (names === undefined) continue;
-    names.carry(group, group.name);
-    for (const progress of group.progress.values()) names.carry(progress, progress.liteTopic);
+    names?.carry(group, group.name);
+    const carry =
+      names === undefined ? undefined : (progress: TopicProgress) => names.carry(progress, progress.liteTopic);
+    for (const batch of progressBatches(group.name, group.progress, RECORD_HEADER_BYTES, SNAPSHOT_BATCH_BYTES, carry)) {
+      yield sealRecord(batch);
+    }
   }
-  return framed;
 }

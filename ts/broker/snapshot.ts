@@ -54,14 +54,30 @@ function deliveryCount(progress: TopicProgress): number {
  * place instead of copying every batch into a frame.
  */
 export function encodeProgress(group: string, progress: ReadonlyMap<string, TopicProgress>, reserve = 0): Buffer[] {
+  return [...progressBatches(group, progress, reserve)];
+}
+
+/**
+ * `encodeProgress` one record at a time, each closed once it reaches `batchBytes`; `each` is called
+ * with every progress as its batch is written. The map may change between records (a compaction
+ * runs across event-loop turns): a batch is gathered and written in one go, so each progress is
+ * written as it was at one moment, and the iteration goes on over the map as it is then (lite topics
+ * added since are written too, deleted ones not).
+ */
+export function* progressBatches(
+  group: string,
+  progress: ReadonlyMap<string, TopicProgress>,
+  reserve = 0,
+  batchBytes = BATCH_BYTES,
+  each?: (progress: TopicProgress) => void,
+): Generator<Buffer, void, undefined> {
   const groupBytes = Buffer.byteLength(group, 'utf8');
-  const records: Buffer[] = [];
   // The lite topics of the batch being gathered, with their delivery counts.
   let names: string[] = [];
   let entries: TopicProgress[] = [];
   let counts: number[] = [];
   let bytes = 0;
-  const flush = () => {
+  const flush = (): Buffer => {
     const out = Buffer.allocUnsafe(reserve + 4 + groupBytes + 4 + bytes);
     out[reserve] = BINARY_RECORD;
     out[reserve + 1] = PROGRESS_BATCH;
@@ -84,13 +100,15 @@ export function encodeProgress(group: string, progress: ReadonlyMap<string, Topi
         out[at + 20] = delivery.acked ? 1 : 0;
         at += DELIVERY_BYTES;
       }
+      each?.(entry);
     }
-    records.push(out);
     names = [];
     entries = [];
     counts = [];
     bytes = 0;
+    return out;
   };
+  // Gathered and written without a yield in between: the counts hold when the batch is written.
   for (const [liteTopic, entry] of progress) {
     const size = Buffer.byteLength(liteTopic, 'utf8');
     const count = deliveryCount(entry);
@@ -98,10 +116,9 @@ export function encodeProgress(group: string, progress: ReadonlyMap<string, Topi
     entries.push(entry);
     counts.push(count);
     bytes += TOPIC_FIXED_BYTES + size + DELIVERY_BYTES * count;
-    if (bytes >= BATCH_BYTES) flush();
+    if (bytes >= batchBytes) yield flush();
   }
-  if (names.length > 0) flush();
-  return records;
+  if (names.length > 0) yield flush();
 }
 
 /** The records written on every arrival, delivery and ack: binary from version 3. */
