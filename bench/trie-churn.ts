@@ -15,6 +15,15 @@
  * paired by round (changed over unchanged of the same pattern and engine, native over js of the
  * same call), and summarized by their median and worst round.
  *
+ * Each engine keeps `REPLICAS` tries with the same history, and each figure of a round is the median
+ * of the replicas' calls: a changed expand happens once per round and trie, and on a machine shared
+ * with other work one call in a round can be held up by the scheduler, which made the worst round
+ * a measure of the machine. A cost of the change itself (a lay-down, a collection the expand's own
+ * allocation causes) comes in every replica in the same round, so the median keeps it. The second
+ * half (below) keeps one trie per engine and drops the others first: the longest single calls are
+ * taken there, as the event-loop delay a caller meets, and three tries' heap would lengthen the
+ * collections that land in a call beyond what one trie's causes.
+ *
  * Then as many rounds again change the names the same way and expand the three patterns and a wide
  * one (`WIDE_PATTERN`, a walk down every node of the first three levels) once per engine. Walks
  * like it lay the trie out again (docs/TRIE.md: the nodes were added in random order, so the first
@@ -35,6 +44,8 @@ const ENGINES = ['native', 'js'] as const;
 type EngineName = (typeof ENGINES)[number];
 /** Names added and removed in each round. */
 export const CHURN_NAMES_PER_ROUND = 1000;
+/** Tries per engine with the same history; a round's figure is the median of theirs. */
+export const REPLICAS = 3;
 /** Repeated expands timed per round and pattern; the median is the round's repeated figure. */
 const REPEATED_CALLS = 5;
 /** A walk down every node of the first three levels: the kind of walk that compacts the trie. */
@@ -93,7 +104,7 @@ export interface ChurnRow {
   jsUnchangedFaults?: number;
 }
 
-/** The wide walk of each round: its median and longest call per engine, µs. */
+/** The wide walk of each round: its median (of the rounds' replica medians) and longest single call per engine, µs. */
 export interface ChurnWideRow {
   pattern: string;
   /** Median over rounds of the names matched. */
@@ -114,16 +125,18 @@ export interface ChurnLongestExpand {
 export interface ChurnResult {
   names: number;
   rounds: number;
+  /** Tries per engine whose calls each figure is the median of; absent from runs recorded with one. */
+  replicas?: number;
   first: ChurnFirstRow[];
   rows: ChurnRow[];
   /** Absent from runs recorded before the rounds had a wide walk. */
   wide?: ChurnWideRow;
   /**
    * Per engine: the longest single expand of the session, agent and tenant patterns (any call of
-   * the rounds), and of the wide pattern. Absent from runs recorded before the rounds had a wide walk.
+   * the rounds; with replicas, of the second half's), and of the wide pattern. Absent from runs recorded before the rounds had a wide walk.
    */
   longestExpand?: Record<EngineName, { narrow: ChurnLongestExpand; wide: ChurnLongestExpand }>;
-  /** The longest single `add` or `remove` of the rounds per engine, µs. */
+  /** The longest single `add` or `remove` of the rounds per engine (of the second half's, with replicas), µs. */
   worstChangeUs: Record<EngineName, number>;
 }
 
@@ -213,7 +226,8 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
     if (timingRounds && ns / 1000 > longest.us) Object.assign(longest, { pattern, matched: found, us: ns / 1000 });
     return [found, ns];
   };
-  // The longest calls are taken over the rounds only (the first expands have their own table).
+  // The longest calls are taken over the second half's rounds only (the first expands have their
+  // own table; the paired rounds run with replicas).
   let timingRounds = false;
   const longestExpand = Object.fromEntries(
     ENGINES.map((engine) => [
@@ -225,22 +239,39 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
   const initial = pool.slice(0, names);
   const incoming = pool.slice(names);
   const patterns = churnPatterns(initial);
-  const tries = ENGINES.map((engine) => {
-    const trie = new lib.TopicTrie({ engine });
-    for (let i = 0; i < initial.length; i++) trie.add(initial[i] as string, i);
-    return trie;
-  }) as [TopicTrie, TopicTrie];
+  // replicas[e][k]: replica k of engine e.
+  const replicas = ENGINES.map((engine) =>
+    Array.from({ length: REPLICAS }, () => {
+      const trie = new lib.TopicTrie({ engine });
+      for (let i = 0; i < initial.length; i++) trie.add(initial[i] as string, i);
+      return trie;
+    }),
+  );
+  let everyTrie = replicas.flat();
+  /** Expands `pattern` on every replica of engine `e`: the count (all must agree), the median time and faults. */
+  const expandReplicas = (e: number, pattern: string): [number, number, number] => {
+    const times: number[] = [];
+    const faults: number[] = [];
+    const counts = new Set<number>();
+    for (const trie of replicas[e] as TopicTrie[]) {
+      const [found, ns] = expandTimed(trie, pattern);
+      counts.add(found);
+      times.push(ns);
+      faults.push(lastFaults);
+    }
+    if (counts.size !== 1) throw new Error(`churn ${pattern}: the replicas of ${ENGINES[e]} disagree`);
+    return [[...counts][0] as number, median(times), median(faults)];
+  };
   const first: ChurnFirstRow[] = [];
   // The tenant first: the largest answer, and nothing walked before it.
   gc({ type: 'major' });
   for (const { pattern } of [...patterns].reverse()) {
-    for (const trie of tries) {
-      const [found, ns] = expandTimed(trie, pattern);
-      first.push({ engine: trie.engine as EngineName, pattern, matched: found, ms: ns / 1e6 });
+    for (const [e, engine] of ENGINES.entries()) {
+      const [found, ns] = expandReplicas(e, pattern);
+      first.push({ engine, pattern, matched: found, ms: ns / 1e6 });
     }
   }
   warmUp(seed + 1);
-  timingRounds = true;
   const live = [...initial];
   const worstChangeUs: Record<EngineName, number> = { native: 0, js: 0 };
   // Per pattern and engine, per round: the changed call, the unchanged call and the repeated median, ns.
@@ -263,15 +294,15 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
       live.pop();
     }
     live.push(...added);
-    for (const [e, trie] of tries.entries()) {
-      const engine = ENGINES[e] as EngineName;
+    for (const trie of everyTrie) {
+      const engine = trie.engine as EngineName;
       for (const name of added) {
         const [, ns] = timed(() => trie.add(name, round));
-        worstChangeUs[engine] = Math.max(worstChangeUs[engine], ns / 1000);
+        if (timingRounds) worstChangeUs[engine] = Math.max(worstChangeUs[engine], ns / 1000);
       }
       for (const name of removed) {
         const [, ns] = timed(() => trie.remove(name));
-        worstChangeUs[engine] = Math.max(worstChangeUs[engine], ns / 1000);
+        if (timingRounds) worstChangeUs[engine] = Math.max(worstChangeUs[engine], ns / 1000);
       }
     }
     return { added, removed };
@@ -284,16 +315,16 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
     const expandAll = (into: number[][][], faults: number[][][]) => {
       for (const [p, { pattern }] of patterns.entries()) {
         for (const e of order) {
-          const [found, ns] = expandTimed(tries[e] as TopicTrie, pattern);
+          const [found, ns, pageFaults] = expandReplicas(e, pattern);
           (counts[p] as number[]).push(found);
           ((into[p] as number[][])[e] as number[]).push(ns);
-          ((faults[p] as number[][])[e] as number[]).push(lastFaults);
+          ((faults[p] as number[][])[e] as number[]).push(pageFaults);
         }
       }
     };
     expandAll(changed, changedFaults);
     // The same traffic through the same paths, changing nothing.
-    for (const trie of tries) {
+    for (const trie of everyTrie) {
       for (const name of added) trie.has(name);
       for (const name of removed) trie.has(name);
     }
@@ -302,7 +333,7 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
       for (const e of order) {
         const calls: number[] = [];
         for (let i = 0; i < REPEATED_CALLS; i++) {
-          const [found, ns] = expandTimed(tries[e] as TopicTrie, pattern);
+          const [found, ns] = expandReplicas(e, pattern);
           (counts[p] as number[]).push(found);
           calls.push(ns);
         }
@@ -351,10 +382,13 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
       jsUnchangedFaults: median((unchangedFaults[p] as number[][])[1] as number[]),
     };
   });
+  // One trie per engine from here on (see the top of the file), its heap collected first.
+  for (const engineReplicas of replicas) engineReplicas.length = 1;
+  everyTrie = replicas.flat();
+  gc({ type: 'major' });
   // The wide pattern's first call (native: its names cross to JavaScript for the first time) comes
   // before its rounds, as the first expands above do.
-  timingRounds = false;
-  for (const trie of tries) trie.expand(WIDE_PATTERN);
+  for (const trie of everyTrie) trie.expand(WIDE_PATTERN);
   timingRounds = true;
   const wideNs = ENGINES.map(() => [] as number[]);
   const wideMatched: number[] = [];
@@ -363,8 +397,8 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
     const order = round % 2 === 0 ? [0, 1] : [1, 0];
     const wideCounts = new Set<number>();
     for (const e of order) {
-      for (const { pattern } of patterns) expandTimed(tries[e] as TopicTrie, pattern);
-      const [found, ns] = expandTimed(tries[e] as TopicTrie, WIDE_PATTERN);
+      for (const { pattern } of patterns) expandReplicas(e, pattern);
+      const [found, ns] = expandReplicas(e, WIDE_PATTERN);
       wideCounts.add(found);
       (wideNs[e] as number[]).push(ns);
     }
@@ -376,9 +410,9 @@ export function benchChurn(names: number, rounds: number, seed: number): ChurnRe
     pattern: WIDE_PATTERN,
     matched: median(wideMatched),
     nativeMedianUs: median(nativeWide) / 1000,
-    nativeWorstUs: Math.max(...nativeWide) / 1000,
+    nativeWorstUs: longestExpand.native.wide.us,
     jsMedianUs: median(jsWide) / 1000,
-    jsWorstUs: Math.max(...jsWide) / 1000,
+    jsWorstUs: longestExpand.js.wide.us,
   };
-  return { names, rounds, first, rows, wide, longestExpand, worstChangeUs };
+  return { names, rounds, replicas: REPLICAS, first, rows, wide, longestExpand, worstChangeUs };
 }

@@ -110,12 +110,20 @@ function churnFaultTables(churn: NonNullable<TrieBenchResult['churn']>): Table[]
 
 function churnTables(churn: NonNullable<TrieBenchResult['churn']>): Table[] {
   const ms = (us: number) => figure(us / 1000);
+  const replicas = churn.replicas ?? 1;
+  const replicated =
+    replicas > 1
+      ? `Each engine keeps ${replicas} tries with the same history, and each figure of a round is the median of ` +
+        'their calls (a call the scheduler held up does not make the round; a cost of the change comes in every ' +
+        'trie alike). '
+      : '';
   return [
     {
       title: `Churn: first expand after adding ${churn.names.toLocaleString('en-US')} names (ms)`,
       note:
-        'One call each, right after the names were added (the tenant first, nothing walked before it): nothing is laid ' +
-        'out again; the walk lays down the lists later expands copy (docs/TRIE.md).',
+        `${replicas > 1 ? `The median of one call on each of ${replicas} tries` : 'One call each'}, right after the ` +
+        'names were added (the tenant first, nothing walked before it): nothing is laid out again; the walk lays ' +
+        'down the lists later expands copy (docs/TRIE.md).',
       headers: ['engine', 'pattern', 'matched', 'ms'],
       rows: churn.first.map((f) => [f.engine, f.pattern, figure(f.matched), figure(f.ms)]),
     },
@@ -129,6 +137,7 @@ function churnTables(churn: NonNullable<TrieBenchResult['churn']>): Table[] {
         'once more ("unchanged": the same call on an unchanged trie after as much traffic, so both meet the caches ' +
         'alike) and five times back to back ("repeated", median: everything in cache), the engines back to back. ' +
         'Every call is timed alone (the time an expand holds the event loop), after a young-generation collection. ' +
+        replicated +
         'changed÷unchanged and native÷js are paired by round: median and worst round.',
       headers: [
         'pattern',
@@ -169,6 +178,9 @@ function churnTables(churn: NonNullable<TrieBenchResult['churn']>): Table[] {
     ...churnLongestTables(churn),
     {
       title: 'Churn: the longest single add or remove of the rounds (ms)',
+      ...((churn.replicas ?? 1) > 1
+        ? { note: "Of the second half's rounds (the table above), on one trie per engine." }
+        : {}),
       headers: ['engine', 'ms'],
       rows: Object.entries(churn.worstChangeUs).map(([engine, us]) => [engine, ms(us)]),
     },
@@ -180,11 +192,12 @@ function churnLongestTables(churn: NonNullable<TrieBenchResult['churn']>): Table
   const { wide, longestExpand } = churn;
   if (wide === undefined || longestExpand === undefined) return [];
   const ms = (us: number) => figure(us / 1000);
+  const replicas = churn.replicas ?? 1;
   return [
     {
       title: `Churn: the longest single expand of the rounds (ms)`,
       note:
-        `Every timed call of the rounds above, then of as many rounds again of the same changes, each followed by one expand of the session, agent and tenant and one of \`${wide.pattern}\` per engine (a walk down every node of the first three levels; its first call came before them). ` +
+        `${replicas > 1 ? `Every timed call of as many rounds again of the same changes, on one trie per engine (the other ${replicas - 1} dropped and their heap collected first: ${replicas} tries' heap lengthens the collections that land in a call), ` : 'Every timed call of the rounds above, then of as many rounds again of the same changes, '}each followed by one expand of the session, agent and tenant and one of \`${wide.pattern}\` per engine (a walk down every node of the first three levels; its first call came before them). ` +
         'The names were added in random order, so walks like it start a compaction pass in the first of those rounds and carry it on a step after each (docs/TRIE.md): a step costs about what its walk did, in that call. ' +
         `The wide walk matched ${figure(wide.matched)} names (median over rounds).`,
       headers: [

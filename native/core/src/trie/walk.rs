@@ -15,6 +15,7 @@ use super::{Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
 use crate::error::Violation;
 use crate::pattern::{tokenize, Token};
+use crate::prefetch::prefetch;
 
 /// Children of a node scanned for a literal segment before the edge table is asked: most nodes
 /// have a few children, and reading them costs less than a probe sequence in a table that may be
@@ -23,6 +24,9 @@ const SCANNED_CHILDREN: usize = 8;
 /// Child lists the one-segment wildcard follows at once: enough misses in flight to keep the
 /// memory system busy, few enough that the cursors stay in registers.
 const INTERLEAVED_CHAINS: usize = 8;
+/// How far ahead along a level a literal lookup requests the next nodes: the level's nodes lie
+/// scattered, and each lookup starts with a miss on its node, which then overlaps the ones before.
+const LITERAL_LOOKAHEAD: usize = 8;
 
 /// What a walk found: a name matched by itself, or the names of a node's block from `skip` on
 /// (a trailing wildcard).
@@ -139,7 +143,10 @@ impl TopicTrie {
                         frontier.clear();
                         break;
                     };
-                    for &node in &frontier {
+                    for (at, &node) in frontier.iter().enumerate() {
+                        if let Some(&ahead) = frontier.get(at + LITERAL_LOOKAHEAD) {
+                            prefetch((&self.nodes[ahead as usize] as *const Node).cast());
+                        }
                         let child = self.child_by_segment(node, segment);
                         if child != NONE {
                             next.push(child);
