@@ -219,6 +219,11 @@ export class CommitLog {
   private nextSync: Promise<number> | undefined;
   private preparing: Promise<void> | undefined;
   private checkpointing: Promise<void> | undefined;
+  /**
+   * A sync ended and the microtasks it released have not all run yet (cleared by `process.nextTick`):
+   * an append written now is one of those its waiters' callers issue in turn (see `durable`).
+   */
+  private syncEnding = false;
   private durablePosition: number;
   private bytesSinceCheckpoint = 0;
   /** A background failure (flush, preparation, checkpoint) not yet reported to a caller. */
@@ -714,11 +719,12 @@ export class CommitLog {
    * `MAX_SYNCS_IN_FLIGHT`, instead of waiting for them to end first: the next group's flush then
    * overlaps the last one's, and a sync's latency is no longer paid twice by the appends that just
    * missed it. With no sync running, the sync starts at once (a lone append waits for one sync and
-   * nothing else). With one running, it starts once the microtasks queued now have run
-   * (`process.nextTick`): the appends a finished sync released resume in those microtasks, and
-   * those their callers issue in turn are written there, so they share that sync rather than the
-   * first of them taking one alone. Each sync covers everything not yet durable when it runs, so
-   * they may end in any order.
+   * nothing else). With one running, or one that has just ended, it starts once the microtasks
+   * queued now have run (`process.nextTick`): the appends a finished sync released resume in those
+   * microtasks, and those their callers issue in turn are written there, so they share that sync
+   * rather than the first of them taking one alone (a caller keeping a fixed number of appends in
+   * flight would otherwise pay a sync for one append in every round). Each sync covers everything
+   * not yet durable when it runs, so they may end in any order.
    */
   private async durable(position: number): Promise<void> {
     while (this.durablePosition < position) {
@@ -726,7 +732,7 @@ export class CommitLog {
       const covering = syncs.find((sync) => sync.target >= position);
       if (covering !== undefined) await covering.work;
       else if (this.nextSync !== undefined) await this.nextSync;
-      else if (syncs.length === 0) await this.startSync();
+      else if (syncs.length === 0 && !this.syncEnding) await this.startSync();
       else if (syncs.length < MAX_SYNCS_IN_FLIGHT) await this.syncAfterMicrotasks();
       else await (syncs[syncs.length - 1] as { work: Promise<number> }).work;
     }
@@ -754,6 +760,13 @@ export class CommitLog {
       })
       .finally(() => {
         this.syncs.splice(this.syncs.indexOf(sync), 1);
+        // Runs before the waiters resume (they await this promise), so they see the flag.
+        if (!this.syncEnding) {
+          this.syncEnding = true;
+          process.nextTick(() => {
+            this.syncEnding = false;
+          });
+        }
       });
     this.syncs.push(sync);
     return sync.work;

@@ -103,12 +103,16 @@ pub struct Segment {
 }
 
 impl Segment {
-    /// Creates a zero-filled segment file with its blocks reserved, writes its header and makes
-    /// both durable (the file's directory entry included) before the segment is used: a segment
-    /// with an invalid header then never held a record (docs/FORMAT.md). Appends write with
-    /// [`Segment::append_bytes`], so no page of the mapping is faulted in here. A file already of
-    /// that name is past the end of the log (left by a preparation whose clean-up failed) and is
-    /// replaced, as the js engine does.
+    /// Creates a zero-filled segment file, sparse (no block is reserved, as the js engine makes
+    /// them), writes its header and makes both durable (the file's directory entry included)
+    /// before the segment is used: a segment with an invalid header then never held a record
+    /// (docs/FORMAT.md). Sparse rather than reserved with `fallocate`: a sync of records written
+    /// into reserved blocks also converts those blocks from unwritten to written, which made each
+    /// durable append's sync slower, and appends write with [`Segment::append_bytes`], never
+    /// through the mapping, so a full disk is an error of that write (failing the log), not a
+    /// fault. No page of the mapping is faulted in here. A file already of that name is past the
+    /// end of the log (left by a preparation whose clean-up failed) and is replaced, as the js
+    /// engine does.
     pub fn create(storage: &dyn Storage, dir: &Path, header: SegmentHeader) -> io::Result<Segment> {
         let path = dir.join(segment_file_name(header.base));
         let file = match storage.create_new(&path) {
@@ -118,7 +122,7 @@ impl Segment {
             }
             other => other?,
         };
-        storage.allocate(&file, header.size)?;
+        storage.set_len(&file, header.size)?;
         storage.write_at(&file, &header.encode(), 0)?;
         storage.sync(&file)?;
         storage.sync_dir(dir)?;
@@ -172,7 +176,8 @@ impl Segment {
     }
 
     /// Gives back the pages and blocks past the records of a segment that is no longer written
-    /// (`FALLOC_FL_PUNCH_HOLE`): the blocks reserved for records that never came. The file keeps
+    /// (`FALLOC_FL_PUNCH_HOLE`): those a segment created by an earlier release reserved for
+    /// records that never came, and the page cache's zeros past the records. The file keeps
     /// its size and still reads as zeros there, as docs/FORMAT.md requires. Best effort: a file
     /// system without holes keeps the zeros.
     pub fn release_tail(&self) {

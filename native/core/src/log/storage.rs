@@ -23,10 +23,6 @@ pub trait Storage: Send + Sync {
     }
     fn read(&self, path: &Path) -> io::Result<Vec<u8>>;
     fn set_len(&self, file: &File, len: u64) -> io::Result<()>;
-    /// Gives a new, empty file the length `len` with its blocks reserved (`fallocate`), so that
-    /// writes through a mapping of it never find the disk full (a `SIGBUS`) and do not allocate
-    /// blocks one page fault at a time. Where the file system cannot reserve, a sparse `set_len`.
-    fn allocate(&self, file: &File, len: u64) -> io::Result<()>;
     fn write_at(&self, file: &File, bytes: &[u8], at: u64) -> io::Result<()>;
     /// Makes a file's data (and the metadata needed to read it back) durable.
     fn sync(&self, file: &File) -> io::Result<()>;
@@ -75,23 +71,6 @@ impl Storage for RealStorage {
     }
 
     fn set_len(&self, file: &File, len: u64) -> io::Result<()> {
-        file.set_len(len)
-    }
-
-    fn allocate(&self, file: &File, len: u64) -> io::Result<()> {
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::unix::io::AsRawFd;
-            let len = libc::off_t::try_from(len).map_err(|_| io::Error::from_raw_os_error(libc::EFBIG))?;
-            // SAFETY: fallocate reads no memory of ours; the descriptor is open for writing.
-            if unsafe { libc::fallocate(file.as_raw_fd(), 0, 0, len) } == 0 {
-                return Ok(());
-            }
-            let error = io::Error::last_os_error();
-            if error.raw_os_error() != Some(libc::EOPNOTSUPP) {
-                return Err(error);
-            }
-        }
         file.set_len(len)
     }
 
@@ -172,10 +151,6 @@ impl Storage for FaultyStorage {
 
     fn set_len(&self, file: &File, len: u64) -> io::Result<()> {
         RealStorage.set_len(file, len)
-    }
-
-    fn allocate(&self, file: &File, len: u64) -> io::Result<()> {
-        RealStorage.allocate(file, len)
     }
 
     fn write_at(&self, file: &File, bytes: &[u8], at: u64) -> io::Result<()> {
@@ -312,11 +287,6 @@ impl Storage for CountingStorage {
     fn set_len(&self, file: &File, len: u64) -> io::Result<()> {
         self.check("set_len")?;
         RealStorage.set_len(file, len)
-    }
-
-    fn allocate(&self, file: &File, len: u64) -> io::Result<()> {
-        self.check("allocate")?;
-        RealStorage.allocate(file, len)
     }
 
     fn write_at(&self, file: &File, bytes: &[u8], at: u64) -> io::Result<()> {

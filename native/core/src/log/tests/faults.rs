@@ -429,7 +429,7 @@ fn the_unfaulted_scenario_rolls_segments_and_acknowledges_records() {
     for kind in [
         "create_new",
         "create",
-        "allocate",
+        "set_len",
         "write_at",
         "sync",
         "sync_map",

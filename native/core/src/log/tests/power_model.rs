@@ -364,16 +364,6 @@ impl Storage for PowerStorage {
         )
     }
 
-    fn allocate(&self, file: &File, len: u64) -> io::Result<()> {
-        self.call(
-            || RealStorage.allocate(file, len),
-            |disk, ()| {
-                let id = Self::id(disk, file);
-                disk.changes.push(Change::SetLen { file: id, len });
-            },
-        )
-    }
-
     fn write_at(&self, file: &File, bytes: &[u8], at: u64) -> io::Result<()> {
         self.call(
             || RealStorage.write_at(file, bytes, at),
