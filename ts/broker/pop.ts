@@ -13,7 +13,7 @@ import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
 import { messageId } from './message-id.js';
 import { CHANNELS } from './metrics.js';
-import { type Delivery, MOVING_TO_DEAD_LETTERS, type TopicProgress } from './progress.js';
+import { type Delivery, MOVING_TO_DEAD_LETTERS, type ProgressScope, type TopicProgress } from './progress.js';
 import { checkQuota } from './quota.js';
 import { decodeOwnReceipt, decodeReceipt, encodeReceipt, type Receipt, receiptPrefix } from './receipt.js';
 import { RecentAcks } from './recent-acks.js';
@@ -251,6 +251,16 @@ export class Popper {
     // What was handed out, read once every event is taken (one store call for all, where it can).
     const handed: HandedOut[] = [];
     let count = 0;
+    // One scope for every lite topic of this POP, set for each before its take (which reads it
+    // then and keeps nothing of it).
+    const scope: { -readonly [K in keyof ProgressScope]: ProgressScope[K] } = {
+      context: this.context,
+      group,
+      liteTopic: '',
+      lmq: '',
+      info: undefined,
+      now,
+    };
     try {
       // Rounds: take from the queued events, then read what was taken. A read that queues an event
       // again (an ack staged inside it) is taken up by the next round while room is left.
@@ -272,7 +282,9 @@ export class Popper {
         const info = liteOf(group.parent, liteTopic, progress);
         const lmq = info?.lmq ?? lmqName(group.parent.name, liteTopic);
         this.dispatcher.skipRetired(progress, lmq);
-        const scope = { context: this.context, group, liteTopic, lmq, info, now };
+        scope.liteTopic = liteTopic;
+        scope.lmq = lmq;
+        scope.info = info;
         const taken = progress.take(scope, client, maxNum - count, invisibleTimeMs, dying);
         if (dying.length > 0) {
           for (const delivery of dying) this.moveInBackground(group, liteTopic, lmq, progress, delivery, now);
@@ -319,19 +331,24 @@ export class Popper {
     }
     handed.forEach(({ liteTopic, progress, taken }, i) => {
       const { stored, corrupt, error } = outcomes[i] as ReadOutcome;
-      const record: number[] = [];
+      // Sized for every delivery (cut short should a corrupt record release some): one allocation.
+      const record: number[] = new Array(3 * taken.length);
+      let recorded = 0;
       for (const delivery of taken) {
         if (corrupt >= 0 && delivery.offset >= corrupt) {
           progress.release(delivery, now);
           continue;
         }
-        record.push(delivery.offset, delivery.attempt, delivery.invisibleUntil);
+        record[recorded++] = delivery.offset;
+        record[recorded++] = delivery.attempt;
+        record[recorded++] = delivery.invisibleUntil;
         const message = stored(delivery.offset);
         if (message === undefined) continue;
         progress.unhold(delivery.offset);
         out.push(this.popped(group, progress, delivery, message));
       }
-      if (record.length > 0) this.context.journal.hot('deliver', group, progress, record);
+      record.length = recorded;
+      if (recorded > 0) this.context.journal.hot('deliver', group, progress, record);
       if (corrupt >= 0) {
         holdCorrupt(this.context, group, liteTopic, progress, corrupt, error, now);
         this.dispatcher.armWake(group, liteTopic, progress, now);

@@ -352,13 +352,16 @@ export class TopicProgress {
     maxAttempt = Number.POSITIVE_INFINITY,
     dying: Delivery[] = [],
   ): Delivery[] {
-    const taken: Delivery[] = [];
+    // Made with its first delivery: most takes hand out one message, and an array grown by `push`
+    // from empty reserves room for seventeen.
+    let taken: Delivery[] | undefined;
+    let count = 0;
     const stop = this.held === undefined ? Number.POSITIVE_INFINITY : this.barrier(now);
     const end = Math.min(this.next, stop);
-    for (let offset = this.committed; offset < end && taken.length < max; offset++) {
+    for (let offset = this.committed; offset < end && count < max; offset++) {
       const delivery = this.delivery(offset) as Delivery;
       if (delivery.acked) continue;
-      if (delivery.invisibleUntil > now) return taken;
+      if (delivery.invisibleUntil > now) return taken ?? [];
       if (delivery.attempt >= maxAttempt) {
         // Delivering it again would go beyond maxReconsumeTimes: it goes to the dead-letter queue,
         // hidden (and blocking its lite topic) until the move is done.
@@ -366,21 +369,25 @@ export class TopicProgress {
         delivery.holder = undefined;
         delivery.invisibleUntil = MOVING_TO_DEAD_LETTERS;
         dying.push(delivery);
-        return taken;
+        return taken ?? [];
       }
       delivery.attempt++;
       this.hand(delivery, now + invisibleMs, holder);
-      taken.push(delivery);
+      if (taken === undefined) taken = [delivery];
+      else taken.push(delivery);
+      count++;
     }
     const last = Math.min(maxOffset, stop);
-    while (taken.length < max && this.next < last) {
+    while (count < max && this.next < last) {
       const delivery: Delivery = { offset: this.next, attempt: 0, invisibleUntil: 0, acked: false, holder: undefined };
       this.hand(delivery, now + invisibleMs, holder);
       this.deliveries.set(this.next, delivery);
       this.next++;
-      taken.push(delivery);
+      if (taken === undefined) taken = [delivery];
+      else taken.push(delivery);
+      count++;
     }
-    return taken;
+    return taken ?? [];
   }
 
   protected hand(delivery: Delivery, invisibleUntil: number, holder: { inflight: number }): void {
