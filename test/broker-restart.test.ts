@@ -303,7 +303,8 @@ describe.each(ENGINES)('%s engine', (engine) => {
     // Cut inside the last progress batch (the compacted file's `NAME` records come after them).
     let end = 0;
     for (let at = 16; at < bytes.length; at += 8 + bytes.readUInt32LE(at)) {
-      if (isProgressBatch(bytes.subarray(at + 8, at + 8 + bytes.readUInt32LE(at)))) end = at + 8 + bytes.readUInt32LE(at);
+      if (isProgressBatch(bytes.subarray(at + 8, at + 8 + bytes.readUInt32LE(at))))
+        end = at + 8 + bytes.readUInt32LE(at);
     }
     writeFileSync(file, bytes.subarray(0, end - 10));
     const second = await open(engine, dir, clock);
