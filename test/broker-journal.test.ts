@@ -490,21 +490,9 @@ describe.each(ENGINES)('%s engine', (engine) => {
     });
     // Enough progress that a snapshot is several slices (each at most 1 MiB): 3 groups × 15,000.
     const liteTopics = Array.from({ length: 15_000 }, (_, i) => `t${i % 50}__a${i}`);
-    for (let i = 0; i < liteTopics.length; i += 500) {
-      await broker.sendBatch(
-        'agents',
-        liteTopics.slice(i, i + 500).map((liteTopic) => ({ liteTopic, body: liteTopic })),
-      );
-    }
-    // Until a compaction in several slices, with records written to the current file between
-    // them, has replaced the file: POPs (half acked, the rest left in flight), sends to old and new
-    // lite topics, invisible times moved.
-    let round = 0;
-    const sendsOnly = spans.length;
-    const wanted = () =>
-      spans.slice(sendsOnly).some((span) => span.done && span.newWrites >= 3 && span.currentWrites > 0);
-    while (!wanted()) {
-      expect(round++, 'no compaction in slices with records between them').toBeLessThan(3000);
+    // POPs (half acked, the rest left in flight), invisible times moved, sends to old and new lite
+    // topics: what the compactions meet.
+    const traffic = async (round: number) => {
       for (const consumer of consumers) {
         const popped = await consumer.pop({ maxNum: 32, invisibleTimeMs: INVISIBLE_MS });
         for (const [i, message] of popped.entries()) {
@@ -520,6 +508,21 @@ describe.each(ENGINES)('%s engine', (engine) => {
           return { liteTopic, body: liteTopic };
         }),
       );
+    };
+    let round = 0;
+    for (let i = 0; i < liteTopics.length; i += 500) {
+      await broker.sendBatch(
+        'agents',
+        liteTopics.slice(i, i + 500).map((liteTopic) => ({ liteTopic, body: liteTopic })),
+      );
+      await traffic(round++);
+    }
+    // Until a compaction in several slices, with records written to the current file between
+    // them, has replaced the file (the sends above, which grow the state, make one due).
+    const wanted = () => spans.some((span) => span.done && span.newWrites >= 3 && span.currentWrites > 0);
+    while (!wanted()) {
+      expect(round, 'no compaction in slices with records between them').toBeLessThan(3000);
+      await traffic(round++);
     }
     // The file now: that compaction's snapshot, the records of its window, and what came after.
     while (current() !== undefined) await new Promise((resolve) => setTimeout(resolve, 1));
