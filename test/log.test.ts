@@ -9,6 +9,7 @@ import { inspect } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import {
   ClosedError,
+  type CommitLog,
   InvalidArgumentError,
   LogLockedError,
   MAX_APPEND_RECORDS,
@@ -20,6 +21,18 @@ import {
 import { ENGINES } from './engines.js';
 import { checkpointDirectory } from './log-checkpoint-file.js';
 import { bodyFor, flipByte, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';
+
+/** Counts the engine's syncs of `log`, where the log calls them; returns the count so far. */
+function countSyncs(log: CommitLog): () => number {
+  const core = (log as unknown as { core: { sync(): Promise<number> } }).core;
+  const sync = core.sync.bind(core);
+  let syncs = 0;
+  core.sync = () => {
+    syncs++;
+    return sync();
+  };
+  return () => syncs;
+}
 
 describe.each(ENGINES)('%s engine', (engine) => {
   it('stores a record once for several LMQs and reads every field back', async () => {
@@ -538,21 +551,14 @@ describe.each(ENGINES)('%s engine', (engine) => {
 
   it('syncs a lone sync append at once, and the appends written while that sync runs together', async () => {
     const log = await openLog(tempDir(), engine, { flush: 'sync' });
-    // The engine's syncs, counted where the log calls them.
-    const core = (log as unknown as { core: { sync(): Promise<number> } }).core;
-    const sync = core.sync.bind(core);
-    let syncs = 0;
-    core.sync = () => {
-      syncs++;
-      return sync();
-    };
+    const syncs = countSyncs(log);
     await log.append([{ lmqs: ['q'], body: 'lone' }]);
-    expect(syncs).toBe(1);
+    expect(syncs()).toBe(1);
     // In a later turn of the event loop, with no sync just ended: the first of ten appends issued
     // together starts a sync at once; the other nine, written while it runs, share one more.
     await new Promise((resolve) => setImmediate(resolve));
     await Promise.all(Array.from({ length: 10 }, (_, i) => log.append([{ lmqs: ['q'], body: `m${i}` }])));
-    expect(syncs).toBe(3);
+    expect(syncs()).toBe(3);
     const stats = log.stats();
     expect(stats.durablePosition).toBe(stats.writePosition);
     expect(log.maxOffset('q')).toBe(11);
@@ -561,13 +567,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
 
   it('syncs the appends issued as a sync releases its waiters together, not the first alone', async () => {
     const log = await openLog(tempDir(), engine, { flush: 'sync' });
-    const core = (log as unknown as { core: { sync(): Promise<number> } }).core;
-    const sync = core.sync.bind(core);
-    let syncs = 0;
-    core.sync = () => {
-      syncs++;
-      return sync();
-    };
+    const syncs = countSyncs(log);
     // Each round is issued where the last round's sync resumed its caller, as a producer that
     // keeps a window of appends in flight does: one sync per round, whatever the sync's speed.
     const rounds = 5;
@@ -575,7 +575,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
       await Promise.all(Array.from({ length: 10 }, (_, i) => log.append([{ lmqs: ['q'], body: `r${round}m${i}` }])));
     }
     // The first round starts with nothing just ended: its first append is synced alone.
-    expect(syncs).toBe(rounds + 1);
+    expect(syncs()).toBe(rounds + 1);
     const stats = log.stats();
     expect(stats.durablePosition).toBe(stats.writePosition);
     expect(log.maxOffset('q')).toBe(rounds * 10);
