@@ -543,8 +543,9 @@ describe.each(ENGINES)('%s engine', (engine) => {
     for (const file of files) {
       const { size, blocks } = statSync(file);
       // A file system may round what it allocates up to its own extents, so "far below the size"
-      // rather than an exact figure; a reserved segment holds blocks for all of it.
-      expect(blocks * 512).toBeLessThan(size / 8);
+      // rather than an exact figure; a reserved segment holds blocks for all of it. (The next
+      // segment may be caught being made, still empty: no blocks either.)
+      expect(blocks * 512).toBeLessThanOrEqual(size / 8);
     }
     await log.close();
   });
