@@ -337,8 +337,6 @@ interface Compaction {
    * numbered while it ran. Undefined when the numbers start again from 0 (nothing carried).
    */
   readonly kept: Map<string, number> | undefined;
-  /** The numbering that was current when it began (`JournalNamed.journalFile`). */
-  readonly ending: number;
   /** `liveEntries()` when it began. */
   readonly entries: number;
 }
@@ -809,7 +807,6 @@ export class StateJournal {
       window: [],
       before: this.pending.length,
       kept,
-      ending,
       entries: this.liveEntries?.() ?? -1,
     };
     this.compaction = compaction;

@@ -355,10 +355,9 @@ export class TopicProgress {
     // Made with its first delivery: most takes hand out one message, and an array grown by `push`
     // from empty reserves room for seventeen.
     let taken: Delivery[] | undefined;
-    let count = 0;
     const stop = this.held === undefined ? Number.POSITIVE_INFINITY : this.barrier(now);
     const end = Math.min(this.next, stop);
-    for (let offset = this.committed; offset < end && count < max; offset++) {
+    for (let offset = this.committed; offset < end && (taken?.length ?? 0) < max; offset++) {
       const delivery = this.delivery(offset) as Delivery;
       if (delivery.acked) continue;
       if (delivery.invisibleUntil > now) return taken ?? [];
@@ -375,17 +374,15 @@ export class TopicProgress {
       this.hand(delivery, now + invisibleMs, holder);
       if (taken === undefined) taken = [delivery];
       else taken.push(delivery);
-      count++;
     }
     const last = Math.min(maxOffset, stop);
-    while (count < max && this.next < last) {
+    while ((taken?.length ?? 0) < max && this.next < last) {
       const delivery: Delivery = { offset: this.next, attempt: 0, invisibleUntil: 0, acked: false, holder: undefined };
       this.hand(delivery, now + invisibleMs, holder);
       this.deliveries.set(this.next, delivery);
       this.next++;
       if (taken === undefined) taken = [delivery];
       else taken.push(delivery);
-      count++;
     }
     return taken ?? [];
   }
