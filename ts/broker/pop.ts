@@ -273,7 +273,7 @@ export class Popper {
           count = out.length;
           continue;
         }
-        const progress = client.events.values().next().value as TopicProgress; // the queue is not empty
+        const progress = client.events.first() as TopicProgress; // the queue is not empty
         const liteTopic = progress.liteTopic;
         // Off the queue first: anything that queues it again from here on stays queued.
         this.dispatcher.dequeue(client, progress);

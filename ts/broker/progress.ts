@@ -7,6 +7,7 @@
  */
 import type { BacklogQueue } from './backlog.js';
 import { type CorruptHold, retryDelay } from './corrupt.js';
+import type { EventQueue } from './events.js';
 import { type BrokerContext, type ClientState, type GroupState, type LiteTopicInfo, maxOffsetOf } from './state.js';
 
 /**
@@ -158,6 +159,13 @@ export class TopicProgress {
    * the lite topic up again in one more map per question.
    */
   queuedAt: ClientState | undefined;
+  /**
+   * The client event queue it waits in and its place there (events.ts), -1 for none; a key-shared
+   * lite topic waiting at more clients keeps its places in the others in `otherEventQueues`.
+   */
+  eventQueue: EventQueue | undefined;
+  eventPlace = -1;
+  otherEventQueues: Map<EventQueue, number> | undefined;
   backlogged = false;
   /** The number it waits in the backlog under, while `backlogged` (backlog.ts). */
   backlogEntry = 0;

@@ -6,6 +6,7 @@
 import type { Matcher, PatternIndex } from '../pattern.js';
 import type { TopicTrie } from '../trie.js';
 import { BacklogQueue } from './backlog.js';
+import { EventQueue } from './events.js';
 import type { KeySharedConfig } from './key-shared.js';
 import type { TopicProgress } from './progress.js';
 import type { RecentAcks } from './recent-acks.js';
@@ -164,7 +165,7 @@ export class ClientState {
    * Queued events: lite topics with messages for the group, in arrival order, each once, as the
    * group's progress on each (so a POP takes an event without looking its lite topic up).
    */
-  readonly events = new Set<TopicProgress>();
+  readonly events = new EventQueue();
   /** Unacked deliveries it holds. */
   inflight = 0;
   /** Clock time of its last POP. */
