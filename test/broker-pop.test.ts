@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { GroupState } from '../ts/broker/state.js';
-import { Broker, type Clock, type Consumer, MemoryStore, type StoredMessage } from '../ts/index.js';
+import { Broker, type Clock, type Consumer, MemoryStore, type PoppedMessage, type StoredMessage } from '../ts/index.js';
 import { bodies, drain, gather, ManualClock, openBroker, sendMany, shortOf, tempDir } from './broker-helpers.js';
 import { BACKENDS, embeddedEngine, embeddedOnly } from './engines.js';
 
@@ -191,6 +191,32 @@ describe.each(BACKENDS)('%s engine', (engine) => {
         advance(1);
         // a never POPped: its event moved to b.
         expect(await popBodies(b)).toHaveLength(1);
+      },
+    );
+
+    embeddedOnly(engine, 'Manual time')(
+      'counts the stall timeout from the latest moment the queue filled, not the first',
+      async () => {
+        const { broker, advance } = await openBroker(engine, { stallTimeoutMs: 1000 });
+        broker.createGroup('g', { bindTopic: 'agents' });
+        const a = broker.consumer({ group: 'g', clientId: 'a' });
+        await a.subscribe(['t1', 't2']);
+        await sendMany(broker, 't1', 1); // a's queue fills at 0
+        advance(500);
+        const [message] = await a.pop({ maxNum: 1 });
+        await a.ack(message as PoppedMessage); // and is empty again at 500
+        advance(300);
+        await sendMany(broker, 't2', 1); // it fills again at 800
+        const b = broker.consumer({ group: 'g', clientId: 'b' });
+        await b.subscribe(['t1', 't2']);
+        advance(200);
+        // 1000: a stall timeout after its queue first filled, not after it last did.
+        expect(await popBodies(b)).toEqual([]);
+        advance(799);
+        expect(await popBodies(b)).toEqual([]);
+        advance(1);
+        // 1800: a has not POPped since 800; its event moved to b.
+        expect(await popBodies(b)).toEqual(['t2#0']);
       },
     );
   });

@@ -323,15 +323,32 @@ export class Dispatcher {
     });
   }
 
-  /** After the stall timeout, a client that has not POPped since its queue filled loses its events. */
+  /**
+   * After the stall timeout, a client that has not POPped since its queue filled loses its events.
+   * The check runs from the latest moment its queue filled (`stallSince`); a check already pending
+   * is kept rather than replaced, and when it comes due before that moment it waits again until
+   * then: a client whose queue empties and fills with every POP would otherwise make and cancel a
+   * timer each time.
+   */
   private armStallCheck(client: ClientState): void {
-    client.cancelStallCheck?.();
-    const since = this.context.clock.now();
-    client.cancelStallCheck = this.context.scheduler.at(since + this.context.stallTimeoutMs, () => {
+    const now = this.context.clock.now();
+    client.stallSince = now;
+    if (client.cancelStallCheck === undefined) this.stallCheckAt(client, now + this.context.stallTimeoutMs);
+  }
+
+  private stallCheckAt(client: ClientState, at: number): void {
+    client.cancelStallCheck = this.context.scheduler.at(at, () => {
       client.cancelStallCheck = undefined;
       if (client.closed || client.events.size === 0) return;
-      if (client.lastPopAt > since || client.waiters.length > 0) {
-        this.armStallCheck(client);
+      const now = this.context.clock.now();
+      const due = client.stallSince + this.context.stallTimeoutMs;
+      if (now < due) {
+        this.stallCheckAt(client, due);
+        return;
+      }
+      if (client.lastPopAt > client.stallSince || client.waiters.length > 0) {
+        client.stallSince = now;
+        this.stallCheckAt(client, now + this.context.stallTimeoutMs);
         return;
       }
       client.stalled = true;

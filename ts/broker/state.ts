@@ -180,6 +180,8 @@ export class ClientState {
   /** A microtask to run the waiters is already queued. */
   wakeScheduled = false;
   cancelStallCheck: (() => void) | undefined;
+  /** When its stall check counts from: its queue last filled, or the check last found it POPping. */
+  stallSince = 0;
   /** Told about evictions and expiries (the Consumer's `emit`). */
   notify: (event: string, payload: unknown) => void = () => undefined;
   /** Order of the last time it was chosen for an event: ties go to the one chosen longest ago. */
