@@ -57,9 +57,15 @@ export const MOVING_TO_DEAD_LETTERS = Number.MAX_SAFE_INTEGER;
  * set an offset below the lowest kept one (the array is then rebuilt). Emptied, it releases its
  * array: an idle progress keeps no storage for deliveries (a Map kept its table once made).
  */
+/**
+ * The slots of every empty window (frozen: never written, a window with a delivery has its own):
+ * a window made for its first delivery, or emptied by its last ack, allocates no array for nothing.
+ */
+const NO_SLOTS = Object.freeze([]) as unknown as (Delivery | undefined)[];
+
 export class DeliveryWindow {
   /** `slots[i]` is the delivery of offset `base + i`; slots below `head` are unused. */
-  private slots: (Delivery | undefined)[] = [];
+  private slots: (Delivery | undefined)[] = NO_SLOTS;
   private base = 0;
   private head = 0;
   private count = 0;
@@ -105,7 +111,7 @@ export class DeliveryWindow {
     if (i < this.head || i >= this.slots.length || this.slots[i] === undefined) return false;
     this.slots[i] = undefined;
     if (--this.count === 0) {
-      this.slots = [];
+      this.slots = NO_SLOTS;
       this.head = 0;
       return true;
     }
