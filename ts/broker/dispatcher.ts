@@ -205,8 +205,9 @@ export class Dispatcher {
     let best: ClientState | undefined;
     const sole = progress.soleHolder;
     if (sole !== undefined) best = lessLoaded(best, sole, room);
-    else for (const client of progress.holders()) best = lessLoaded(best, client, room);
-    for (const client of group.catchAll) best = lessLoaded(best, client, room);
+    else if (progress.hasHolders) for (const client of progress.holders()) best = lessLoaded(best, client, room);
+    const catchAll = group.catchAll.items;
+    for (let i = 0; i < catchAll.length; i++) best = lessLoaded(best, catchAll[i] as ClientState, room);
     return best;
   }
 

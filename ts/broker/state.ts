@@ -220,12 +220,49 @@ export interface GroupConfig {
   keyShared?: KeySharedConfig;
 }
 
+/**
+ * A group's catch-all clients, in the order they joined: what a Set of them answers, kept in an
+ * array replaced on each change (joins and leaves are rare, walks happen on every dispatch). A
+ * dispatch walks `items` by index: walking a Set made an iterator result per client, and a change
+ * during a walk leaves the array being walked as it was.
+ */
+export class ClientList implements Iterable<ClientState> {
+  private list: readonly ClientState[] = [];
+
+  get size(): number {
+    return this.list.length;
+  }
+
+  /** The clients now (not changed later: a change makes a new array). */
+  get items(): readonly ClientState[] {
+    return this.list;
+  }
+
+  has(client: ClientState): boolean {
+    return this.list.includes(client);
+  }
+
+  add(client: ClientState): void {
+    if (!this.has(client)) this.list = [...this.list, client];
+  }
+
+  delete(client: ClientState): boolean {
+    if (!this.has(client)) return false;
+    this.list = this.list.filter((c) => c !== client);
+    return true;
+  }
+
+  [Symbol.iterator](): Iterator<ClientState> {
+    return this.list[Symbol.iterator]();
+  }
+}
+
 export class GroupState {
   readonly clients = new Map<string, ClientState>();
   /** Clients by their pattern-index id. */
   readonly byId = new Map<number, ClientState>();
   /** Catch-all clients: wildcard clients without patterns, which receive every lite topic. */
-  readonly catchAll = new Set<ClientState>();
+  readonly catchAll = new ClientList();
   /** Wildcard groups: pattern → client ids, to find the clients of a new lite topic without a scan. */
   readonly patternIndex: PatternIndex | undefined;
   /** Lite topic → the group's progress on it (a restart hands over the replayed map as it is). */
