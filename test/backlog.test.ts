@@ -96,4 +96,29 @@ describe('BacklogQueue', () => {
     expect(queue.length).toBe(0);
     expect(queue.shift()).toBeUndefined();
   });
+
+  it('holds no progress outside its entries once pruned or emptied (slots are reused, not leaked)', () => {
+    const queue = new BacklogQueue();
+    const all = Array.from({ length: 100 }, (_, i) => new TopicProgress(0, `t${i}`));
+    const held = () => (queue as unknown as { progress: unknown[] }).progress.filter((p) => p !== undefined).length;
+    for (const [i, p] of all.entries()) {
+      p.backlogged = true;
+      p.backlogEntry = i + 1;
+      queue.push(p);
+    }
+    // Half leave the backlog; a prune keeps the other half and drops its references to the rest.
+    for (const p of all.slice(0, 50)) p.backlogged = false;
+    queue.prune();
+    expect(queue.length).toBe(50);
+    expect(held()).toBe(50);
+    while (queue.length > 0) queue.shift();
+    expect(held()).toBe(0);
+    // Filled again, it hands out the new entries in order.
+    for (const p of all.slice(0, 3)) {
+      p.backlogged = true;
+      p.backlogEntry += 1000;
+      queue.push(p);
+    }
+    expect([queue.shift(), queue.shift(), queue.shift()]).toEqual(all.slice(0, 3));
+  });
 });

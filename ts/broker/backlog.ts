@@ -13,21 +13,30 @@ import type { TopicProgress } from './progress.js';
 
 /** Emptied front entries kept before the arrays are cut (amortised O(1) per entry). */
 const MIN_CUT = 1024;
+/**
+ * Entries the arrays may have room for and keep once the queue is empty: a queue that empties and
+ * fills again with every dispatch writes over its slots instead of growing new arrays each time; one
+ * that held more lets them go.
+ */
+const KEEP_EMPTY = 4096;
 
 export class BacklogQueue {
+  /** Entries from `head` to `tail`: the progress of each and its number (`TopicProgress.backlogEntry`). */
   private progress: (TopicProgress | undefined)[] = [];
   private numbers: number[] = [];
   private head = 0;
+  private tail = 0;
 
   /** Entries held, those that no longer count included. */
   get length(): number {
-    return this.progress.length - this.head;
+    return this.tail - this.head;
   }
 
   /** Adds `progress` at the end, under the number it waits with now. */
   push(progress: TopicProgress): void {
-    this.progress.push(progress);
-    this.numbers.push(progress.backlogEntry);
+    this.progress[this.tail] = progress;
+    this.numbers[this.tail] = progress.backlogEntry;
+    this.tail++;
   }
 
   /**
@@ -36,37 +45,42 @@ export class BacklogQueue {
    */
   shift(): TopicProgress | undefined {
     const at = this.head;
-    if (at >= this.progress.length) return undefined;
+    if (at >= this.tail) return undefined;
     const progress = this.progress[at] as TopicProgress;
     const number = this.numbers[at] as number;
     this.progress[at] = undefined;
     this.head = at + 1;
-    if (this.head === this.progress.length) {
-      this.progress.length = 0;
-      this.numbers.length = 0;
+    if (this.head === this.tail) {
       this.head = 0;
-    } else if (this.head >= MIN_CUT && this.head * 2 >= this.progress.length) {
-      this.progress = this.progress.slice(this.head);
-      this.numbers = this.numbers.slice(this.head);
+      this.tail = 0;
+      if (this.progress.length > KEEP_EMPTY) {
+        this.progress = [];
+        this.numbers = [];
+      }
+    } else if (this.head >= MIN_CUT && this.head * 2 >= this.tail) {
+      this.progress = this.progress.slice(this.head, this.tail);
+      this.numbers = this.numbers.slice(this.head, this.tail);
+      this.tail -= this.head;
       this.head = 0;
     }
     return waits(progress, number) ? progress : undefined;
   }
 
-  /** Drops the entries that no longer count, keeping the others in order. */
+  /** Drops the entries that no longer count, keeping the others in order (in place). */
   prune(): void {
-    const progress: TopicProgress[] = [];
-    const numbers: number[] = [];
-    for (let i = this.head; i < this.progress.length; i++) {
+    let kept = 0;
+    for (let i = this.head; i < this.tail; i++) {
       const entry = this.progress[i] as TopicProgress;
       const number = this.numbers[i] as number;
       if (!waits(entry, number)) continue;
-      progress.push(entry);
-      numbers.push(number);
+      this.progress[kept] = entry;
+      this.numbers[kept] = number;
+      kept++;
     }
-    this.progress = progress;
-    this.numbers = numbers;
+    // The slots past the kept entries hold no progress (they would keep it from being collected).
+    for (let i = kept; i < this.tail; i++) this.progress[i] = undefined;
     this.head = 0;
+    this.tail = kept;
   }
 }
 
