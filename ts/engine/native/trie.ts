@@ -191,24 +191,45 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     const { lists } = this;
     let out = new RopeBuilder();
     const answer = out;
+    // An answer of single names only (a pattern without a trailing wildcard) goes straight into an
+    // array of its size, as the js engine's does: through the builder it was pushed into growing
+    // chunks and then copied once more. The array is made at the answer's first name, and handed
+    // to the builder if a run of a list follows.
+    let direct: string[] | undefined;
+    let directAt = 0;
+    let answerCopied = false;
     let building = -1;
     // The new names in plan order: one `split` makes them all, cheaper than a `slice` each.
     const newNames = text === '' ? [] : text.split('\0');
     let nextNew = 0;
     for (let p = PLAN_HEADER; p < end; ) {
-      switch (plan[p]) {
-        case PLAN_NAME:
-          out.name(this.nameById(plan[p + 1] as number));
+      const operation = plan[p];
+      if (operation === PLAN_NAME || operation === PLAN_NEW_NAME) {
+        let name: string;
+        if (operation === PLAN_NAME) {
+          name = this.nameById(plan[p + 1] as number);
           p += 2;
-          break;
-        case PLAN_NEW_NAME: {
-          const name = newNames[nextNew++] as string;
+        } else {
+          name = newNames[nextNew++] as string;
           this.keep(plan[p + 1] as number, name);
-          out.name(name);
           p += 3;
-          break;
         }
+        if (out !== answer) {
+          out.name(name);
+        } else {
+          if (!answerCopied && direct === undefined) direct = new Array<string>(count);
+          if (direct !== undefined) direct[directAt++] = name;
+          else out.name(name);
+        }
+        continue;
+      }
+      switch (operation) {
         case PLAN_COPY:
+          if (out === answer) {
+            answerCopied = true;
+            if (direct !== undefined) for (let i = 0; i < directAt; i++) answer.name(direct[i] as string);
+            direct = undefined;
+          }
           (lists[plan[p + 1] as number] as NameRope).copyTo(out, plan[p + 2] as number, plan[p + 3] as number);
           p += 4;
           break;
@@ -230,8 +251,9 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
           throw new Error(`trie: unknown plan operation ${plan[p]}`);
       }
     }
-    const names = answer.toArray();
-    if (names.length !== count) throw new Error(`trie: a plan of ${names.length} names where ${count} match`);
+    const names = direct ?? answer.toArray();
+    const length = direct !== undefined ? directAt : names.length;
+    if (length !== count) throw new Error(`trie: a plan of ${length} names where ${count} match`);
     return names;
   }
 

@@ -44,11 +44,13 @@ pub(super) struct Entry {
 }
 
 /// Keys `[key, key + len)` of a node's children start their blocks at `[at, at + len)` of its block.
+/// `rank` orders pieces by key without comparing keys (see [`KeyMap::new`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Piece {
     pub(super) key: u32,
     pub(super) at: u32,
     pub(super) len: u32,
+    pub(super) rank: u32,
 }
 
 /// Where the blocks of a node's children start, by key; a node without one uses positions as keys.
@@ -64,14 +66,47 @@ pub(super) struct KeyMap {
 }
 
 impl KeyMap {
-    pub(super) fn new(pieces: Vec<Piece>, next_key: u32) -> KeyMap {
-        let mut by_key: Vec<u32> = (0..pieces.len() as u32).collect();
-        by_key.sort_unstable_by_key(|&i| pieces[i as usize].key);
+    /// A map of `pieces`, whose ranks run below `ranks`, in key order without comparing keys, as
+    /// the js engine's `edits.ts` builds it: a map is built from parts of the previous map's
+    /// pieces, in position order, and from fresh pieces, whose keys are past all of those and rise
+    /// with their positions. Each part carries the rank of its piece in the previous map's key
+    /// order (fresh pieces the largest) and parts of one piece come in rising key order, so a
+    /// stable counting pass over the ranks orders the pieces by key, where sorting them cost a node
+    /// laid down again and again (a piece or two per child ever laid down) more than the rest of
+    /// its lay-down. Built, each piece's rank becomes its place in this map's key order.
+    pub(super) fn new(mut pieces: Vec<Piece>, next_key: u32, ranks: u32) -> KeyMap {
+        let mut starts = vec![0u32; ranks as usize + 2];
+        for piece in &pieces {
+            starts[piece.rank as usize + 1] += 1;
+        }
+        for r in 1..starts.len() {
+            starts[r] += starts[r - 1];
+        }
+        let mut by_key = vec![0u32; pieces.len()];
+        for (i, piece) in pieces.iter().enumerate() {
+            let slot = &mut starts[piece.rank as usize];
+            by_key[*slot as usize] = i as u32;
+            *slot += 1;
+        }
+        for (k, &i) in by_key.iter().enumerate() {
+            pieces[i as usize].rank = k as u32;
+        }
+        debug_assert!(
+            by_key
+                .windows(2)
+                .all(|w| pieces[w[0] as usize].key < pieces[w[1] as usize].key),
+            "trie: key map pieces out of key order"
+        );
         KeyMap {
             pieces,
             by_key,
             next_key,
         }
+    }
+
+    /// The rank fresh pieces take in the next map built from this one's: past every piece's.
+    pub(super) fn fresh_rank(&self) -> u32 {
+        self.by_key.len() as u32
     }
 
     fn position(&self, key: u32) -> u32 {
@@ -99,13 +134,15 @@ impl KeyMap {
                     key: p.key + (start - p.at),
                     at: to_at + (start - from),
                     len: end - start,
+                    rank: p.rank,
                 },
             );
         }
     }
 }
 
-/// Appends `piece`, joined to the last one when both continue it.
+/// Appends `piece`, joined to the last one when both continue it (its keys then follow the last
+/// one's directly, so the last one's rank orders both).
 pub(super) fn push_piece(out: &mut Vec<Piece>, piece: Piece) {
     if let Some(last) = out.last_mut() {
         if last.key + last.len == piece.key && last.at + last.len == piece.at {

@@ -74,9 +74,10 @@ struct Frame {
     old_end: u32,
     /// The next child to visit by the links: the first new one (from a record), else every one.
     child: u32,
-    /// From a record: the new key map, and the next fresh key.
+    /// From a record: the new key map, the next fresh key and the rank of fresh pieces (edits.rs).
     pieces: Vec<Piece>,
     next_key: u32,
+    fresh_rank: u32,
     /// The length of the node's text in the walk's path (plans only).
     path_len: usize,
 }
@@ -230,9 +231,10 @@ impl TopicTrie {
         let start = out.len();
         let names = self.nodes[node as usize].names;
         let record = self.edits.remove(&node).filter(|_| old_list != NONE);
-        let next_key = match self.key_maps.get(&node) {
-            Some(map) => map.next_key,
-            None => record.as_ref().map_or(0, |r| r.old_names),
+        // Without a map the old block's positions are its children's keys, all of one rank.
+        let (next_key, fresh_rank) = match self.key_maps.get(&node) {
+            Some(map) => (map.next_key, map.fresh_rank()),
+            None => (record.as_ref().map_or(0, |r| r.old_names), 1),
         };
         // Fresh keys for this lay-down come to at most its names; past the key range, every child
         // takes its position as its key again.
@@ -250,6 +252,7 @@ impl TopicTrie {
             child: self.nodes[node as usize].first_child,
             pieces: Vec::new(),
             next_key,
+            fresh_rank,
             path_len: out.path.len(),
         };
         if let (true, Some(record)) = (by_record, record) {
@@ -326,6 +329,7 @@ impl TopicTrie {
                     key: from,
                     at,
                     len: to - from,
+                    rank: 0,
                 },
             ),
         }
@@ -351,7 +355,15 @@ impl TopicTrie {
         let key = if frame.by_record {
             let key = frame.next_key;
             frame.next_key += names;
-            push_piece(&mut frame.pieces, Piece { key, at, len: names });
+            push_piece(
+                &mut frame.pieces,
+                Piece {
+                    key,
+                    at,
+                    len: names,
+                    rank: frame.fresh_rank,
+                },
+            );
             key
         } else {
             at
@@ -391,8 +403,10 @@ impl TopicTrie {
     /// Finishes laying down the frame's node: its new key map.
     fn leave(&mut self, frame: Frame) {
         if frame.by_record {
-            self.key_maps
-                .insert(frame.node, KeyMap::new(frame.pieces, frame.next_key));
+            self.key_maps.insert(
+                frame.node,
+                KeyMap::new(frame.pieces, frame.next_key, frame.fresh_rank),
+            );
         } else {
             self.key_maps.remove(&frame.node);
         }
