@@ -55,7 +55,13 @@ export {
 } from './broker/run.js';
 export type { StartPosition } from './broker/start.js';
 export type { SubModel } from './broker/state.js';
-export { MemoryStore, type MessageStore } from './broker/store.js';
+export {
+  type LmqKeeper,
+  MemoryStore,
+  type MessageStore,
+  type StoreReadRequest,
+  type StoreRecord,
+} from './broker/store.js';
 export {
   DEFAULT_INVISIBLE_TIME_MS,
   type PopOptions,

@@ -609,6 +609,7 @@ export class Broker extends EventEmitter {
     for (const name of unknown) (parent.lite.get(name) as LiteTopicInfo).touched = now;
     const records = messages.map((message, i) => ({
       lmqs: [(infos[i] as LiteTopicInfo).lmq],
+      keepers: [infos[i]],
       body: message.body,
       key: message.key,
       tag: message.tag,

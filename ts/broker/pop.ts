@@ -7,7 +7,7 @@
  */
 
 import { ClosedError, InvalidArgumentError, InvalidReceiptError } from '../errors.js';
-import { CommitLog, type ReadRequest, type StoredMessage } from '../log.js';
+import { CommitLog, type StoredMessage } from '../log.js';
 import { holdCorrupt, isCorrupt } from './corrupt.js';
 import type { DeadLetters } from './deadletter.js';
 import type { Dispatcher } from './dispatcher.js';
@@ -17,8 +17,15 @@ import { type Delivery, MOVING_TO_DEAD_LETTERS, type ProgressScope, type TopicPr
 import { checkQuota } from './quota.js';
 import { decodeOwnReceipt, decodeReceipt, encodeReceipt, type Receipt, receiptPrefix } from './receipt.js';
 import { RecentAcks } from './recent-acks.js';
-import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf } from './state.js';
-import { lmqName } from './store.js';
+import {
+  type BrokerContext,
+  type ClientState,
+  type GroupState,
+  isExpiring,
+  type LiteTopicInfo,
+  liteOf,
+} from './state.js';
+import { lmqName, type StoreReadRequest } from './store.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from './types.js';
 
 /** Recently acked handles kept per group, so a second ack of a committed message stays harmless. */
@@ -44,6 +51,8 @@ function requireTime(value: unknown, what: string, fallback: number): number {
 interface HandedOut {
   liteTopic: string;
   lmq: string;
+  /** The lite topic's kept info, handed to the store with the LMQ (store.ts `LmqKeeper`). */
+  info: LiteTopicInfo | undefined;
   progress: TopicProgress;
   taken: Delivery[];
 }
@@ -292,7 +301,7 @@ export class Popper {
         }
         if (taken.length === 0) continue;
         this.dispatcher.armWake(group, liteTopic, progress, now);
-        handed.push({ liteTopic, lmq, progress, taken });
+        handed.push({ liteTopic, lmq, info, progress, taken });
         count += taken.length;
       }
     } finally {
@@ -359,13 +368,13 @@ export class Popper {
   /** Reads every lite topic's deliveries; see `read`. Throws only what is not a corrupt record. */
   private readAll(handed: readonly HandedOut[]): ReadOutcome[] {
     const { store } = this.context;
-    const runs: ReadRequest[] = [];
+    const runs: StoreReadRequest[] = [];
     const runOf = new Array<number>(handed.length).fill(-1);
     if (handed.length > 1) {
-      handed.forEach(({ lmq, taken }, i) => {
+      handed.forEach(({ lmq, info, taken }, i) => {
         if (!isRun(taken)) return;
         runOf[i] = runs.length;
-        runs.push({ lmq, fromOffset: (taken[0] as Delivery).offset, maxNum: taken.length });
+        runs.push({ lmq, fromOffset: (taken[0] as Delivery).offset, maxNum: taken.length, keeper: info });
       });
     }
     let batch: StoredMessage[][] | undefined;
@@ -377,7 +386,7 @@ export class Popper {
         // One of the runs is corrupt: each lite topic is read on its own to find which.
       }
     }
-    return handed.map(({ lmq, taken }, i) => {
+    return handed.map(({ lmq, info, taken }, i) => {
       const run = runOf[i] as number;
       if (batch !== undefined && run >= 0) {
         return {
@@ -387,7 +396,7 @@ export class Popper {
         };
       }
       try {
-        return { stored: this.stored(lmq, taken), corrupt: -1, error: undefined };
+        return { stored: this.stored(lmq, taken, info), corrupt: -1, error: undefined };
       } catch (error) {
         if (!isCorrupt(error)) throw error;
         return this.readEach(lmq, taken);
@@ -419,9 +428,13 @@ export class Popper {
    * The stored messages of `taken`, by offset. FIFO deliveries are one ascending run: one read, found
    * by position. Key-shared deliveries are scattered over the window: read in runs, not the span.
    */
-  private stored(lmq: string, taken: Delivery[]): (offset: number) => StoredMessage | undefined {
+  private stored(
+    lmq: string,
+    taken: Delivery[],
+    info: LiteTopicInfo | undefined,
+  ): (offset: number) => StoredMessage | undefined {
     const first = (taken[0] as Delivery).offset;
-    if (isRun(taken)) return inRun(this.context.store.read(lmq, first, taken.length), first);
+    if (isRun(taken)) return inRun(this.context.store.read(lmq, first, taken.length, info), first);
     const stored = new Map<number, StoredMessage>();
     const offsets = taken.map((d) => d.offset).sort((a, b) => a - b);
     for (let i = 0; i < offsets.length; ) {
@@ -430,7 +443,9 @@ export class Popper {
       while (i + 1 < offsets.length && (offsets[i + 1] as number) - last <= READ_GAP_MESSAGES)
         last = offsets[++i] as number;
       i++;
-      for (const message of this.context.store.read(lmq, first, last - first + 1)) stored.set(message.offset, message);
+      for (const message of this.context.store.read(lmq, first, last - first + 1, info)) {
+        stored.set(message.offset, message);
+      }
     }
     return (offset) => stored.get(offset);
   }

@@ -10,7 +10,7 @@ import { EventQueue } from './events.js';
 import type { KeySharedConfig } from './key-shared.js';
 import type { TopicProgress } from './progress.js';
 import type { RecentAcks } from './recent-acks.js';
-import { lmqName } from './store.js';
+import { type LmqKeeper, lmqName } from './store.js';
 
 export type SubModel = 'shared' | 'exclusive';
 
@@ -40,7 +40,7 @@ export interface ParentTopic {
  *   offers it to the groups once its append resolves, so the store need not be asked again (on disk
  *   each question was a Node-API crossing).
  */
-export class LiteTopicInfo {
+export class LiteTopicInfo implements LmqKeeper {
   /** The LMQ's next offset as far as this broker knows, or -1 before it first asks the store. */
   stored = -1;
   /** Dropped from its parent: holders of this object look the lite topic up again. */
@@ -59,6 +59,8 @@ export class LiteTopicInfo {
    * its messages to every group without looking the name up in any group's map.
    */
   readonly progress: (TopicProgress | undefined)[] = [];
+  /** What the store keeps here for the LMQ (store.ts `LmqKeeper`): the memory store, its queue. */
+  storeState: object | undefined = undefined;
 
   constructor(readonly lmq: string) {}
 

@@ -1,6 +1,6 @@
 /**
  * The message store the broker writes to and reads from: the part of `CommitLog` it uses. With a
- * directory the broker opens a `CommitLog`; without one it uses `MemoryStore`, a Map of arrays with
+ * directory the broker opens a `CommitLog`; without one it uses `MemoryStore`, a Map of queues with
  * the same offsets and the same answers. Every store answers every method, so the broker has one
  * code path over both.
  */
@@ -18,12 +18,33 @@ import {
   type StoredMessage,
 } from '../log.js';
 
+/**
+ * What a caller keeps for one LMQ and hands to the store with its name (the broker's
+ * `LiteTopicInfo`): a store may keep its own state of the LMQ there and find it again without
+ * looking the name up in a map of every LMQ. The memory store keeps the LMQ's queue there; the
+ * commit log keeps nothing. The state is checked on every use (its store, its LMQ, not deleted), so
+ * a stale one costs a lookup, never a wrong answer.
+ */
+export interface LmqKeeper {
+  storeState: object | undefined;
+}
+
+/** A record to append; `keepers[i]`, when given, is kept for `lmqs[i]` (see `LmqKeeper`). */
+export interface StoreRecord extends AppendRecord {
+  keepers?: readonly (LmqKeeper | undefined)[];
+}
+
+/** A read of one LMQ in `readMany`, with the caller's `LmqKeeper` for it when it has one. */
+export interface StoreReadRequest extends ReadRequest {
+  keeper?: LmqKeeper | undefined;
+}
+
 export interface MessageStore {
-  append(records: readonly AppendRecord[]): Promise<AppendResult[]>;
+  append(records: readonly StoreRecord[]): Promise<AppendResult[]>;
   /** Up to `maxNum` messages of `lmq` from `fromOffset` (or its minimum, if later), in offset order. */
-  read(lmq: string, fromOffset: number, maxNum: number): StoredMessage[];
+  read(lmq: string, fromOffset: number, maxNum: number, keeper?: LmqKeeper): StoredMessage[];
   /** `read` of each request in one call (CommitLog: one engine call for all). */
-  readMany(requests: readonly ReadRequest[]): StoredMessage[][];
+  readMany(requests: readonly StoreReadRequest[]): StoredMessage[][];
   /** The next offset to be written (0 for an LMQ that does not exist). */
   maxOffset(lmq: string): number;
   /** The oldest offset still stored. */
@@ -50,9 +71,20 @@ export interface MessageStore {
 /** The properties of a stored message sent without any (frozen: shared by all of them). */
 const NO_PROPERTIES: Record<string, string> = Object.freeze({});
 
+/** The messages of one LMQ in a `MemoryStore`, by offset; marked deleted when the LMQ is. */
+class MemoryQueue {
+  readonly messages: StoredMessage[] = [];
+  deleted = false;
+
+  constructor(
+    readonly store: MemoryStore,
+    readonly lmq: string,
+  ) {}
+}
+
 /** The store the broker uses when it has no directory: everything in memory, lost on close. */
 export class MemoryStore implements MessageStore {
-  private readonly queues = new Map<string, StoredMessage[]>();
+  private readonly queues = new Map<string, MemoryQueue>();
   private position = 0;
   private closed = false;
   /** Nothing runs in the background here; kept for the broker, which sets it on every store. */
@@ -60,12 +92,12 @@ export class MemoryStore implements MessageStore {
 
   constructor(private readonly clock: Clock) {}
 
-  async append(records: readonly AppendRecord[]): Promise<AppendResult[]> {
+  async append(records: readonly StoreRecord[]): Promise<AppendResult[]> {
     this.checkOpen();
     const now = this.clock.now();
     const results: AppendResult[] = new Array(records.length);
     for (let r = 0; r < records.length; r++) {
-      const record = records[r] as AppendRecord;
+      const record = records[r] as StoreRecord;
       const position = this.position++;
       const body = typeof record.body === 'string' ? Buffer.from(record.body) : Buffer.from(record.body);
       // Whoever hands a stored message out copies its properties: none share one empty object.
@@ -73,15 +105,12 @@ export class MemoryStore implements MessageStore {
       const offsets: number[] = new Array(record.lmqs.length);
       for (let i = 0; i < record.lmqs.length; i++) {
         const lmq = record.lmqs[i] as string;
-        let queue = this.queues.get(lmq);
-        if (queue === undefined) {
-          queue = [];
-          this.queues.set(lmq, queue);
-        }
-        offsets[i] = queue.length;
-        queue.push({
+        const queue = this.queueOf(lmq, record.keepers?.[i], true) as MemoryQueue;
+        const messages = queue.messages;
+        offsets[i] = messages.length;
+        messages.push({
           lmq,
-          offset: queue.length,
+          offset: messages.length,
           position,
           storeTimestamp: now,
           bornTimestamp: record.bornTimestamp ?? now,
@@ -96,27 +125,50 @@ export class MemoryStore implements MessageStore {
     return results;
   }
 
-  read(lmq: string, fromOffset: number, maxNum: number): StoredMessage[] {
+  read(lmq: string, fromOffset: number, maxNum: number, keeper?: LmqKeeper): StoredMessage[] {
     this.checkOpen();
-    return (this.queues.get(lmq) ?? []).slice(fromOffset, fromOffset + maxNum);
+    const queue = this.queueOf(lmq, keeper, false);
+    return queue === undefined ? [] : queue.messages.slice(fromOffset, fromOffset + maxNum);
   }
 
-  readMany(requests: readonly ReadRequest[]): StoredMessage[][] {
-    return requests.map((request) => this.read(request.lmq, request.fromOffset, request.maxNum));
+  readMany(requests: readonly StoreReadRequest[]): StoredMessage[][] {
+    return requests.map((request) => this.read(request.lmq, request.fromOffset, request.maxNum, request.keeper));
   }
 
   maxOffset(lmq: string): number {
-    return this.queues.get(lmq)?.length ?? 0;
+    return this.queues.get(lmq)?.messages.length ?? 0;
+  }
+
+  /**
+   * The queue of `lmq`: the one `keeper` holds when it is this store's, of that LMQ and not deleted,
+   * else looked up (and made, with `create`), and then held by `keeper`.
+   */
+  private queueOf(lmq: string, keeper: LmqKeeper | undefined, create: boolean): MemoryQueue | undefined {
+    const held = keeper?.storeState;
+    if (held instanceof MemoryQueue && held.store === this && held.lmq === lmq && !held.deleted) return held;
+    let queue = this.queues.get(lmq);
+    if (queue === undefined) {
+      if (!create) return undefined;
+      queue = new MemoryQueue(this, lmq);
+      this.queues.set(lmq, queue);
+    }
+    if (keeper !== undefined) keeper.storeState = queue;
+    return queue;
   }
 
   async deleteLmqs(lmqs: readonly string[]): Promise<boolean[]> {
     this.checkOpen();
-    return lmqs.map((lmq) => this.queues.delete(lmq));
+    return lmqs.map((lmq) => {
+      const queue = this.queues.get(lmq);
+      if (queue === undefined) return false;
+      queue.deleted = true;
+      return this.queues.delete(lmq);
+    });
   }
 
   lastWriteTimestamp(lmq: string): number | undefined {
-    const queue = this.queues.get(lmq);
-    return queue === undefined ? undefined : queue[queue.length - 1]?.storeTimestamp;
+    const messages = this.queues.get(lmq)?.messages;
+    return messages === undefined ? undefined : messages[messages.length - 1]?.storeTimestamp;
   }
 
   minOffset(_lmq: string): number {
@@ -125,10 +177,10 @@ export class MemoryStore implements MessageStore {
 
   lmqSummaries(prefix: string): LmqSummary[] {
     const out: LmqSummary[] = [];
-    for (const [name, queue] of this.queues) {
+    for (const [name, { messages }] of this.queues) {
       if (!name.startsWith(prefix)) continue;
-      const lastWriteTimestamp = queue[queue.length - 1]?.storeTimestamp;
-      out.push({ name: name.slice(prefix.length), minOffset: 0, maxOffset: queue.length, lastWriteTimestamp });
+      const lastWriteTimestamp = messages[messages.length - 1]?.storeTimestamp;
+      out.push({ name: name.slice(prefix.length), minOffset: 0, maxOffset: messages.length, lastWriteTimestamp });
     }
     return out;
   }

@@ -1,0 +1,66 @@
+/**
+ * The broker's message stores with the caller's per-LMQ keeper (ts/broker/store.ts `LmqKeeper`): a
+ * keeper only spares the store a lookup, so every store answers the same with it as without it, after
+ * the LMQ is deleted and started again, when the keeper is handed another LMQ's name, and when it
+ * comes from another store. The memory store and the commit log on each engine.
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { type LmqKeeper, type MessageStore, openStore } from '../ts/broker/store.js';
+import { ManualClock, tempDir } from './broker-helpers.js';
+import { ENGINES } from './engines.js';
+
+const KINDS = ['memory', ...ENGINES.map((engine) => `${engine} log` as const)] as const;
+
+const opened: MessageStore[] = [];
+afterEach(async () => {
+  for (const store of opened.splice(0)) await store.close();
+});
+
+async function open(kind: (typeof KINDS)[number]): Promise<MessageStore> {
+  const clock = new ManualClock();
+  const store =
+    kind === 'memory'
+      ? await openStore(undefined, { clock })
+      : await openStore(tempDir(), { clock, engine: kind === 'native log' ? 'native' : 'js' });
+  opened.push(store);
+  return store;
+}
+
+const text = (messages: { offset: number; body: Uint8Array }[]) =>
+  messages.map((m) => `${m.offset}:${Buffer.from(m.body).toString()}`);
+
+async function send(store: MessageStore, lmq: string, bodies: string[], keeper?: LmqKeeper): Promise<number[]> {
+  const results = await store.append(
+    bodies.map((body) => ({ lmqs: [lmq], body, keepers: keeper === undefined ? undefined : [keeper] })),
+  );
+  return results.map((result) => result.offsets[0] as number);
+}
+
+describe.each(KINDS)('%s store', (kind) => {
+  it('answers the same with a keeper as by name alone, across deletion, other names and other stores', async () => {
+    const store = await open(kind);
+    const keeper: LmqKeeper = { storeState: undefined };
+    expect(await send(store, 'L1', ['a', 'b', 'c'], keeper)).toEqual([0, 1, 2]);
+    expect(await send(store, 'L2', ['x'])).toEqual([0]);
+    expect(text(store.read('L1', 1, 10, keeper))).toEqual(['1:b', '2:c']);
+    expect(text(store.read('L1', 1, 10))).toEqual(['1:b', '2:c']);
+    expect(text(store.readMany([{ lmq: 'L1', fromOffset: 0, maxNum: 2, keeper }])[0] ?? [])).toEqual(['0:a', '1:b']);
+    // Handed another LMQ's name, the keeper does not answer for it.
+    expect(text(store.read('L2', 0, 10, keeper))).toEqual(['0:x']);
+    expect(text(store.read('L1', 0, 1, keeper))).toEqual(['0:a']);
+
+    // Deleted and started again: the keeper answers for the new LMQ, not the deleted one.
+    expect(await store.deleteLmqs(['L1'])).toEqual([true]);
+    expect(text(store.read('L1', 0, 10, keeper))).toEqual([]);
+    expect(await send(store, 'L1', ['d'], keeper)).toEqual([0]);
+    expect(text(store.read('L1', 0, 10, keeper))).toEqual(['0:d']);
+    expect(store.maxOffset('L1')).toBe(1);
+
+    // Another store of the same kind, handed this keeper, answers for itself.
+    const other = await open(kind);
+    expect(text(other.read('L1', 0, 10, keeper))).toEqual([]);
+    expect(await send(other, 'L1', ['e', 'f'], keeper)).toEqual([0, 1]);
+    expect(text(store.read('L1', 0, 10, keeper))).toEqual(['0:d']);
+    expect(text(other.read('L1', 0, 10, keeper))).toEqual(['0:e', '1:f']);
+  });
+});
