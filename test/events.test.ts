@@ -74,7 +74,13 @@ describe('EventQueue', () => {
     }
     expect(q.size).toBe(8);
     expect(q.first()).toBe(progress[0]);
-    const slots = (q as unknown as { slots: unknown[] }).slots.length;
-    expect(slots).toBeLessThanOrEqual(2 * 8 + 32 + 1);
+    const slots = (q as unknown as { slots: unknown[] }).slots;
+    expect(slots.length).toBeLessThanOrEqual(2 * 8 + 32 + 1);
+    // Emptied, it holds no progress (its slots are written over when it fills again, in order).
+    for (const p of progress) q.delete(p);
+    expect(q.size).toBe(0);
+    expect((q as unknown as { slots: unknown[] }).slots.filter((p) => p !== undefined)).toEqual([]);
+    for (const p of progress.slice(0, 3).reverse()) q.add(p);
+    expect([...q]).toEqual(progress.slice(0, 3).reverse());
   });
 });

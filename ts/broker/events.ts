@@ -14,11 +14,17 @@ import type { TopicProgress } from './progress.js';
 
 /** Emptied slots a queue may hold beyond its entries before it is packed (plus as many as it holds). */
 const SLACK = 32;
+/**
+ * Slots an emptied queue keeps to write over: a queue that a POP empties and dispatch fills again
+ * does not grow a new array each time; one that held more lets it go.
+ */
+const KEEP_EMPTY = 4096;
 
 export class EventQueue implements Iterable<TopicProgress> {
-  /** The entries at their places, undefined once taken; none live below `head`. */
+  /** The entries at their places from `head` to `tail`, undefined once taken; none live below `head`. */
   private slots: (TopicProgress | undefined)[] = [];
   private head = 0;
+  private tail = 0;
   private count = 0;
 
   get size(): number {
@@ -32,8 +38,8 @@ export class EventQueue implements Iterable<TopicProgress> {
   /** Queues `progress` at the end, unless it is queued here already. */
   add(progress: TopicProgress): void {
     if (this.has(progress)) return;
-    this.setPlace(progress, this.slots.length);
-    this.slots.push(progress);
+    this.setPlace(progress, this.tail);
+    this.slots[this.tail++] = progress;
     this.count++;
   }
 
@@ -49,36 +55,39 @@ export class EventQueue implements Iterable<TopicProgress> {
     this.clearPlace(progress);
     this.slots[place] = undefined;
     if (--this.count === 0) {
-      this.slots = [];
       this.head = 0;
+      this.tail = 0;
+      if (this.slots.length > KEEP_EMPTY) this.slots = [];
       return true;
     }
     if (place === this.head) {
       while (this.slots[this.head] === undefined) this.head++;
     }
     // Emptied slots (the front, and entries taken from the middle) stay within the entries' count.
-    if (this.slots.length - this.count > this.count + SLACK) this.pack();
+    if (this.tail - this.head - this.count > this.count + SLACK) this.pack();
     return true;
   }
 
   *[Symbol.iterator](): IterableIterator<TopicProgress> {
-    for (let i = this.head; i < this.slots.length; i++) {
+    for (let i = this.head; i < this.tail; i++) {
       const progress = this.slots[i];
       if (progress !== undefined) yield progress;
     }
   }
 
-  /** Moves the entries to a new array without the emptied slots, in order, and gives them their new places. */
+  /** Moves the entries to the front of the array, in order, giving them their new places. */
   private pack(): void {
-    const live: TopicProgress[] = [];
-    for (let i = this.head; i < this.slots.length; i++) {
+    let kept = 0;
+    for (let i = this.head; i < this.tail; i++) {
       const progress = this.slots[i];
       if (progress === undefined) continue;
-      this.setPlace(progress, live.length);
-      live.push(progress);
+      this.setPlace(progress, kept);
+      this.slots[kept++] = progress;
     }
-    this.slots = live;
+    // The slots after the entries hold no progress (they would keep it from being collected).
+    for (let i = kept; i < this.tail; i++) this.slots[i] = undefined;
     this.head = 0;
+    this.tail = kept;
   }
 
   private placeOf(progress: TopicProgress): number {
