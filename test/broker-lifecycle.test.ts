@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { REVIVE_SLICE } from '../ts/broker/lifecycle.js';
 import type { TopicProgress } from '../ts/broker/progress.js';
+import { NO_WAKE } from '../ts/broker/wakes.js';
 import { type Clock, MemoryStore, type UnsubscribedEvent } from '../ts/index.js';
 import { bodies, drain, keptLite, openBroker, sendMany, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
@@ -224,7 +225,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
         'g',
       );
       const progress = group?.progress.get('late') as TopicProgress;
-      progress.wake = undefined;
+      progress.wake = NO_WAKE;
       progress.wakeAt = Number.POSITIVE_INFINITY;
       t.advance(2000);
       expect((await c.pop({ maxNum: 1, waitMs: 0 })).length).toBe(0);

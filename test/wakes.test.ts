@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { TopicProgress } from '../ts/broker/progress.js';
 import { ManualScheduler } from '../ts/broker/timers.js';
-import { type WakeEntry, WakeQueue } from '../ts/broker/wakes.js';
+import { NO_WAKE, WakeQueue } from '../ts/broker/wakes.js';
 import { ManualClock } from './log-helpers.js';
 
 function setUp() {
@@ -38,12 +38,12 @@ function setUp() {
     clear: () => manual.clear(),
   };
   const woken: string[] = [];
-  const queue = new WakeQueue<string>(scheduler, clock, (entry: WakeEntry<string>) => {
-    entry.progress.wake = undefined;
-    woken.push(entry.liteTopic);
+  const queue = new WakeQueue<string>(scheduler, clock, (_group, progress) => {
+    progress.wake = NO_WAKE;
+    woken.push(progress.liteTopic);
   });
   const arm = (at: number, name: string, progress = new TopicProgress(0, name)) => {
-    progress.wake = queue.add(at, 'g', name, progress);
+    progress.wake = queue.add(at, 'g', progress);
     return progress;
   };
   const advanceTo = (ms: number) => {
@@ -61,7 +61,7 @@ describe('WakeQueue', () => {
     const cancelled = arm(20, 'x');
     arm(20, 'b1');
     arm(20, 'b2');
-    cancelled.wake = undefined;
+    cancelled.wake = NO_WAKE;
     advanceTo(9);
     expect(woken).toEqual([]);
     advanceTo(20);
@@ -107,21 +107,21 @@ describe('WakeQueue', () => {
           if (step.kind === 'arm') {
             const at = clock.ms + step.delay;
             const p = progress[step.slot] as TopicProgress;
-            p.wake = queue.add(at, 'g', String(step.slot), p);
+            p.wake = queue.add(at, 'g', p);
             pending.set(step.slot, { at, seq: seq++ });
           } else if (step.kind === 'cancel') {
-            (progress[step.slot] as TopicProgress).wake = undefined;
+            (progress[step.slot] as TopicProgress).wake = NO_WAKE;
             pending.delete(step.slot);
           } else {
             const to = clock.ms + step.by;
             const due = [...pending]
               .filter(([, w]) => w.at <= to)
               .sort(([, a], [, b]) => a.at - b.at || a.seq - b.seq)
-              .map(([slot]) => String(slot));
-            for (const slot of due) pending.delete(Number(slot));
+              .map(([slot]) => slot);
+            for (const slot of due) pending.delete(slot);
             woken.length = 0;
             advanceTo(to);
-            expect(woken).toEqual(due);
+            expect(woken).toEqual(due.map((slot) => `t${slot}`));
           }
           expect(timers.live).toBe(queue.size > 0 ? 1 : 0);
         }

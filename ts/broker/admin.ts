@@ -332,7 +332,7 @@ export class Admin {
     progress.skipCorrupt(offset);
     context.journal.record(['skip', state.name, liteTopic, offset]);
     const now = context.clock.now();
-    dispatcher.armWake(state, liteTopic, progress, now);
+    dispatcher.armWake(state, progress, now);
     dispatcher.ready(state, liteTopic, now, 0, progress);
     await context.journal.settle();
   }

@@ -93,7 +93,7 @@ export class DeadLetters {
     progress.settle(delivery.offset);
     this.context.journal.hot('ack', group, progress, delivery.offset);
     this.context.counters.deadLettered(group.name);
-    this.dispatcher.armWake(group, liteTopic, progress);
+    this.dispatcher.armWake(group, progress);
     this.dispatcher.ready(group, liteTopic);
     await this.context.journal.settle();
   }

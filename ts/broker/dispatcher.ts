@@ -11,7 +11,7 @@ import { BacklogQueue } from './backlog.js';
 import { MOVING_TO_DEAD_LETTERS, type TopicProgress } from './progress.js';
 import { type BrokerContext, type ClientState, type GroupState, isExpiring, liteOf, maxOffsetOf } from './state.js';
 import { lmqName } from './store.js';
-import { WakeQueue } from './wakes.js';
+import { NO_WAKE, WakeQueue } from './wakes.js';
 
 /** Entries that no longer count a backlog queue may hold beyond twice the backlog before it is pruned. */
 const PRUNE_SLACK = 64;
@@ -55,12 +55,12 @@ export class Dispatcher {
   private readonly wakes: WakeQueue<GroupState>;
 
   constructor(private readonly context: BrokerContext) {
-    this.wakes = new WakeQueue(context.scheduler, context.clock, ({ group, liteTopic, progress }) => {
-      progress.wake = undefined;
+    this.wakes = new WakeQueue(context.scheduler, context.clock, (group, progress) => {
+      progress.wake = NO_WAKE;
       progress.wakeAt = Number.POSITIVE_INFINITY;
       const at = this.context.clock.now();
-      this.ready(group, liteTopic, at);
-      this.armWake(group, liteTopic, progress, at);
+      this.ready(group, progress.liteTopic, at);
+      this.armWake(group, progress, at);
     });
   }
 
@@ -91,7 +91,7 @@ export class Dispatcher {
     this.skipRetired(progress, lmq);
     const clients = progress.readyClients({ context: this.context, group, liteTopic, lmq, info, now });
     if (clients !== undefined) {
-      this.readyAt(group, liteTopic, progress, clients, now);
+      this.readyAt(group, progress, clients, now);
       return;
     }
     // One `now` for both decisions: with two readings, the clock could pass the deadline between
@@ -101,7 +101,7 @@ export class Dispatcher {
       !(progress.frontVisible(now) ?? (progress.next < storedBelow || progress.next < maxOffsetOf(store, info, lmq)))
     ) {
       this.unbacklog(group, progress);
-      this.armWake(group, liteTopic, progress, now);
+      this.armWake(group, progress, now);
       return;
     }
     const client = this.choose(group, progress);
@@ -178,13 +178,7 @@ export class Dispatcher {
    * be handed now) gets an event at each of them; a client without room leaves the lite topic in
    * the backlog.
    */
-  private readyAt(
-    group: GroupState,
-    liteTopic: string,
-    progress: TopicProgress,
-    clients: ReadonlySet<ClientState>,
-    now: number,
-  ): void {
+  private readyAt(group: GroupState, progress: TopicProgress, clients: ReadonlySet<ClientState>, now: number): void {
     const { limits } = this.context;
     let waiting = false;
     for (const client of clients) {
@@ -193,7 +187,7 @@ export class Dispatcher {
     }
     if (waiting) this.toBacklog(group, progress);
     else this.unbacklog(group, progress);
-    this.armWake(group, liteTopic, progress, now);
+    this.armWake(group, progress, now);
   }
 
   /**
@@ -300,15 +294,14 @@ export class Dispatcher {
    * Keeps one wake-up per (group, lite topic) for the moment its first hidden delivery becomes
    * visible again; at that moment the lite topic is ready. None while nothing is hidden.
    */
-  armWake(group: GroupState, liteTopic: string, progress: TopicProgress, now = this.context.clock.now()): void {
+  armWake(group: GroupState, progress: TopicProgress, now = this.context.clock.now()): void {
     const first = progress.firstDeadline(now);
     // A deadline already passed needs no timer: the lite topic is deliverable and `ready` queues it.
     // A delivery moving to the dead-letter queue is woken by the move, not by time.
     const deadline = first > now && first < MOVING_TO_DEAD_LETTERS ? first : Number.POSITIVE_INFINITY;
     if (deadline === progress.wakeAt) return;
     progress.wakeAt = deadline;
-    progress.wake =
-      deadline === Number.POSITIVE_INFINITY ? undefined : this.wakes.add(deadline, group, liteTopic, progress);
+    progress.wake = deadline === Number.POSITIVE_INFINITY ? NO_WAKE : this.wakes.add(deadline, group, progress);
   }
 
   /** Runs waiting POPs of `client` once the current synchronous work is done (one wake per batch). */

@@ -292,7 +292,7 @@ export function releaseInflight(
     }
     if (released.length === 0) continue;
     context.journal.hot('deliver', group, progress, released);
-    dispatcher.armWake(group, liteTopic, progress);
+    dispatcher.armWake(group, progress);
     dispatcher.ready(group, liteTopic);
   }
   if (group.keyShared !== undefined) for (const liteTopic of liteTopics) dispatcher.ready(group, liteTopic);

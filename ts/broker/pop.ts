@@ -300,7 +300,7 @@ export class Popper {
           dying.length = 0;
         }
         if (taken.length === 0) continue;
-        this.dispatcher.armWake(group, liteTopic, progress, now);
+        this.dispatcher.armWake(group, progress, now);
         handed.push({ liteTopic, lmq, info, progress, taken });
         count += taken.length;
       }
@@ -360,7 +360,7 @@ export class Popper {
       if (recorded > 0) this.context.journal.hot('deliver', group, progress, record);
       if (corrupt >= 0) {
         holdCorrupt(this.context, group, liteTopic, progress, corrupt, error, now);
-        this.dispatcher.armWake(group, liteTopic, progress, now);
+        this.dispatcher.armWake(group, progress, now);
       }
     });
   }
@@ -501,7 +501,7 @@ export class Popper {
     this.context.counters.acked(group.name);
     recent.add(progress, offset, attempt);
     const now = this.context.clock.now();
-    this.dispatcher.armWake(group, liteTopic, progress, now);
+    this.dispatcher.armWake(group, progress, now);
     this.dispatcher.ready(group, liteTopic, now, 0, progress);
     // Under `sync` the ack resolves once durable: an acked message is never delivered again.
     const settled = this.context.journal.settle();
@@ -530,7 +530,7 @@ export class Popper {
     }
     delivery.invisibleUntil = now + time;
     this.context.journal.hot('deliver', group, progress, [delivery.offset, delivery.attempt, delivery.invisibleUntil]);
-    this.dispatcher.armWake(group, receipt.liteTopic, progress);
+    this.dispatcher.armWake(group, progress);
     this.dispatcher.ready(group, receipt.liteTopic);
     return this.context.journal.settle();
   }

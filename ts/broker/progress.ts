@@ -9,6 +9,7 @@ import type { BacklogQueue } from './backlog.js';
 import { type CorruptHold, retryDelay } from './corrupt.js';
 import type { EventQueue } from './events.js';
 import { type BrokerContext, type ClientState, type GroupState, type LiteTopicInfo, maxOffsetOf } from './state.js';
+import { NO_WAKE } from './wakes.js';
 
 /**
  * A lite topic of a group as a POP or a dispatch sees it at one moment: what a progress needs, beyond
@@ -151,9 +152,9 @@ export class TopicProgress {
   private window: DeliveryWindow | undefined;
   /**
    * The dispatcher's pending wake-up of the topic for when its first hidden message becomes visible
-   * (wakes.ts): current while it is this entry; undefined cancels it.
+   * (wakes.ts): current while this holds its arming number; `NO_WAKE` cancels it.
    */
-  wake: object | undefined;
+  wake = NO_WAKE;
   /** The deadline of that wake-up (Infinity: none). */
   wakeAt = Number.POSITIVE_INFINITY;
   /** The dispatcher's retention count when `skipTo` last ran (-1: never; see `Dispatcher.skipRetired`). */
@@ -571,7 +572,7 @@ export class TopicProgress {
   dropAll(): void {
     this.held = undefined;
     for (let offset = this.committed; offset < this.next; offset++) this.forget(offset);
-    this.wake = undefined;
+    this.wake = NO_WAKE;
     this.wakeAt = Number.POSITIVE_INFINITY;
   }
 
