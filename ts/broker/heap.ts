@@ -1,7 +1,6 @@
 /**
- * The broker's one binary min-heap: the dispatcher's wake-ups (wakes.ts) and a key-shared POP's
- * merge of bucket scans (key-shared-progress.ts) both keep their items in it, each with its own
- * order.
+ * A binary min-heap of objects in an order of the caller's: a key-shared POP's merge of bucket scans
+ * (key-shared-progress.ts). The dispatcher's wake-ups keep their own heap in typed arrays (wakes.ts).
  */
 export class MinHeap<T> {
   private items: T[] = [];
@@ -47,11 +46,7 @@ export class MinHeap<T> {
     else this.down(item, 0);
   }
 
-  /** Keeps only the items `keep` accepts and restores the order in O(n). */
-  retain(keep: (item: T) => boolean): void {
-    this.items = this.items.filter(keep);
-    for (let i = (this.items.length >> 1) - 1; i >= 0; i--) this.down(this.items[i] as T, i);
-  }
+
 
   private down(item: T, from: number): void {
     const items = this.items;
