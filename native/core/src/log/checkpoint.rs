@@ -58,6 +58,9 @@ pub struct Encoder {
     queues: u64,
     /// Stored queues whose blocks were copied: name, where the block was, where it is in `blocks`.
     copied: Vec<(Arc<[u8]>, StoredEntries, usize)>,
+    /// Blocks encoded but not yet checksummed: where the checksum goes in `head`, and the block's
+    /// range in `blocks` (see [`Encoder::checksum_blocks`]).
+    unsummed: Vec<(usize, std::ops::Range<usize>)>,
 }
 
 /// What [`Encoder::finish`] produces: the file's bytes in two parts (written one after the other),
@@ -91,10 +94,13 @@ impl Encoder {
             position,
             queues: 0,
             copied: Vec::new(),
+            unsummed: Vec::new(),
         }
     }
 
-    /// Adds one queue as of the checkpoint's position.
+    /// Adds one queue as of the checkpoint's position. Its entries are copied; their checksum is
+    /// left to [`Encoder::checksum_blocks`], which needs nothing of the log, so that the caller
+    /// can compute it after letting go of the log.
     pub fn queue(&mut self, name: &[u8], queue: &ConsumeQueue) {
         let block_at = self.blocks.len();
         let (count, crc, first_position) = match queue.entries() {
@@ -102,7 +108,7 @@ impl Encoder {
                 let block = &stored.block;
                 self.blocks.extend_from_slice(block.bytes());
                 self.copied.push((Arc::from(name), block.clone(), block_at));
-                (block.count, block.crc, block.first_position)
+                (block.count, Some(block.crc), block.first_position)
             }
             Entries::Stored(stored) => {
                 // The block (its checksum checked when replay appended after it), then the entries
@@ -120,17 +126,25 @@ impl Encoder {
                 } else {
                     stored.tail.front().filter(|_| held > 0).map_or(0, |e| e.position)
                 };
-                (count, crc32c(&self.blocks[block_at..]), first)
+                (count, None, first)
             }
             _ => {
                 let entries = queue.entries();
-                let count = entries.partition_point(|e| e.position < self.position);
+                // Entries are in position order, and those of appends after the checkpoint's
+                // position are a few at the end: counted from there, not found by a binary search
+                // whose every probe is a cache miss in a queue not touched for a while.
+                let after = entries
+                    .iter()
+                    .rev()
+                    .take_while(|e| e.position >= self.position)
+                    .count();
+                let count = entries.loaded() - after;
                 self.blocks.reserve(ENTRY_BYTES * count);
                 for entry in entries.range(0, count) {
                     encode_entry(&mut self.blocks, entry);
                 }
                 let first = entries.front().filter(|_| count > 0).map_or(0, |e| e.position);
-                (count, crc32c(&self.blocks[block_at..]), first)
+                (count, None, first)
             }
         };
         let head = &mut self.head;
@@ -140,13 +154,25 @@ impl Encoder {
         head.extend_from_slice(&(queue.min_offset() + count as u64).to_le_bytes());
         head.extend_from_slice(&queue.last_write_ms().to_le_bytes());
         head.extend_from_slice(&first_position.to_le_bytes());
-        head.extend_from_slice(&crc.to_le_bytes());
+        if crc.is_none() {
+            self.unsummed.push((head.len(), block_at..self.blocks.len()));
+        }
+        head.extend_from_slice(&crc.unwrap_or(0).to_le_bytes());
         head.extend_from_slice(&0u32.to_le_bytes());
         self.queues += 1;
     }
 
+    /// Computes the checksums of the blocks [`Encoder::queue`] encoded since the last call.
+    pub fn checksum_blocks(&mut self) {
+        for (crc_at, block) in self.unsummed.drain(..) {
+            let crc = crc32c(&self.blocks[block]);
+            self.head[crc_at..crc_at + 4].copy_from_slice(&crc.to_le_bytes());
+        }
+    }
+
     /// The checkpoint: the header completed (queue count, directory end, checksums).
     pub fn finish(mut self) -> Encoded {
+        self.checksum_blocks();
         let directory_end = self.head.len();
         self.head[QUEUE_COUNT_AT..QUEUE_COUNT_AT + 8].copy_from_slice(&self.queues.to_le_bytes());
         self.head[DIRECTORY_END_AT..DIRECTORY_END_AT + 8]

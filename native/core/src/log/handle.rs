@@ -168,14 +168,14 @@ impl LogHandle {
 
     /// Writes a checkpoint of the queues as of the current write position, after making the log
     /// durable: temporary file, sync, rename, directory sync. The position, the segments and the
-    /// names are taken together; the queues are then encoded `CHECKPOINT_BATCH` at a time, taking
-    /// the lock for each batch only, so appends and reads from the JavaScript thread go on
-    /// meanwhile. Each queue is cut at the position (checkpoint.rs, `Encoder`); one deleted
+    /// names are taken together; the queues are then copied `CHECKPOINT_BATCH` at a time, taking
+    /// the lock for each batch's copy only (the checksums are computed without it), so appends and
+    /// reads from the JavaScript thread go on meanwhile. Each queue is cut at the position (checkpoint.rs, `Encoder`); one deleted
     /// meanwhile is left out (its deletion record is after the position: recovery replays it). The
     /// log is synced after the encoding, so a queue's last-write time read during it never names a
     /// record that could be lost.
     pub fn checkpoint(&self, now_ms: u64) -> Result<(), LogError> {
-        let (dir, mut encoder, names) = {
+        let (dir, position, segments, names, capacity) = {
             let log = self.lock();
             log.writable()?;
             let segments = log.segment_times();
@@ -186,18 +186,33 @@ impl LogHandle {
                 .map(Path::to_path_buf)
                 .unwrap_or_default();
             let capacity = 48 + 16 * segments.len() + names.len() * 64 + 24 * log.queues.entry_count();
-            let encoder = checkpoint::Encoder::new(log.write_position, now_ms, &segments, capacity);
-            (dir, encoder, names)
+            (dir, log.write_position, segments, names, capacity)
         };
+        let mut encoder = checkpoint::Encoder::new(position, now_ms, &segments, capacity);
+        let mut ids = Vec::with_capacity(CHECKPOINT_BATCH.min(names.len()));
         for batch_start in (0..names.len()).step_by(CHECKPOINT_BATCH) {
-            let log = self.lock();
-            log.usable()?;
-            for i in batch_start..names.len().min(batch_start + CHECKPOINT_BATCH) {
-                let name = names.get(i);
-                if let Some(queue) = log.queues.get(name) {
-                    encoder.queue(name, queue);
+            {
+                let log = self.lock();
+                log.usable()?;
+                let batch = batch_start..names.len().min(batch_start + CHECKPOINT_BATCH);
+                // The batch's queues are looked up first, their entries' ends prefetched, so the
+                // copies below find them in cache.
+                ids.clear();
+                for i in batch.clone() {
+                    let id = log.queues.id(names.get(i));
+                    if let Some(id) = id {
+                        log.queues.at(id).prefetch_ends();
+                    }
+                    ids.push(id);
+                }
+                for (i, id) in batch.zip(&ids) {
+                    if let Some(id) = *id {
+                        encoder.queue(names.get(i), log.queues.at(id));
+                    }
                 }
             }
+            // Only the copy of the entries needs the log; their checksums are computed without it.
+            encoder.checksum_blocks();
         }
         let encoded = encoder.finish();
         self.sync()?;
