@@ -46,8 +46,6 @@ export class MinHeap<T> {
     else this.down(item, 0);
   }
 
-
-
   private down(item: T, from: number): void {
     const items = this.items;
     const n = items.length;
