@@ -79,7 +79,7 @@ export class Dispatcher {
   ): void {
     const progress = known ?? group.progress.get(liteTopic);
     if (progress === undefined) return; // only a lite topic with progress is placed
-    if (progress.queuedAt !== undefined) return; // never set in key-shared groups
+    if (progress.queued) return;
     // An expiring lite topic's LMQ still holds its old messages until deleted; ready again after.
     if (!group.wants(progress) || isExpiring(group.parent, liteTopic)) {
       this.unbacklog(group, progress);
@@ -208,7 +208,6 @@ export class Dispatcher {
   private enqueue(client: ClientState, progress: TopicProgress): void {
     const group = client.group;
     client.events.add(progress);
-    if (group.keyShared === undefined) progress.queuedAt = client;
     this.unbacklog(group, progress);
     client.lastChosen = ++group.chooseCounter;
     if (client.events.size === 1) this.armStallCheck(client);
@@ -218,7 +217,6 @@ export class Dispatcher {
   /** Takes the event of `progress`'s lite topic off `client`'s queue (POP does this before it reads). */
   dequeue(client: ClientState, progress: TopicProgress): void {
     client.events.delete(progress);
-    if (progress.queuedAt === client) progress.queuedAt = undefined;
   }
 
   /** Moves one event away from `client` (it no longer holds the lite topic, or it is leaving). */

@@ -334,6 +334,11 @@ export class KeySharedProgress extends TopicProgress {
     return cursor;
   }
 
+  /** Its events are one per bucket owner, each at its own client: none stands for the group's. */
+  override get queued(): boolean {
+    return false;
+  }
+
   /**
    * The members of the lite topic without its event that could be handed something now (the
    * dispatcher queues them one). Scans only the buckets of those clients, each up to its first

@@ -192,7 +192,7 @@ export class Lifecycle {
           }
           const progress = step.value;
           if (progress.committed >= progress.next || progress.wakeAt !== Number.POSITIVE_INFINITY) continue;
-          if (progress.queuedAt !== undefined || progress.backlogged) continue;
+          if (progress.queued || progress.backlogged) continue;
           if (progress.firstDeadline() <= now) this.dispatcher.ready(group, progress.liteTopic);
         }
         group.reviveCursor = cursor;

@@ -52,18 +52,18 @@ const NO_HOLDERS: readonly ClientState[] = Object.freeze([]);
 export const MOVING_TO_DEAD_LETTERS = Number.MAX_SAFE_INTEGER;
 
 /**
+ * The slots of every empty window (frozen: never written, a window with a delivery has its own):
+ * a window made for its first delivery, or emptied by its last ack, allocates no array for nothing.
+ */
+const NO_SLOTS = Object.freeze([]) as unknown as (Delivery | undefined)[];
+
+/**
  * The deliveries of one progress by offset. FIFO hands offsets out in ascending runs and acks move
  * `committed` up from the front, so they sit in an array from the lowest kept offset, without a
  * hash per lookup; key-shared progress may leave gaps (undefined slots) and, replaying its journal,
  * set an offset below the lowest kept one (the array is then rebuilt). Emptied, it releases its
  * array: an idle progress keeps no storage for deliveries (a Map kept its table once made).
  */
-/**
- * The slots of every empty window (frozen: never written, a window with a delivery has its own):
- * a window made for its first delivery, or emptied by its last ack, allocates no array for nothing.
- */
-const NO_SLOTS = Object.freeze([]) as unknown as (Delivery | undefined)[];
-
 export class DeliveryWindow {
   /** `slots[i]` is the delivery of offset `base + i`; slots below `head` are unused. */
   private slots: (Delivery | undefined)[] = NO_SLOTS;
@@ -160,19 +160,17 @@ export class TopicProgress {
   /** The dispatcher's retention count when `skipTo` last ran (-1: never; see `Dispatcher.skipRetired`). */
   retiredChecked = -1;
   /**
-   * Where the dispatcher has the group's one event of this lite topic (dispatcher.ts): the client it
-   * is queued at (never set in key-shared groups, whose events are per bucket owner), and whether it
-   * waits in the group's backlog (`GroupState.backlog` holds exactly the progress that says so). Kept here, next to the progress every dispatch looks up anyway, so a dispatch does not look
-   * the lite topic up again in one more map per question.
-   */
-  queuedAt: ClientState | undefined;
-  /**
    * The client event queue it waits in and its place there (events.ts), -1 for none; a key-shared
    * lite topic waiting at more clients keeps its places in the others in `otherEventQueues`.
    */
   eventQueue: EventQueue | undefined;
   eventPlace = -1;
   otherEventQueues: Map<EventQueue, number> | undefined;
+  /**
+   * Whether it waits in the group's backlog (`GroupState.backlog` holds exactly the progress that
+   * says so). Kept here, next to the progress every dispatch looks up anyway, with its event queue
+   * above, so a dispatch does not look the lite topic up again in one more map per question.
+   */
   backlogged = false;
   /** The number it waits in the backlog under, while `backlogged` (backlog.ts). */
   backlogEntry = 0;
@@ -207,6 +205,15 @@ export class TopicProgress {
   ) {
     this.committed = start;
     this.next = start;
+  }
+
+  /**
+   * Whether the group's one event of the lite topic is queued at a client (dispatcher.ts): then
+   * nothing more is queued for it. Never so for key-shared progress, whose events are one per bucket
+   * owner (`KeySharedProgress` says so).
+   */
+  get queued(): boolean {
+    return this.eventQueue !== undefined;
   }
 
   /** Whether any client holds the lite topic. */
