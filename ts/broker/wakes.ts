@@ -21,6 +21,11 @@ const MIN_COMPACT_LENGTH = 1024;
 /** Room the heap's arrays start with. */
 const INITIAL_ROOM = 64;
 
+/** Whether a wake-up due at `at`, armed as number `armed`, comes out before one due at `otherAt` armed as `otherArmed`. */
+function earlier(at: number, armed: number, otherAt: number, otherArmed: number): boolean {
+  return at < otherAt || (at === otherAt && armed < otherArmed);
+}
+
 /** What `TopicProgress.wake` holds while no wake-up of it is pending. */
 export const NO_WAKE = -1;
 
@@ -92,24 +97,21 @@ export class WakeQueue<G> {
     }
   }
 
-  /** Whether entry `i` comes out before entry `j`. */
-  private before(i: number, j: number): boolean {
-    const a = this.at[i] as number;
-    const b = this.at[j] as number;
-    return a < b || (a === b && (this.armed[i] as number) < (this.armed[j] as number));
-  }
-
   private push(at: number, armed: number, group: G, progress: TopicProgress): void {
     if (this.count === this.at.length) this.grow();
     let i = this.count++;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      const above = this.at[parent] as number;
-      if (!(at < above || (at === above && armed < (this.armed[parent] as number)))) break;
+      if (!earlier(at, armed, this.at[parent] as number, this.armed[parent] as number)) break;
       this.move(parent, i);
       i = parent;
     }
     this.place(i, at, armed, group, progress);
+  }
+
+  /** Whether entry `i` comes out before entry `j`. */
+  private before(i: number, j: number): boolean {
+    return earlier(this.at[i] as number, this.armed[i] as number, this.at[j] as number, this.armed[j] as number);
   }
 
   /** Removes the first entry and restores the order. */
@@ -133,8 +135,7 @@ export class WakeQueue<G> {
       if (child >= n) break;
       const right = child + 1;
       if (right < n && this.before(right, child)) child = right;
-      const below = this.at[child] as number;
-      if (!(below < at || (below === at && (this.armed[child] as number) < armed))) break;
+      if (!earlier(this.at[child] as number, this.armed[child] as number, at, armed)) break;
       this.move(child, i);
       i = child;
     }
