@@ -5,7 +5,8 @@
  * comes from another store. The memory store and the commit log on each engine.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type LmqKeeper, type MessageStore, openStore } from '../ts/broker/store.js';
+import { type LmqKeeper, type MemoryStore, type MessageStore, openStore } from '../ts/broker/store.js';
+import { ClosedError, type StoredMessage } from '../ts/index.js';
 import { ManualClock, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
 
@@ -62,5 +63,27 @@ describe.each(KINDS)('%s store', (kind) => {
     expect(await send(other, 'L1', ['e', 'f'], keeper)).toEqual([0, 1]);
     expect(text(store.read('L1', 0, 10, keeper))).toEqual(['0:d']);
     expect(text(other.read('L1', 0, 10, keeper))).toEqual(['0:e', '1:f']);
+  });
+});
+
+describe('memory store by offset', () => {
+  it('hands out by offset what a read of one message holds, across deletion and other stores', async () => {
+    const store = (await open('memory')) as MemoryStore;
+    const keeper: LmqKeeper = { storeState: undefined };
+    await send(store, 'L1', ['a', 'b', 'c'], keeper);
+    const one = (offset: number, by?: LmqKeeper) => store.read('L1', offset, 1, by)[0];
+    for (const offset of [0, 1, 2, 3, 7]) {
+      expect(store.messageAt('L1', offset, keeper)).toBe(one(offset, keeper));
+      expect(store.messageAt('L1', offset)).toBe(one(offset));
+    }
+    expect(store.messageAt('L2', 0, keeper)).toBeUndefined();
+    expect(await store.deleteLmqs(['L1'])).toEqual([true]);
+    expect(store.messageAt('L1', 0, keeper)).toBeUndefined();
+    await send(store, 'L1', ['d'], keeper);
+    expect(text([store.messageAt('L1', 0, keeper) as StoredMessage])).toEqual(['0:d']);
+    const other = (await open('memory')) as MemoryStore;
+    expect(other.messageAt('L1', 0, keeper)).toBeUndefined();
+    await store.close();
+    expect(() => store.messageAt('L1', 0, keeper)).toThrow(ClosedError);
   });
 });

@@ -83,6 +83,8 @@ export type StateRecord =
 
 /** Where the broker's parts report changes: the journal, or nothing without a directory. */
 export interface JournalRecorder {
+  /** Whether records are kept at all: false without a directory, where callers skip building them. */
+  readonly keeps: boolean;
   record(record: StateRecord): void;
   /**
    * A hot record (`start`, `deliver`, `ack`) of `group` on the lite topic of `progress`: what
@@ -103,6 +105,7 @@ export interface JournalRecorder {
 }
 
 export const noRecorder: JournalRecorder = {
+  keeps: false,
   record: () => undefined,
   hot: () => undefined,
   settle: () => SETTLED,
@@ -122,6 +125,7 @@ function numberOf(journal: StateJournal, named: JournalNamed, name: string): num
 
 export function journalRecorder(journal: StateJournal): JournalRecorder {
   return {
+    keeps: true,
     record: (record) => {
       const kind = record[0];
       if (kind !== 'start' && kind !== 'ack' && kind !== 'deliver') {

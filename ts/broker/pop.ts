@@ -25,7 +25,7 @@ import {
   type LiteTopicInfo,
   liteOf,
 } from './state.js';
-import { lmqName, type StoreReadRequest } from './store.js';
+import { lmqName, MemoryStore, type StoreReadRequest } from './store.js';
 import { DEFAULT_INVISIBLE_TIME_MS, type PopOptions, type PoppedMessage } from './types.js';
 
 /** Recently acked handles kept per group, so a second ack of a committed message stays harmless. */
@@ -159,6 +159,12 @@ export class Popper {
    * which a consumer must not be able to change.
    */
   private readonly copyBodies: boolean;
+  /**
+   * The store when it is a `MemoryStore` reading as its own class does: its messages are handed out
+   * by offset (`messageAt`), with no read, no runs and no outcomes. A subclass that changes `read` or
+   * `readMany` (tests failing chosen reads) is read as any other store.
+   */
+  private readonly direct: MemoryStore | undefined;
   /** The last failure to move a message to a dead-letter queue in the background (admin reports it). */
   lastMoveError: unknown;
 
@@ -170,6 +176,13 @@ export class Popper {
     private readonly track: (work: Promise<unknown>) => void = () => undefined,
   ) {
     this.copyBodies = !(context.store instanceof CommitLog);
+    const store = context.store;
+    this.direct =
+      store instanceof MemoryStore &&
+      store.read === MemoryStore.prototype.read &&
+      store.readMany === MemoryStore.prototype.readMany
+        ? store
+        : undefined;
   }
 
   /** Checked POP options. */
@@ -317,7 +330,8 @@ export class Popper {
   /**
    * Reads what a POP handed out into `out`, in the order it was handed out, and journals the
    * deliveries it made. Each FIFO lite topic's deliveries are one ascending run; with a store that
-   * reads many LMQs at once (a `CommitLog`: one engine call), all those runs are read together.
+   * reads many LMQs at once (a `CommitLog`: one engine call), all those runs are read together; the
+   * memory store's messages are taken by offset (`direct`).
    *
    * A corrupt record (`LOG_CORRUPT`) fails only its own lite topic, and only from its offset: what was
    * read below it is delivered, what was taken at or after it is released (its attempt and the
@@ -325,44 +339,59 @@ export class Popper {
    * is thrown, the round's deliveries journaled and hidden as handed out.
    */
   private read(group: GroupState, handed: readonly HandedOut[], out: PoppedMessage[], now: number): void {
-    let outcomes: ReadOutcome[];
-    try {
-      outcomes = this.readAll(handed);
-    } catch (error) {
-      // Not a corrupt record (the store failed or closed): the deliveries stand, hidden until their
-      // invisible time as before, so a waiting POP does not meet the same failure again at once.
-      for (const { progress, taken } of handed) {
-        const record: number[] = [];
-        for (const d of taken) record.push(d.offset, d.attempt, d.invisibleUntil);
-        this.context.journal.hot('deliver', group, progress, record);
+    const { journal } = this.context;
+    const direct = this.direct;
+    let outcomes: ReadOutcome[] | undefined;
+    if (direct === undefined) {
+      try {
+        outcomes = this.readAll(handed);
+      } catch (error) {
+        // Not a corrupt record (the store failed or closed): the deliveries stand, hidden until their
+        // invisible time as before, so a waiting POP does not meet the same failure again at once.
+        for (const { progress, taken } of handed) {
+          const record: number[] = [];
+          for (const d of taken) record.push(d.offset, d.attempt, d.invisibleUntil);
+          journal.hot('deliver', group, progress, record);
+        }
+        throw error;
       }
-      throw error;
     }
-    handed.forEach(({ liteTopic, progress, taken }, i) => {
-      const { stored, corrupt, error } = outcomes[i] as ReadOutcome;
-      // Sized for every delivery (cut short should a corrupt record release some): one allocation.
-      const record: number[] = new Array(3 * taken.length);
+    for (let i = 0; i < handed.length; i++) {
+      const { liteTopic, lmq, info, progress, taken } = handed[i] as HandedOut;
+      const outcome = outcomes?.[i];
+      const corrupt = outcome === undefined ? -1 : outcome.corrupt;
+      // Sized for every delivery (cut short should a corrupt record release some): one allocation,
+      // none when nothing keeps journal records.
+      const record: number[] | undefined = journal.keeps ? new Array(3 * taken.length) : undefined;
       let recorded = 0;
       for (const delivery of taken) {
         if (corrupt >= 0 && delivery.offset >= corrupt) {
           progress.release(delivery, now);
           continue;
         }
-        record[recorded++] = delivery.offset;
-        record[recorded++] = delivery.attempt;
-        record[recorded++] = delivery.invisibleUntil;
-        const message = stored(delivery.offset);
+        if (record !== undefined) {
+          record[recorded] = delivery.offset;
+          record[recorded + 1] = delivery.attempt;
+          record[recorded + 2] = delivery.invisibleUntil;
+        }
+        recorded += 3;
+        const message =
+          outcome === undefined
+            ? (direct as MemoryStore).messageAt(lmq, delivery.offset, info)
+            : outcome.stored(delivery.offset);
         if (message === undefined) continue;
         progress.unhold(delivery.offset);
         out.push(this.popped(group, progress, delivery, message));
       }
-      record.length = recorded;
-      if (recorded > 0) this.context.journal.hot('deliver', group, progress, record);
+      if (record !== undefined) {
+        record.length = recorded;
+        if (recorded > 0) journal.hot('deliver', group, progress, record);
+      }
       if (corrupt >= 0) {
-        holdCorrupt(this.context, group, liteTopic, progress, corrupt, error, now);
+        holdCorrupt(this.context, group, liteTopic, progress, corrupt, outcome?.error, now);
         this.dispatcher.armWake(group, progress, now);
       }
-    });
+    }
   }
 
   /** Reads every lite topic's deliveries; see `read`. Throws only what is not a corrupt record. */

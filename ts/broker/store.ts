@@ -45,6 +45,7 @@ export interface MessageStore {
   read(lmq: string, fromOffset: number, maxNum: number, keeper?: LmqKeeper): StoredMessage[];
   /** `read` of each request in one call (CommitLog: one engine call for all). */
   readMany(requests: readonly StoreReadRequest[]): StoredMessage[][];
+
   /** The next offset to be written (0 for an LMQ that does not exist). */
   maxOffset(lmq: string): number;
   /** The oldest offset still stored. */
@@ -133,6 +134,17 @@ export class MemoryStore implements MessageStore {
 
   readMany(requests: readonly StoreReadRequest[]): StoredMessage[][] {
     return requests.map((request) => this.read(request.lmq, request.fromOffset, request.maxNum, request.keeper));
+  }
+
+  /**
+   * The message at `offset` of `lmq`, or undefined: what `read(lmq, offset, 1, keeper)` holds,
+   * without an array. A POP reading this store (not a subclass that reads otherwise) asks it for
+   * each message it hands out instead of reading runs.
+   */
+  messageAt(lmq: string, offset: number, keeper?: LmqKeeper): StoredMessage | undefined {
+    this.checkOpen();
+    const messages = this.queueOf(lmq, keeper, false)?.messages;
+    return messages !== undefined && offset < messages.length ? messages[offset] : undefined;
   }
 
   maxOffset(lmq: string): number {
