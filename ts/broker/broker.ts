@@ -859,6 +859,7 @@ export class Broker extends EventEmitter {
         // No progress means no holder (subscribing makes progress): only catch-all clients want it.
         if (group.catchAll.size === 0) continue;
         progress = newProgress(group.config, liteTopic, offset);
+        progress.lite = info;
         this.dispatcher.startsAtStored(progress);
         group.progress.set(liteTopic, progress);
         this.context.journal.hot('start', group, progress, offset);

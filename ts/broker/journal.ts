@@ -305,10 +305,11 @@ export interface JournalNamed {
 
 /**
  * What a compaction's snapshot hands each group and progress it writes (`StateJournal.snapshot`):
- * the number it has keeps holding in the new file (named there by a `NAME` record).
+ * the number it has keeps holding in the new file (named there by a `NAME` record). Whether
+ * `named` now holds a number of the new file (carried now or before); false when it had none.
  */
 export interface NameCarrier {
-  carry(named: JournalNamed, name: string): void;
+  carry(named: JournalNamed, name: string): boolean;
 }
 
 /**
@@ -794,9 +795,11 @@ export class StateJournal {
     const kept = restart ? undefined : new Map<string, number>();
     const carrier: NameCarrier = {
       carry: (named, name) => {
-        if (kept === undefined || named.journalFile !== ending || named.journalName < 0) return;
+        if (named.journalFile === this.numbering && named.journalName >= 0) return true;
+        if (kept === undefined || named.journalFile !== ending || named.journalName < 0) return false;
         named.journalFile = this.numbering;
         kept.set(name, named.journalName);
+        return true;
       },
     };
     this.takeChunk();

@@ -89,11 +89,13 @@ export interface JournalRecorder {
   /**
    * A hot record (`start`, `deliver`, `ack`) of `group` on the lite topic of `progress`: what
    * `record([kind, group.name, progress.liteTopic, value])` writes, without looking either name up.
+   * The lite topic's number is kept on its info (`progress.lite`, shared by every group's progress
+   * of it) when the progress has one, else on the progress.
    */
   hot(
     kind: HotKind,
     group: JournalNamed & { readonly name: string },
-    progress: JournalNamed & { readonly liteTopic: string },
+    progress: JournalNamed & { readonly liteTopic: string; readonly lite?: JournalNamed | undefined },
     value: number | readonly number[],
   ): void;
   /** Under `flush: 'sync'`, waits until every change so far is durable; otherwise at once. */
@@ -138,7 +140,7 @@ export function journalRecorder(journal: StateJournal): JournalRecorder {
     },
     hot: (kind, group, progress, value) => {
       const groupId = numberOf(journal, group, group.name);
-      const liteId = groupId < 0 ? -1 : numberOf(journal, progress, progress.liteTopic);
+      const liteId = groupId < 0 ? -1 : numberOf(journal, progress.lite ?? progress, progress.liteTopic);
       appendHot(journal, kind, group.name, progress.liteTopic, groupId, liteId, value);
     },
     settle: () => journal.settle(),
@@ -475,8 +477,15 @@ export function* snapshot(
   yield* records.map(encodeRecord);
   for (const group of all) {
     names?.carry(group, group.name);
+    // The lite topic's number is kept on its info, shared by every group's progress (see `hot`): carried
+    // once per lite topic; the progress's own, only when the info has none.
     const carry =
-      names === undefined ? undefined : (progress: TopicProgress) => names.carry(progress, progress.liteTopic);
+      names === undefined
+        ? undefined
+        : (progress: TopicProgress) => {
+            const lite = progress.lite;
+            if (lite === undefined || !names.carry(lite, progress.liteTopic)) names.carry(progress, progress.liteTopic);
+          };
     for (const batch of progressBatches(group.name, group.progress, RECORD_HEADER_BYTES, SNAPSHOT_BATCH_BYTES, carry)) {
       yield sealRecord(batch);
     }

@@ -7,6 +7,7 @@ import type { Matcher, PatternIndex } from '../pattern.js';
 import type { TopicTrie } from '../trie.js';
 import { BacklogQueue } from './backlog.js';
 import { EventQueue } from './events.js';
+import type { JournalNamed } from './journal.js';
 import type { KeySharedConfig } from './key-shared.js';
 import type { TopicProgress } from './progress.js';
 import type { RecentAcks } from './recent-acks.js';
@@ -40,7 +41,7 @@ export interface ParentTopic {
  *   offers it to the groups once its append resolves, so the store need not be asked again (on disk
  *   each question was a Node-API crossing).
  */
-export class LiteTopicInfo implements LmqKeeper {
+export class LiteTopicInfo implements LmqKeeper, JournalNamed {
   /** The LMQ's next offset as far as this broker knows, or -1 before it first asks the store. */
   stored = -1;
   /** Dropped from its parent: holders of this object look the lite topic up again. */
@@ -61,6 +62,12 @@ export class LiteTopicInfo implements LmqKeeper {
   readonly progress: (TopicProgress | undefined)[] = [];
   /** What the store keeps here for the LMQ (store.ts `LmqKeeper`): the memory store, its queue. */
   storeState: object | undefined = undefined;
+  /**
+   * The lite topic's number in the state journal's hot records (journal.ts `JournalNamed`): one for
+   * every group's progress of it, which reach it through `TopicProgress.lite`.
+   */
+  journalName = -1;
+  journalFile = -1;
 
   constructor(readonly lmq: string) {}
 
@@ -102,6 +109,7 @@ export function keptLite(parent: ParentTopic, liteTopic: string): LiteTopicInfo 
       const progress = group.progress.get(liteTopic);
       if (progress === undefined) continue;
       info.progress[group.slot] = progress;
+      progress.lite = info;
       group.unkept--;
     }
     parent.lite.set(liteTopic, info);
