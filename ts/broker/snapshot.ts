@@ -109,7 +109,9 @@ export function* progressBatches(
     return out;
   };
   // Gathered and written without a yield in between: the counts hold when the batch is written.
-  for (const [liteTopic, entry] of progress) {
+  // By value (each keyed by its own lite topic): no [key, value] array per entry.
+  for (const entry of progress.values()) {
+    const liteTopic = entry.liteTopic;
     const size = Buffer.byteLength(liteTopic, 'utf8');
     const count = deliveryCount(entry);
     names.push(liteTopic);
