@@ -12,7 +12,10 @@ import { describe, expect, it } from 'vitest';
 import { type Delivery, DeliveryWindow, TopicProgress } from '../ts/broker/progress.js';
 import { RecentAcks } from '../ts/broker/recent-acks.js';
 
-type Op = { kind: 'set'; offset: number } | { kind: 'run'; length: number } | { kind: 'delete'; offset: number };
+type Op =
+  | { kind: 'set'; offset: number }
+  | { kind: 'run'; length: number; reserve: boolean }
+  | { kind: 'delete'; offset: number };
 
 const delivery = (offset: number): Delivery => ({
   offset,
@@ -24,7 +27,15 @@ const delivery = (offset: number): Delivery => ({
 
 const op: fc.Arbitrary<Op> = fc.oneof(
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('set' as const), offset: fc.integer({ min: 0, max: 120 }) }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('run' as const), length: fc.integer({ min: 1, max: 40 }) }) },
+  // A run handed out together, room for it reserved first (as FIFO takes do) or not.
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('run' as const),
+      length: fc.integer({ min: 1, max: 40 }),
+      reserve: fc.boolean(),
+    }),
+  },
   {
     weight: 4,
     arbitrary: fc.record({ kind: fc.constant('delete' as const), offset: fc.integer({ min: 0, max: 120 }) }),
@@ -46,6 +57,7 @@ describe('DeliveryWindow', () => {
             window.set(d.offset, d);
             model.set(d.offset, d);
           } else if (step.kind === 'run') {
+            if (step.reserve) window.reserve(next, step.length);
             for (let i = 0; i < step.length; i++) {
               const d = delivery(next++);
               window.set(d.offset, d);

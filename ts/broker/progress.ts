@@ -80,10 +80,26 @@ export class DeliveryWindow {
     return i >= this.head && i < this.slots.length ? this.slots[i] : undefined;
   }
 
+  /**
+   * Room for the offsets from `offset` on, `n` of them, about to be set in order (a run handed out
+   * together): an empty window's array is made at that size instead of grown by each `set`.
+   */
+  reserve(offset: number, n: number): void {
+    if (this.count !== 0 || n < 2) return;
+    this.slots = new Array(n);
+    this.base = offset;
+    this.head = 0;
+  }
+
   set(offset: number, delivery: Delivery): void {
     if (this.count === 0) {
-      this.slots = [delivery];
-      this.base = offset;
+      // Reserved from this offset (`reserve`), or a new array of one.
+      if (this.slots === NO_SLOTS || offset !== this.base) {
+        this.slots = [delivery];
+        this.base = offset;
+      } else {
+        this.slots[0] = delivery;
+      }
       this.head = 0;
       this.count = 1;
       return;
@@ -397,16 +413,23 @@ export class TopicProgress {
       if (taken === undefined) taken = [delivery];
       else taken.push(delivery);
     }
-    const last = Math.min(maxOffset, stop);
-    while ((taken?.length ?? 0) < max && this.next < last) {
+    // Offsets never handed out, as one run: the arrays holding it are sized for it once (an array
+    // grown by `push` past its first element reserves room for seventeen more).
+    const had = taken?.length ?? 0;
+    const fresh = Math.min(max - had, Math.min(maxOffset, stop) - this.next);
+    if (fresh <= 0) return taken ?? [];
+    if (taken === undefined) taken = new Array<Delivery>(fresh);
+    else taken.length = had + fresh;
+    const window = this.deliveries;
+    window.reserve(this.next, fresh);
+    for (let k = 0; k < fresh; k++) {
       const delivery: Delivery = { offset: this.next, attempt: 0, invisibleUntil: 0, acked: false, holder: undefined };
       this.hand(delivery, now + invisibleMs, holder);
-      this.deliveries.set(this.next, delivery);
+      window.set(this.next, delivery);
       this.next++;
-      if (taken === undefined) taken = [delivery];
-      else taken.push(delivery);
+      taken[had + k] = delivery;
     }
-    return taken ?? [];
+    return taken;
   }
 
   protected hand(delivery: Delivery, invisibleUntil: number, holder: { inflight: number }): void {
