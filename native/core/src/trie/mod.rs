@@ -34,7 +34,9 @@ use children::ChildTable;
 use compact::CompactionCursor;
 use edits::{Edits, KeyMap};
 use idle::IdleSet;
-pub use plan::{Plan, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NEW_NAME};
+pub use plan::{
+    Plan, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NAMES_BY_ID, PLAN_NEW_NAME,
+};
 use rustc_hash::FxHashMap;
 use snapshot::KeptList;
 

@@ -10,7 +10,7 @@
 //! walks identically, so both give the same order for the same history; callers should treat it as
 //! unspecified.
 
-use super::plan::{Plan, PLAN_COPY};
+use super::plan::{Plan, NAMES_BY_ID_MIN, PLAN_COPY};
 use super::{Links, Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
 use crate::error::Violation;
@@ -60,6 +60,20 @@ impl TopicTrie {
     pub fn expand_plan(&mut self, pattern: &str, plan: &mut Plan) -> Result<usize, Violation> {
         let found = self.expand_found(pattern)?;
         self.announce_frees(plan);
+        if found.len() >= NAMES_BY_ID_MIN {
+            let ids: Vec<u32> = found
+                .iter()
+                .filter_map(|item| match *item {
+                    Found::Name(id) if self.was_handed(id) => Some(id),
+                    _ => None,
+                })
+                .collect();
+            if ids.len() == found.len() {
+                self.names_by_id_into_plan(plan, &ids);
+                self.after_walk();
+                return Ok(ids.len());
+            }
+        }
         // The lists first (laying down one block frees only lists inside its own subtree, so the
         // places found stay valid), then the answer, so that names' texts come in operation order.
         let mut places = Vec::with_capacity(found.len());
