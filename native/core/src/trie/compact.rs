@@ -182,11 +182,11 @@ impl TopicTrie {
         }
         let mut node = node;
         while node != ROOT {
-            let n = &self.links[node as usize];
-            if n.next_sibling != NONE {
-                return n.next_sibling;
+            let next = self.next_siblings[node as usize];
+            if next != NONE {
+                return next;
             }
-            node = n.parent;
+            node = self.links[node as usize].parent;
         }
         NONE
     }
@@ -196,7 +196,7 @@ impl TopicTrie {
     pub(super) fn before_freeing_node(&mut self, node: u32) {
         if let Some(cursor) = &mut self.compaction {
             if cursor.last == node {
-                cursor.last = predecessor_of(&self.links, &self.nodes, node);
+                cursor.last = predecessor_of(&self.links, node);
             }
         }
     }
@@ -224,6 +224,7 @@ impl TopicTrie {
             relinked += self.move_node(spare, to);
             self.nodes.pop();
             self.links.pop();
+            self.next_siblings.pop();
             self.edge_keys.pop();
             relinked
         }
@@ -233,6 +234,7 @@ impl TopicTrie {
     fn push_free_position(&mut self) {
         self.nodes.push(Node::new());
         self.links.push(Links::new(NONE, NONE));
+        self.next_siblings.push(NONE);
         self.edge_keys.push(0);
     }
 
@@ -242,10 +244,13 @@ impl TopicTrie {
     fn move_node(&mut self, from: u32, to: u32) -> usize {
         let n = self.nodes[from as usize];
         let l = self.links[from as usize];
+        let next = self.next_siblings[from as usize];
         self.nodes[to as usize] = n;
         self.links[to as usize] = l;
+        self.next_siblings[to as usize] = next;
         self.nodes[from as usize] = Node::new();
         self.links[from as usize] = Links::new(NONE, NONE);
+        self.next_siblings[from as usize] = NONE;
         self.edge_keys[to as usize] = self.edge_keys[from as usize];
         let parent_key = self.edge_keys[l.parent as usize];
         self.children.replace(parent_key, l.segment, from, to);
@@ -253,14 +258,14 @@ impl TopicTrie {
         if self.links[parent as usize].first_child == from {
             self.links[parent as usize].first_child = to;
         } else {
-            self.links[n.prev_sibling as usize].next_sibling = to;
+            self.next_siblings[l.prev_sibling as usize] = to;
         }
-        if l.next_sibling != NONE {
-            self.nodes[l.next_sibling as usize].prev_sibling = to;
+        if next != NONE {
+            self.links[next as usize].prev_sibling = to;
         } else {
             // The last child: the first child's `prev_sibling` points at it (itself when alone).
             let first = self.links[parent as usize].first_child;
-            self.nodes[first as usize].prev_sibling = to;
+            self.links[first as usize].prev_sibling = to;
         }
         // The children's edges stay where they are: they hash by this node's edge key, which
         // moved with it.
@@ -268,7 +273,7 @@ impl TopicTrie {
         let mut relinked = 1;
         while child != NONE {
             self.links[child as usize].parent = to;
-            child = self.links[child as usize].next_sibling;
+            child = self.next_siblings[child as usize];
             relinked += 1;
         }
         if n.is_name() {
@@ -307,6 +312,7 @@ impl TopicTrie {
             self.nodes.pop();
         }
         self.links.truncate(self.nodes.len());
+        self.next_siblings.truncate(self.nodes.len());
         self.edge_keys.truncate(self.nodes.len());
         let links = &self.links;
         self.free_nodes.retain(|&free| {
@@ -339,17 +345,17 @@ impl TopicTrie {
 
 /// The node before `node` in depth-first pre-order: its previous sibling's last descendant, or its
 /// parent when it is the first child.
-fn predecessor_of(links: &[Links], nodes: &[Node], node: u32) -> u32 {
+fn predecessor_of(links: &[Links], node: u32) -> u32 {
     let parent = links[node as usize].parent;
     if links[parent as usize].first_child == node {
         return parent;
     }
-    let mut last = nodes[node as usize].prev_sibling;
+    let mut last = links[node as usize].prev_sibling;
     loop {
         let first = links[last as usize].first_child;
         if first == NONE {
             return last;
         }
-        last = nodes[first as usize].prev_sibling;
+        last = links[first as usize].prev_sibling;
     }
 }

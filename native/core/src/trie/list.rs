@@ -113,7 +113,7 @@ impl TopicTrie {
         let mut child = self.links[node as usize].first_child;
         while child != NONE {
             children.push(child);
-            child = self.links[child as usize].next_sibling;
+            child = self.next_siblings[child as usize];
         }
         children.sort_unstable_by(|&a, &b| compare_segments(self.segment_text(a), self.segment_text(b)));
         children

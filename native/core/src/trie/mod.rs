@@ -46,18 +46,20 @@ const ROOT: u32 = 0;
 const SHALLOW_NAME_SEGMENTS: usize = 16;
 /// Names `write_names_joined` loads together, level by level.
 const NAME_BATCH: usize = 32;
-/// A node's links: what walks and the edge table read, 16 bytes, four to a cache line, in an
-/// array of their own (`TopicTrie::links`) beside the rest of the node (`Node`). A walk down many
-/// nodes (a one-segment wildcard, a literal looked up along a child list) reads only these, so
-/// each cache line it loads holds the links of four nodes instead of two whole ones. Links are
-/// node positions, which change when the trie is compacted.
+/// A node's links but its next sibling: what walks and the edge table read, 16 bytes, four to a
+/// cache line, in an array of their own (`TopicTrie::links`) beside the rest of the node (`Node`)
+/// and its next sibling (`TopicTrie::next_siblings`). A walk down many nodes (a one-segment
+/// wildcard, a literal looked up along a child list) reads only these and the next siblings, so
+/// each cache line it loads holds the links of four nodes, or the next siblings of sixteen,
+/// instead of two whole nodes. Links are node positions, which change when the trie is compacted.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Links {
     parent: u32,
     /// Segment id on the edge from the parent (`NONE` for the root).
     segment: u32,
     first_child: u32,
-    next_sibling: u32,
+    /// For the first child: the last child of the parent.
+    prev_sibling: u32,
 }
 
 impl Links {
@@ -66,20 +68,18 @@ impl Links {
             parent,
             segment,
             first_child: NONE,
-            next_sibling: NONE,
+            prev_sibling: NONE,
         }
     }
 }
 
-// Both halves of a node stay 16 bytes: four to a cache line, none across two.
-const _: () = assert!(std::mem::size_of::<Links>() == 16 && std::mem::size_of::<Node>() == 16);
+// A node's links stay 16 bytes: four to a cache line, none across two.
+const _: () = assert!(std::mem::size_of::<Links>() == 16);
 
-/// The rest of a node: 16 bytes, at the same position as its links. `name` is the stable id of
+/// The rest of a node: 12 bytes, at the same position as its links. `name` is the stable id of
 /// the name that ends here, if any.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Node {
-    /// For the first child: the last child of the parent.
-    prev_sibling: u32,
     /// Names in this subtree, this node included.
     names: u32,
     /// The id of the name ending here; `NONE` for a prefix that is not itself a name.
@@ -92,7 +92,6 @@ pub(crate) struct Node {
 impl Node {
     fn new() -> Node {
         Node {
-            prev_sibling: NONE,
             names: 0,
             name: NONE,
             kept: snapshot::CHANGED,
@@ -122,6 +121,10 @@ pub struct TopicTrie {
     /// Per node position: its links (`Links`) and the rest of it (`Node`).
     links: Vec<Links>,
     nodes: Vec<Node>,
+    /// Per node position: its next sibling (`NONE` for the last child). A one-segment wildcard
+    /// follows these chains alone, and a parent's children lie apart by their subtrees, so the
+    /// dense array keeps several of them on one cache line where their links would take one each.
+    next_siblings: Vec<u32>,
     /// Freed node positions; `stale_free_nodes` of the entries are positions a compaction pass
     /// has filled since, or repeats (compact.rs).
     free_nodes: Vec<u32>,
@@ -182,6 +185,7 @@ impl TopicTrie {
             max_name_bytes,
             links: vec![Links::new(NONE, NONE)],
             nodes: vec![Node::new()],
+            next_siblings: vec![NONE],
             edge_keys: vec![0],
             free_nodes: Vec::new(),
             stale_free_nodes: 0,
@@ -431,6 +435,7 @@ impl TopicTrie {
     pub fn stats(&self) -> TrieStats {
         let approximate_bytes = self.nodes.capacity() * std::mem::size_of::<Node>()
             + self.links.capacity() * std::mem::size_of::<Links>()
+            + self.next_siblings.capacity() * 4
             + self.edge_keys.capacity() * 4
             + self.free_nodes.capacity() * 4
             + self.name_nodes.capacity() * 4

@@ -68,6 +68,7 @@ impl TopicTrie {
             Some(free) => {
                 self.nodes[free as usize] = Node::new();
                 self.links[free as usize] = links;
+                self.next_siblings[free as usize] = NONE;
                 self.edge_keys[free as usize] = key;
                 free
             }
@@ -75,6 +76,7 @@ impl TopicTrie {
                 assert!(self.nodes.len() < NONE as usize, "trie node ids exhausted");
                 self.nodes.push(Node::new());
                 self.links.push(links);
+                self.next_siblings.push(NONE);
                 self.edge_keys.push(key);
                 (self.nodes.len() - 1) as u32
             }
@@ -91,32 +93,32 @@ impl TopicTrie {
         let first = self.links[parent as usize].first_child;
         if first == NONE {
             self.links[parent as usize].first_child = child;
-            self.nodes[child as usize].prev_sibling = child;
+            self.links[child as usize].prev_sibling = child;
             return;
         }
-        let last = self.nodes[first as usize].prev_sibling;
-        self.links[last as usize].next_sibling = child;
-        self.nodes[child as usize].prev_sibling = last;
-        self.nodes[first as usize].prev_sibling = child;
+        let last = self.links[first as usize].prev_sibling;
+        self.next_siblings[last as usize] = child;
+        self.links[child as usize].prev_sibling = last;
+        self.links[first as usize].prev_sibling = child;
     }
 
     fn unlink(&mut self, child: u32) {
         let Links {
             parent,
-            next_sibling: next,
+            prev_sibling: prev,
             ..
         } = self.links[child as usize];
-        let prev = self.nodes[child as usize].prev_sibling;
+        let next = self.next_siblings[child as usize];
         let first = self.links[parent as usize].first_child;
         if first == child {
             self.links[parent as usize].first_child = next;
             if next != NONE {
-                self.nodes[next as usize].prev_sibling = prev;
+                self.links[next as usize].prev_sibling = prev;
             }
         } else {
-            self.links[prev as usize].next_sibling = next;
+            self.next_siblings[prev as usize] = next;
             let fix = if next == NONE { first } else { next };
-            self.nodes[fix as usize].prev_sibling = prev;
+            self.links[fix as usize].prev_sibling = prev;
         }
     }
 
@@ -132,6 +134,7 @@ impl TopicTrie {
             self.drop_kept_list(node);
             self.nodes[node as usize] = Node::new();
             self.links[node as usize] = Links::new(NONE, NONE);
+            self.next_siblings[node as usize] = NONE;
             self.free_nodes.push(node);
             self.mark_changed(parent);
             node = parent;

@@ -279,14 +279,14 @@ impl TopicTrie {
         if first == NONE {
             return NONE;
         }
-        let mut child = self.nodes[first as usize].prev_sibling;
+        let mut child = self.links[first as usize].prev_sibling;
         let mut newest = NONE;
         while self.nodes[child as usize].kept & IN_PARENT == 0 {
             newest = child;
             if child == first {
                 break;
             }
-            child = self.nodes[child as usize].prev_sibling;
+            child = self.links[child as usize].prev_sibling;
         }
         newest
     }
@@ -310,7 +310,7 @@ impl TopicTrie {
         if child == NONE {
             return None;
         }
-        frame.child = self.links[child as usize].next_sibling;
+        frame.child = self.next_siblings[child as usize];
         Some(child)
     }
 
@@ -345,11 +345,12 @@ impl TopicTrie {
         parent_path: usize,
         out: &mut Output,
     ) -> Option<Frame> {
-        // The walk comes to the next child once this one's subtree is done; its node, which
-        // nothing else needs before then, loads meanwhile.
+        // The walk comes to the next child once this one's subtree is done; its node (the three
+        // arrays a node lies in), which nothing else needs before then, loads meanwhile.
         if frame.child != NONE {
             prefetch((&self.nodes[frame.child as usize] as *const Node).cast());
             prefetch((&self.links[frame.child as usize] as *const Links).cast());
+            prefetch((&self.next_siblings[frame.child as usize] as *const u32).cast());
         }
         let names = self.nodes[child as usize].names;
         let at = out.len() - frame.start;
@@ -456,7 +457,7 @@ impl TopicTrie {
         let mut child = self.links[node as usize].first_child;
         while child != NONE {
             self.naive_block(child, out);
-            child = self.links[child as usize].next_sibling;
+            child = self.next_siblings[child as usize];
         }
     }
 
@@ -468,7 +469,7 @@ impl TopicTrie {
             let mut child = self.links[node as usize].first_child;
             while child != NONE {
                 stack.push(child);
-                child = self.links[child as usize].next_sibling;
+                child = self.next_siblings[child as usize];
             }
             if self.is_changed(node) {
                 continue;

@@ -118,7 +118,7 @@ impl TopicTrie {
                     if !self.skips_dollar(node, child) && self.nodes[child as usize].names > 0 {
                         found.push(Found::Block { node: child, skip: 0 });
                     }
-                    child = self.links[child as usize].next_sibling;
+                    child = self.next_siblings[child as usize];
                 }
             } else {
                 // The node's own name leads its block; MQTT's `#` also matches the parent level.
@@ -232,7 +232,7 @@ impl TopicTrie {
                 for (cursor, chain) in cursors.iter_mut().zip(chains.iter_mut()) {
                     if *cursor != NONE {
                         chain.push(*cursor);
-                        *cursor = self.links[*cursor as usize].next_sibling;
+                        *cursor = self.next_siblings[*cursor as usize];
                         following = true;
                     }
                 }
@@ -261,7 +261,7 @@ impl TopicTrie {
             if n.segment == segment {
                 return child;
             }
-            child = n.next_sibling;
+            child = self.next_siblings[child as usize];
         }
         if child == NONE {
             return NONE;
