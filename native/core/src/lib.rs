@@ -31,5 +31,6 @@ pub use error::{ErrorCode, Reason, Violation};
 pub use pattern::pattern_index::PatternIndex;
 pub use pattern::Pattern;
 pub use trie::{
-    Plan, TopicTrie, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NEW_NAME,
+    Plan, TopicTrie, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NAMES_BY_ID,
+    PLAN_NEW_NAME,
 };

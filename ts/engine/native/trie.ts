@@ -21,13 +21,14 @@ const INITIAL_BATCH_IDS = 256;
 const INITIAL_PLAN_WORDS = 4096;
 /** `topicTrieExpandPlan` writes the plan's length and the number of names before the plan. */
 const PLAN_HEADER = 2;
-/** Plan operations, as native/core/src/trie/snapshot.rs numbers them. */
+/** Plan operations, as native/core/src/trie/plan.rs numbers them. */
 const PLAN_NAME = 0;
 const PLAN_NEW_NAME = 1;
 const PLAN_COPY = 2;
 const PLAN_LIST_START = 3;
 const PLAN_LIST_END = 4;
 const PLAN_FREE = 5;
+const PLAN_NAMES_BY_ID = 6;
 
 /** Kept names per page of `namePages`: a power of two, so an id splits by shift and mask. */
 const NAME_PAGE_BITS = 12;
@@ -247,6 +248,14 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
           lists[plan[p + 1] as number] = undefined;
           p += 2;
           break;
+        case PLAN_NAMES_BY_ID:
+          // The whole answer, as pairs of id and place in rising order of id: the names are read
+          // from the pages one after another and written to their places, where reading them in
+          // answer order would jump about the pages for each one.
+          direct = this.namesById(plan, p + 2, plan[p + 1] as number);
+          directAt = direct.length;
+          p += 2 + 2 * direct.length;
+          break;
         default:
           throw new Error(`trie: unknown plan operation ${plan[p]}`);
       }
@@ -254,6 +263,20 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     const names = direct ?? answer.toArray();
     const length = direct !== undefined ? directAt : names.length;
     if (length !== count) throw new Error(`trie: a plan of ${length} names where ${count} match`);
+    return names;
+  }
+
+  /** The answer of `count` pairs of id and place from `plan[from]` on (`PLAN_NAMES_BY_ID`). */
+  private namesById(plan: Uint32Array, from: number, count: number): string[] {
+    const pages = this.namePages;
+    const names = new Array<string>(count);
+    const end = from + 2 * count;
+    for (let p = from; p < end; p += 2) {
+      const id = plan[p] as number;
+      names[plan[p + 1] as number] = (pages[id >>> NAME_PAGE_BITS] as (string | undefined)[])[
+        id & NAME_PAGE_MASK
+      ] as string;
+    }
     return names;
   }
 

@@ -1,6 +1,6 @@
 //! The edge table of the trie: (parent node, segment id) → child node, stored as bare child ids in
 //! one open-addressing table with linear probing. The key is not stored: it is read back from the
-//! child node itself, so an edge costs 4 bytes a slot instead of the 16 of a map entry — at a million
+//! child's links, so an edge costs 4 bytes a slot instead of the 16 of a map entry — at a million
 //! names that is the difference between fitting the memory target and not (docs/TRIE.md).
 //!
 //! An edge's slot is found by hashing the parent's edge key (`TopicTrie::edge_keys`: given when the
@@ -8,7 +8,7 @@
 //! (compact.rs) then rewrites its own slot in place and leaves its children's where they are. A
 //! lookup still compares the child's parent position, so keys need not be unique to be right.
 
-use super::{Node, NONE};
+use super::{Links, NONE};
 
 /// The table grows when more than this share of its slots, in percent, is taken. Linear probing
 /// stays short below three quarters.
@@ -35,8 +35,8 @@ fn home(parent_key: u32, segment: u32, mask: usize) -> usize {
 }
 
 /// The home of the edge to `child`, from its parent's edge key and its segment.
-fn home_of(nodes: &[Node], keys: &[u32], child: u32, mask: usize) -> usize {
-    let node = &nodes[child as usize];
+fn home_of(links: &[Links], keys: &[u32], child: u32, mask: usize) -> usize {
+    let node = &links[child as usize];
     home(keys[node.parent as usize], node.segment, mask)
 }
 
@@ -53,7 +53,7 @@ impl ChildTable {
     }
 
     /// The child of `parent` along `segment`, or `NONE`.
-    pub(super) fn get(&self, nodes: &[Node], keys: &[u32], parent: u32, segment: u32) -> u32 {
+    pub(super) fn get(&self, links: &[Links], keys: &[u32], parent: u32, segment: u32) -> u32 {
         let mask = self.mask();
         let mut slot = home(keys[parent as usize], segment, mask);
         loop {
@@ -61,7 +61,7 @@ impl ChildTable {
             if child == NONE {
                 return NONE;
             }
-            let node = &nodes[child as usize];
+            let node = &links[child as usize];
             if node.parent == parent && node.segment == segment {
                 return child;
             }
@@ -70,28 +70,28 @@ impl ChildTable {
     }
 
     /// Records `child` (whose node already holds its parent and segment). The edge must be new.
-    pub(super) fn insert(&mut self, nodes: &[Node], keys: &[u32], child: u32) {
+    pub(super) fn insert(&mut self, links: &[Links], keys: &[u32], child: u32) {
         if (self.len + 1) * 100 > self.slots.len() * MAX_LOAD_PERCENT {
-            self.grow(nodes, keys);
+            self.grow(links, keys);
         }
-        self.place(nodes, keys, child);
+        self.place(links, keys, child);
         self.len += 1;
     }
 
-    fn place(&mut self, nodes: &[Node], keys: &[u32], child: u32) {
+    fn place(&mut self, links: &[Links], keys: &[u32], child: u32) {
         let mask = self.mask();
-        let mut slot = home_of(nodes, keys, child, mask);
+        let mut slot = home_of(links, keys, child, mask);
         while self.slots[slot] != NONE {
             slot = (slot + 1) & mask;
         }
         self.slots[slot] = child;
     }
 
-    fn grow(&mut self, nodes: &[Node], keys: &[u32]) {
+    fn grow(&mut self, links: &[Links], keys: &[u32]) {
         let doubled = vec![NONE; self.slots.len() * 2];
         let old = std::mem::replace(&mut self.slots, doubled);
         for child in old.into_iter().filter(|&c| c != NONE) {
-            self.place(nodes, keys, child);
+            self.place(links, keys, child);
         }
     }
 
@@ -112,9 +112,9 @@ impl ChildTable {
 
     /// Forgets the edge to `child`, whose node must still hold its parent and segment. Uses
     /// backward-shift deletion, so no tombstones accumulate as names come and go.
-    pub(super) fn remove(&mut self, nodes: &[Node], keys: &[u32], child: u32) {
+    pub(super) fn remove(&mut self, links: &[Links], keys: &[u32], child: u32) {
         let mask = self.mask();
-        let mut hole = home_of(nodes, keys, child, mask);
+        let mut hole = home_of(links, keys, child, mask);
         while self.slots[hole] != child {
             debug_assert!(
                 self.slots[hole] != NONE,
@@ -128,7 +128,7 @@ impl ChildTable {
             if moved == NONE {
                 break;
             }
-            let wanted = home_of(nodes, keys, moved, mask);
+            let wanted = home_of(links, keys, moved, mask);
             // `moved` may fill the hole unless its home lies cyclically in (hole, next].
             let distance_to_hole = next.wrapping_sub(hole) & mask;
             let distance_to_home = next.wrapping_sub(wanted) & mask;

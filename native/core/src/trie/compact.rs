@@ -21,7 +21,7 @@
 //! depends on the layout: between passes new nodes are linked in wherever there is room.
 
 use super::snapshot::LISTED;
-use super::{Node, TopicTrie, NONE, ROOT};
+use super::{Links, Node, TopicTrie, NONE, ROOT};
 
 /// A pass starts when more than one in this many live nodes were placed since the last one.
 const SCATTERED_SHARE_DIVISOR: usize = 4;
@@ -94,9 +94,10 @@ impl TopicTrie {
         let mut node = self.preorder_successor(ROOT);
         while node != NONE {
             let n = &self.nodes[node as usize];
+            let l = &self.links[node as usize];
             if self
                 .children
-                .get(&self.nodes, &self.edge_keys, n.parent, n.segment)
+                .get(&self.links, &self.edge_keys, l.parent, l.segment)
                 != node
             {
                 return Err(format!("node {node}: its edge leads elsewhere"));
@@ -138,7 +139,7 @@ impl TopicTrie {
     }
 
     fn is_free_node(&self, node: u32) -> bool {
-        node != ROOT && (node as usize) < self.nodes.len() && self.nodes[node as usize].parent == NONE
+        node != ROOT && (node as usize) < self.nodes.len() && self.links[node as usize].parent == NONE
     }
 
     fn start_compaction(&mut self) {
@@ -175,17 +176,17 @@ impl TopicTrie {
 
     /// The node after `node` in depth-first pre-order, `NONE` after the last.
     fn preorder_successor(&self, node: u32) -> u32 {
-        let first = self.nodes[node as usize].first_child;
+        let first = self.links[node as usize].first_child;
         if first != NONE {
             return first;
         }
         let mut node = node;
         while node != ROOT {
-            let n = &self.nodes[node as usize];
-            if n.next_sibling != NONE {
-                return n.next_sibling;
+            let next = self.next_siblings[node as usize];
+            if next != NONE {
+                return next;
             }
-            node = n.parent;
+            node = self.links[node as usize].parent;
         }
         NONE
     }
@@ -195,7 +196,7 @@ impl TopicTrie {
     pub(super) fn before_freeing_node(&mut self, node: u32) {
         if let Some(cursor) = &mut self.compaction {
             if cursor.last == node {
-                cursor.last = predecessor_of(&self.nodes, node);
+                cursor.last = predecessor_of(&self.links, node);
             }
         }
     }
@@ -206,8 +207,7 @@ impl TopicTrie {
         if to as usize == self.nodes.len() {
             // Nodes the pass placed were freed since, and new ones took their positions: `to` is
             // past the others.
-            self.nodes.push(Node::new(NONE, NONE));
-            self.edge_keys.push(0);
+            self.push_free_position();
             self.free_nodes.push(to);
         }
         if self.is_free_node(to) {
@@ -218,15 +218,24 @@ impl TopicTrie {
             relinked
         } else {
             let spare = self.nodes.len() as u32;
-            self.nodes.push(Node::new(NONE, NONE));
-            self.edge_keys.push(0);
+            self.push_free_position();
             let mut relinked = self.move_node(node, spare);
             relinked += self.move_node(to, node);
             relinked += self.move_node(spare, to);
             self.nodes.pop();
+            self.links.pop();
+            self.next_siblings.pop();
             self.edge_keys.pop();
             relinked
         }
+    }
+
+    /// Appends a free position at the end of the nodes and their links.
+    fn push_free_position(&mut self) {
+        self.nodes.push(Node::new());
+        self.links.push(Links::new(NONE, NONE));
+        self.next_siblings.push(NONE);
+        self.edge_keys.push(0);
     }
 
     /// Moves the node at `from` to the unused position `to` and frees `from`: rewrites the links to
@@ -234,31 +243,37 @@ impl TopicTrie {
     /// Returns the work done: one, and one per child relinked.
     fn move_node(&mut self, from: u32, to: u32) -> usize {
         let n = self.nodes[from as usize];
+        let l = self.links[from as usize];
+        let next = self.next_siblings[from as usize];
         self.nodes[to as usize] = n;
-        self.nodes[from as usize] = Node::new(NONE, NONE);
+        self.links[to as usize] = l;
+        self.next_siblings[to as usize] = next;
+        self.nodes[from as usize] = Node::new();
+        self.links[from as usize] = Links::new(NONE, NONE);
+        self.next_siblings[from as usize] = NONE;
         self.edge_keys[to as usize] = self.edge_keys[from as usize];
-        let parent_key = self.edge_keys[n.parent as usize];
-        self.children.replace(parent_key, n.segment, from, to);
-        let parent = n.parent;
-        if self.nodes[parent as usize].first_child == from {
-            self.nodes[parent as usize].first_child = to;
+        let parent_key = self.edge_keys[l.parent as usize];
+        self.children.replace(parent_key, l.segment, from, to);
+        let parent = l.parent;
+        if self.links[parent as usize].first_child == from {
+            self.links[parent as usize].first_child = to;
         } else {
-            self.nodes[n.prev_sibling as usize].next_sibling = to;
+            self.next_siblings[l.prev_sibling as usize] = to;
         }
-        if n.next_sibling != NONE {
-            self.nodes[n.next_sibling as usize].prev_sibling = to;
+        if next != NONE {
+            self.links[next as usize].prev_sibling = to;
         } else {
             // The last child: the first child's `prev_sibling` points at it (itself when alone).
-            let first = self.nodes[parent as usize].first_child;
-            self.nodes[first as usize].prev_sibling = to;
+            let first = self.links[parent as usize].first_child;
+            self.links[first as usize].prev_sibling = to;
         }
         // The children's edges stay where they are: they hash by this node's edge key, which
         // moved with it.
-        let mut child = n.first_child;
+        let mut child = l.first_child;
         let mut relinked = 1;
         while child != NONE {
-            self.nodes[child as usize].parent = to;
-            child = self.nodes[child as usize].next_sibling;
+            self.links[child as usize].parent = to;
+            child = self.next_siblings[child as usize];
             relinked += 1;
         }
         if n.is_name() {
@@ -293,13 +308,15 @@ impl TopicTrie {
     /// entries.
     fn finish_compaction(&mut self) {
         self.compaction = None;
-        while self.nodes.len() > 1 && self.nodes[self.nodes.len() - 1].parent == NONE {
+        while self.nodes.len() > 1 && self.links[self.nodes.len() - 1].parent == NONE {
             self.nodes.pop();
         }
+        self.links.truncate(self.nodes.len());
+        self.next_siblings.truncate(self.nodes.len());
         self.edge_keys.truncate(self.nodes.len());
-        let nodes = &self.nodes;
+        let links = &self.links;
         self.free_nodes.retain(|&free| {
-            free != ROOT && (free as usize) < nodes.len() && nodes[free as usize].parent == NONE
+            free != ROOT && (free as usize) < links.len() && links[free as usize].parent == NONE
         });
         self.free_nodes.sort_unstable();
         self.free_nodes.dedup();
@@ -328,17 +345,17 @@ impl TopicTrie {
 
 /// The node before `node` in depth-first pre-order: its previous sibling's last descendant, or its
 /// parent when it is the first child.
-fn predecessor_of(nodes: &[Node], node: u32) -> u32 {
-    let n = &nodes[node as usize];
-    if nodes[n.parent as usize].first_child == node {
-        return n.parent;
+fn predecessor_of(links: &[Links], node: u32) -> u32 {
+    let parent = links[node as usize].parent;
+    if links[parent as usize].first_child == node {
+        return parent;
     }
-    let mut last = n.prev_sibling;
+    let mut last = links[node as usize].prev_sibling;
     loop {
-        let first = nodes[last as usize].first_child;
+        let first = links[last as usize].first_child;
         if first == NONE {
             return last;
         }
-        last = nodes[first as usize].prev_sibling;
+        last = links[first as usize].prev_sibling;
     }
 }

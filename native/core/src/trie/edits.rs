@@ -176,7 +176,7 @@ impl TopicTrie {
             self.nodes[node as usize].kept |= CHANGED;
             let (names, named, parent) = {
                 let n = &self.nodes[node as usize];
-                (n.names, n.is_name(), n.parent)
+                (n.names, n.is_name(), self.links[node as usize].parent)
             };
             let edits = self.edits.entry(node).or_default();
             edits.old_names = names;
@@ -192,7 +192,7 @@ impl TopicTrie {
         if kept & IN_PARENT == 0 || kept & LISTED != 0 {
             return;
         }
-        let parent = self.nodes[node as usize].parent;
+        let parent = self.links[node as usize].parent;
         let at = self.child_position(parent, node);
         let size = self.nodes[node as usize].names;
         self.nodes[node as usize].kept |= LISTED;
@@ -213,7 +213,7 @@ impl TopicTrie {
         self.edits.remove(&node);
         self.key_maps.remove(&node);
         if self.nodes[node as usize].kept & LISTED != 0 {
-            let parent = self.nodes[node as usize].parent;
+            let parent = self.links[node as usize].parent;
             let entry = self
                 .edits
                 .get_mut(&parent)

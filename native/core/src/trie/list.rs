@@ -68,7 +68,7 @@ impl TopicTrie {
             if self.nodes[child as usize].is_name() {
                 out.push(self.nodes[child as usize].name);
             }
-            if self.nodes[child as usize].first_child != NONE {
+            if self.links[child as usize].first_child != NONE {
                 frames.push((self.sorted_children(child), 0));
             }
         }
@@ -99,21 +99,21 @@ impl TopicTrie {
 
     fn child(&self, node: u32, segment: &str) -> u32 {
         match self.segments.get(segment) {
-            Some(id) => self.children.get(&self.nodes, &self.edge_keys, node, id),
+            Some(id) => self.children.get(&self.links, &self.edge_keys, node, id),
             None => NONE,
         }
     }
 
     pub(super) fn segment_text(&self, node: u32) -> &str {
-        self.segments.text(self.nodes[node as usize].segment)
+        self.segments.text(self.links[node as usize].segment)
     }
 
     fn sorted_children(&self, node: u32) -> Vec<u32> {
         let mut children = Vec::new();
-        let mut child = self.nodes[node as usize].first_child;
+        let mut child = self.links[node as usize].first_child;
         while child != NONE {
             children.push(child);
-            child = self.nodes[child as usize].next_sibling;
+            child = self.next_siblings[child as usize];
         }
         children.sort_unstable_by(|&a, &b| compare_segments(self.segment_text(a), self.segment_text(b)));
         children

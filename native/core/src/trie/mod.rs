@@ -34,7 +34,9 @@ use children::ChildTable;
 use compact::CompactionCursor;
 use edits::{Edits, KeyMap};
 use idle::IdleSet;
-pub use plan::{Plan, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NEW_NAME};
+pub use plan::{
+    Plan, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NAMES_BY_ID, PLAN_NEW_NAME,
+};
 use rustc_hash::FxHashMap;
 use snapshot::KeptList;
 
@@ -44,18 +46,40 @@ const ROOT: u32 = 0;
 const SHALLOW_NAME_SEGMENTS: usize = 16;
 /// Names `write_names_joined` loads together, level by level.
 const NAME_BATCH: usize = 32;
-/// A node: 32 bytes, two to a cache line (walks read nodes at scattered positions, and a node
-/// across two lines would cost two misses). Links are node positions, which change when the trie
-/// is compacted; `name` is the stable id of the name that ends here, if any.
+/// A node's links but its next sibling: what walks and the edge table read, 16 bytes, four to a
+/// cache line, in an array of their own (`TopicTrie::links`) beside the rest of the node (`Node`)
+/// and its next sibling (`TopicTrie::next_siblings`). A walk down many nodes (a one-segment
+/// wildcard, a literal looked up along a child list) reads only these and the next siblings, so
+/// each cache line it loads holds the links of four nodes, or the next siblings of sixteen,
+/// instead of two whole nodes. Links are node positions, which change when the trie is compacted.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Node {
+pub(crate) struct Links {
     parent: u32,
     /// Segment id on the edge from the parent (`NONE` for the root).
     segment: u32,
     first_child: u32,
-    next_sibling: u32,
     /// For the first child: the last child of the parent.
     prev_sibling: u32,
+}
+
+impl Links {
+    fn new(parent: u32, segment: u32) -> Links {
+        Links {
+            parent,
+            segment,
+            first_child: NONE,
+            prev_sibling: NONE,
+        }
+    }
+}
+
+// A node's links stay 16 bytes: four to a cache line, none across two.
+const _: () = assert!(std::mem::size_of::<Links>() == 16);
+
+/// The rest of a node: 12 bytes, at the same position as its links. `name` is the stable id of
+/// the name that ends here, if any.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Node {
     /// Names in this subtree, this node included.
     names: u32,
     /// The id of the name ending here; `NONE` for a prefix that is not itself a name.
@@ -66,13 +90,8 @@ pub(crate) struct Node {
 }
 
 impl Node {
-    fn new(parent: u32, segment: u32) -> Node {
+    fn new() -> Node {
         Node {
-            parent,
-            segment,
-            first_child: NONE,
-            next_sibling: NONE,
-            prev_sibling: NONE,
             names: 0,
             name: NONE,
             kept: snapshot::CHANGED,
@@ -99,7 +118,13 @@ pub struct TopicTrie {
     dialect: Dialect,
     /// Longest accepted lite name, in UTF-8 bytes; unused by the other dialects.
     max_name_bytes: usize,
+    /// Per node position: its links (`Links`) and the rest of it (`Node`).
+    links: Vec<Links>,
     nodes: Vec<Node>,
+    /// Per node position: its next sibling (`NONE` for the last child). A one-segment wildcard
+    /// follows these chains alone, and a parent's children lie apart by their subtrees, so the
+    /// dense array keeps several of them on one cache line where their links would take one each.
+    next_siblings: Vec<u32>,
     /// Freed node positions; `stale_free_nodes` of the entries are positions a compaction pass
     /// has filled since, or repeats (compact.rs).
     free_nodes: Vec<u32>,
@@ -110,7 +135,7 @@ pub struct TopicTrie {
     /// (children.rs), given when the node is placed and moved with it, so that its children's edges
     /// stay where they are when it moves (compact.rs). Unique among live nodes but after four
     /// billion placements, which only makes two nodes' children share hash homes. Beside the
-    /// nodes, not in them, so that a node stays 32 bytes; only a lookup in the table reads it.
+    /// nodes, not in them, so that links stay 16 bytes; only a lookup in the table reads it.
     edge_keys: Vec<u32>,
     /// The edge key the next node placed gets.
     next_edge_key: u32,
@@ -158,7 +183,9 @@ impl TopicTrie {
         TopicTrie {
             dialect,
             max_name_bytes,
-            nodes: vec![Node::new(NONE, NONE)],
+            links: vec![Links::new(NONE, NONE)],
+            nodes: vec![Node::new()],
+            next_siblings: vec![NONE],
             edge_keys: vec![0],
             free_nodes: Vec::new(),
             stale_free_nodes: 0,
@@ -270,7 +297,7 @@ impl TopicTrie {
         let mut node = ROOT;
         for segment in self.dialect.split(name) {
             let id = self.segments.get(segment)?;
-            node = self.children.get(&self.nodes, &self.edge_keys, node, id);
+            node = self.children.get(&self.links, &self.edge_keys, node, id);
             if node == NONE {
                 return None;
             }
@@ -314,16 +341,16 @@ impl TopicTrie {
             for (node, &id) in level.iter_mut().zip(batch) {
                 *node = self.name_nodes.get(id as usize).copied().unwrap_or(NONE);
                 if *node != NONE {
-                    prefetch((&self.nodes[*node as usize] as *const Node).cast());
+                    prefetch((&self.links[*node as usize] as *const Links).cast());
                 }
             }
             // Up a level at a time until every name's path reached the root.
             loop {
                 let mut climbing = false;
                 for node in level.iter_mut().filter(|n| **n != NONE && **n != ROOT) {
-                    *node = self.nodes[*node as usize].parent;
+                    *node = self.links[*node as usize].parent;
                     if *node != ROOT {
-                        prefetch((&self.nodes[*node as usize] as *const Node).cast());
+                        prefetch((&self.links[*node as usize] as *const Links).cast());
                         climbing = true;
                     }
                 }
@@ -357,14 +384,14 @@ impl TopicTrie {
                 deep.push(node);
             }
             depth += 1;
-            node = self.nodes[node as usize].parent;
+            node = self.links[node as usize].parent;
         }
         let path = shallow[..depth.min(SHALLOW_NAME_SEGMENTS)].iter().chain(&deep);
         for (i, &node) in path.rev().enumerate() {
             if i > 0 {
                 out.push_str(self.dialect.separator());
             }
-            out.push_str(self.segments.text(self.nodes[node as usize].segment));
+            out.push_str(self.segments.text(self.links[node as usize].segment));
         }
     }
 
@@ -407,6 +434,8 @@ impl TopicTrie {
 
     pub fn stats(&self) -> TrieStats {
         let approximate_bytes = self.nodes.capacity() * std::mem::size_of::<Node>()
+            + self.links.capacity() * std::mem::size_of::<Links>()
+            + self.next_siblings.capacity() * 4
             + self.edge_keys.capacity() * 4
             + self.free_nodes.capacity() * 4
             + self.name_nodes.capacity() * 4

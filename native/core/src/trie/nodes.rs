@@ -1,7 +1,7 @@
 //! Placing and freeing nodes and name ids: the child lists, the per-subtree name counts, and the
 //! pruning that frees a removed name's nodes while no other name needs them.
 
-use super::{Node, TopicTrie, NONE, ROOT};
+use super::{Links, Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
 
 impl TopicTrie {
@@ -49,36 +49,40 @@ impl TopicTrie {
             } else {
                 n.names -= 1;
             }
-            node = n.parent;
+            node = self.links[node as usize].parent;
         }
     }
 
     pub(super) fn child_or_insert(&mut self, parent: u32, segment: &str) -> u32 {
         if let Some(id) = self.segments.get(segment) {
-            let child = self.children.get(&self.nodes, &self.edge_keys, parent, id);
+            let child = self.children.get(&self.links, &self.edge_keys, parent, id);
             if child != NONE {
                 return child;
             }
         }
         let id = self.segments.acquire(segment);
-        let node = Node::new(parent, id);
+        let links = Links::new(parent, id);
         let key = self.next_edge_key;
         self.next_edge_key = key.wrapping_add(1);
         let child = match self.take_free_node() {
             Some(free) => {
-                self.nodes[free as usize] = node;
+                self.nodes[free as usize] = Node::new();
+                self.links[free as usize] = links;
+                self.next_siblings[free as usize] = NONE;
                 self.edge_keys[free as usize] = key;
                 free
             }
             None => {
                 assert!(self.nodes.len() < NONE as usize, "trie node ids exhausted");
-                self.nodes.push(node);
+                self.nodes.push(Node::new());
+                self.links.push(links);
+                self.next_siblings.push(NONE);
                 self.edge_keys.push(key);
                 (self.nodes.len() - 1) as u32
             }
         };
         self.placed_since_compaction += 1;
-        self.children.insert(&self.nodes, &self.edge_keys, child);
+        self.children.insert(&self.links, &self.edge_keys, child);
         self.link_last(parent, child);
         self.mark_changed(parent);
         child
@@ -86,49 +90,51 @@ impl TopicTrie {
 
     /// Appends `child` to `parent`'s child list.
     fn link_last(&mut self, parent: u32, child: u32) {
-        let first = self.nodes[parent as usize].first_child;
+        let first = self.links[parent as usize].first_child;
         if first == NONE {
-            self.nodes[parent as usize].first_child = child;
-            self.nodes[child as usize].prev_sibling = child;
+            self.links[parent as usize].first_child = child;
+            self.links[child as usize].prev_sibling = child;
             return;
         }
-        let last = self.nodes[first as usize].prev_sibling;
-        self.nodes[last as usize].next_sibling = child;
-        self.nodes[child as usize].prev_sibling = last;
-        self.nodes[first as usize].prev_sibling = child;
+        let last = self.links[first as usize].prev_sibling;
+        self.next_siblings[last as usize] = child;
+        self.links[child as usize].prev_sibling = last;
+        self.links[first as usize].prev_sibling = child;
     }
 
     fn unlink(&mut self, child: u32) {
-        let Node {
+        let Links {
             parent,
-            next_sibling: next,
             prev_sibling: prev,
             ..
-        } = self.nodes[child as usize];
-        let first = self.nodes[parent as usize].first_child;
+        } = self.links[child as usize];
+        let next = self.next_siblings[child as usize];
+        let first = self.links[parent as usize].first_child;
         if first == child {
-            self.nodes[parent as usize].first_child = next;
+            self.links[parent as usize].first_child = next;
             if next != NONE {
-                self.nodes[next as usize].prev_sibling = prev;
+                self.links[next as usize].prev_sibling = prev;
             }
         } else {
-            self.nodes[prev as usize].next_sibling = next;
+            self.next_siblings[prev as usize] = next;
             let fix = if next == NONE { first } else { next };
-            self.nodes[fix as usize].prev_sibling = prev;
+            self.links[fix as usize].prev_sibling = prev;
         }
     }
 
     /// Frees `node` and its ancestors while they are neither names nor prefixes of names.
     pub(super) fn prune(&mut self, mut node: u32) {
         while node != ROOT && self.nodes[node as usize].names == 0 {
-            let Node { parent, segment, .. } = self.nodes[node as usize];
+            let Links { parent, segment, .. } = self.links[node as usize];
             self.forget_edits(node);
             self.before_freeing_node(node);
-            self.children.remove(&self.nodes, &self.edge_keys, node);
+            self.children.remove(&self.links, &self.edge_keys, node);
             self.unlink(node);
             self.segments.release(segment);
             self.drop_kept_list(node);
-            self.nodes[node as usize] = Node::new(NONE, NONE);
+            self.nodes[node as usize] = Node::new();
+            self.links[node as usize] = Links::new(NONE, NONE);
+            self.next_siblings[node as usize] = NONE;
             self.free_nodes.push(node);
             self.mark_changed(parent);
             node = parent;

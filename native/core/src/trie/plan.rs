@@ -25,6 +25,16 @@ pub const PLAN_LIST_START: u32 = 3;
 pub const PLAN_LIST_END: u32 = 4;
 /// Plan operation: `[PLAN_FREE, list]`: the list is gone; its copy may be dropped.
 pub const PLAN_FREE: u32 = 5;
+/// Plan operation: `[PLAN_NAMES_BY_ID, count, id, at, id, at, …]`, a whole answer of `count`
+/// names the caller was given before, the name of `id` at place `at` of the answer. The pairs come
+/// in rising order of id but within runs of a few ids: the caller keeps names by id, and ids lie
+/// scattered over the answer (an id is a name's age, the answer goes by the trie), so reading
+/// them in answer order costs a cache miss a name where reading them in id order reads its names
+/// one region after another.
+pub const PLAN_NAMES_BY_ID: u32 = 6;
+/// Answers of single names at least this long go by id (`PLAN_NAMES_BY_ID`); a shorter one finds
+/// the caller's names in cache often enough that ordering them would cost more than it saves.
+pub(super) const NAMES_BY_ID_MIN: usize = 256;
 
 /// What a plan call writes: the operations, and the texts of the new names.
 #[derive(Debug, Default)]
@@ -90,6 +100,42 @@ impl TopicTrie {
             }
         };
         plan.ops.extend([PLAN_NEW_NAME, id, end]);
+    }
+
+    /// Whether the caller was given the name of `id` since the id was allocated.
+    pub(super) fn was_handed(&self, id: u32) -> bool {
+        self.handed
+            .get(id as usize / 64)
+            .is_some_and(|word| word & (1 << (id % 64)) != 0)
+    }
+
+    /// Adds the answer `ids`, all handed out before, to `plan` as `PLAN_NAMES_BY_ID`: pairs of id
+    /// and place, ordered by one counting pass over runs of `2^shift` ids, the runs as many as
+    /// the names (so a run holds about one of them and the counts cost no more than the names).
+    pub(super) fn names_by_id_into_plan(&self, plan: &mut Plan, ids: &[u32]) {
+        let limit = self.name_nodes.len();
+        let mut shift = 0;
+        while limit >> shift > ids.len() {
+            shift += 1;
+        }
+        let mut starts = vec![0u32; (limit >> shift) + 2];
+        for &id in ids {
+            starts[(id as usize >> shift) + 1] += 1;
+        }
+        for run in 1..starts.len() {
+            starts[run] += starts[run - 1];
+        }
+        let count = u32::try_from(ids.len()).expect("an answer under 4 G names");
+        plan.ops.extend([PLAN_NAMES_BY_ID, count]);
+        let first = plan.ops.len();
+        plan.ops.resize(first + 2 * ids.len(), 0);
+        for (at, &id) in (0..count).zip(ids) {
+            let slot = &mut starts[id as usize >> shift];
+            let pair = first + 2 * *slot as usize;
+            *slot += 1;
+            plan.ops[pair] = id;
+            plan.ops[pair + 1] = at;
+        }
     }
 
     /// Adds a run of list `list` to `plan`: as a copy when the caller holds that list, else name by

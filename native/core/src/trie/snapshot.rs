@@ -21,7 +21,7 @@
 
 use super::edits::{push_piece, Entry, KeyMap, Piece};
 use super::plan::{Plan, PLAN_LIST_END, PLAN_LIST_START};
-use super::{Node, TopicTrie, NONE, ROOT};
+use super::{Links, Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
 use crate::prefetch::prefetch;
 
@@ -137,7 +137,7 @@ impl TopicTrie {
             if self.nodes[at as usize].kept & IN_PARENT == 0 {
                 return (NONE, 0);
             }
-            let parent = self.nodes[at as usize].parent;
+            let parent = self.links[at as usize].parent;
             offset += self.child_position(parent, at);
             at = parent;
         }
@@ -249,7 +249,7 @@ impl TopicTrie {
             next_entry: 0,
             old_at: 0,
             old_end: 0,
-            child: self.nodes[node as usize].first_child,
+            child: self.links[node as usize].first_child,
             pieces: Vec::new(),
             next_key,
             fresh_rank,
@@ -275,18 +275,18 @@ impl TopicTrie {
 
     /// The first of `node`'s children placed since its block was laid down (they follow the others).
     fn first_new_child(&self, node: u32) -> u32 {
-        let first = self.nodes[node as usize].first_child;
+        let first = self.links[node as usize].first_child;
         if first == NONE {
             return NONE;
         }
-        let mut child = self.nodes[first as usize].prev_sibling;
+        let mut child = self.links[first as usize].prev_sibling;
         let mut newest = NONE;
         while self.nodes[child as usize].kept & IN_PARENT == 0 {
             newest = child;
             if child == first {
                 break;
             }
-            child = self.nodes[child as usize].prev_sibling;
+            child = self.links[child as usize].prev_sibling;
         }
         newest
     }
@@ -310,7 +310,7 @@ impl TopicTrie {
         if child == NONE {
             return None;
         }
-        frame.child = self.nodes[child as usize].next_sibling;
+        frame.child = self.next_siblings[child as usize];
         Some(child)
     }
 
@@ -345,10 +345,12 @@ impl TopicTrie {
         parent_path: usize,
         out: &mut Output,
     ) -> Option<Frame> {
-        // The walk comes to the next child once this one's subtree is done; its node, which
-        // nothing else needs before then, loads meanwhile.
+        // The walk comes to the next child once this one's subtree is done; its node (the three
+        // arrays a node lies in), which nothing else needs before then, loads meanwhile.
         if frame.child != NONE {
             prefetch((&self.nodes[frame.child as usize] as *const Node).cast());
+            prefetch((&self.links[frame.child as usize] as *const Links).cast());
+            prefetch((&self.next_siblings[frame.child as usize] as *const u32).cast());
         }
         let names = self.nodes[child as usize].names;
         let at = out.len() - frame.start;
@@ -395,7 +397,7 @@ impl TopicTrie {
                 out.path.push_str(self.dialect.separator());
             }
             out.path
-                .push_str(self.segments.text(self.nodes[child as usize].segment));
+                .push_str(self.segments.text(self.links[child as usize].segment));
         }
         Some(self.enter(child, old, out))
     }
@@ -452,10 +454,10 @@ impl TopicTrie {
         if n.name != NONE {
             out.push(n.name);
         }
-        let mut child = n.first_child;
+        let mut child = self.links[node as usize].first_child;
         while child != NONE {
             self.naive_block(child, out);
-            child = self.nodes[child as usize].next_sibling;
+            child = self.next_siblings[child as usize];
         }
     }
 
@@ -464,10 +466,10 @@ impl TopicTrie {
     pub(super) fn check_blocks(&self) -> Result<(), String> {
         let mut stack = vec![ROOT];
         while let Some(node) = stack.pop() {
-            let mut child = self.nodes[node as usize].first_child;
+            let mut child = self.links[node as usize].first_child;
             while child != NONE {
                 stack.push(child);
-                child = self.nodes[child as usize].next_sibling;
+                child = self.next_siblings[child as usize];
             }
             if self.is_changed(node) {
                 continue;

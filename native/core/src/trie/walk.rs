@@ -10,8 +10,8 @@
 //! walks identically, so both give the same order for the same history; callers should treat it as
 //! unspecified.
 
-use super::plan::{Plan, PLAN_COPY};
-use super::{Node, TopicTrie, NONE, ROOT};
+use super::plan::{Plan, NAMES_BY_ID_MIN, PLAN_COPY};
+use super::{Links, Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
 use crate::error::Violation;
 use crate::pattern::{tokenize, Token};
@@ -60,6 +60,20 @@ impl TopicTrie {
     pub fn expand_plan(&mut self, pattern: &str, plan: &mut Plan) -> Result<usize, Violation> {
         let found = self.expand_found(pattern)?;
         self.announce_frees(plan);
+        if found.len() >= NAMES_BY_ID_MIN {
+            let ids: Vec<u32> = found
+                .iter()
+                .filter_map(|item| match *item {
+                    Found::Name(id) if self.was_handed(id) => Some(id),
+                    _ => None,
+                })
+                .collect();
+            if ids.len() == found.len() {
+                self.names_by_id_into_plan(plan, &ids);
+                self.after_walk();
+                return Ok(ids.len());
+            }
+        }
         // The lists first (laying down one block frees only lists inside its own subtree, so the
         // places found stay valid), then the answer, so that names' texts come in operation order.
         let mut places = Vec::with_capacity(found.len());
@@ -99,12 +113,12 @@ impl TopicTrie {
                     found.push(Found::Name(n.name));
                 }
             } else if self.rest_by_child(node) {
-                let mut child = n.first_child;
+                let mut child = self.links[node as usize].first_child;
                 while child != NONE {
                     if !self.skips_dollar(node, child) && self.nodes[child as usize].names > 0 {
                         found.push(Found::Block { node: child, skip: 0 });
                     }
-                    child = self.nodes[child as usize].next_sibling;
+                    child = self.next_siblings[child as usize];
                 }
             } else {
                 // The node's own name leads its block; MQTT's `#` also matches the parent level.
@@ -145,7 +159,7 @@ impl TopicTrie {
                     };
                     for (at, &node) in frontier.iter().enumerate() {
                         if let Some(&ahead) = frontier.get(at + LITERAL_LOOKAHEAD) {
-                            prefetch((&self.nodes[ahead as usize] as *const Node).cast());
+                            prefetch((&self.links[ahead as usize] as *const Links).cast());
                         }
                         let child = self.child_by_segment(node, segment);
                         if child != NONE {
@@ -209,7 +223,7 @@ impl TopicTrie {
         for group in parents.chunks(INTERLEAVED_CHAINS) {
             let mut cursors = [NONE; INTERLEAVED_CHAINS];
             for (k, &parent) in group.iter().enumerate() {
-                cursors[k] = self.nodes[parent as usize].first_child;
+                cursors[k] = self.links[parent as usize].first_child;
                 chains[k].clear();
             }
             let mut following = true;
@@ -218,7 +232,7 @@ impl TopicTrie {
                 for (cursor, chain) in cursors.iter_mut().zip(chains.iter_mut()) {
                     if *cursor != NONE {
                         chain.push(*cursor);
-                        *cursor = self.nodes[*cursor as usize].next_sibling;
+                        *cursor = self.next_siblings[*cursor as usize];
                         following = true;
                     }
                 }
@@ -238,21 +252,21 @@ impl TopicTrie {
     /// The child of `node` along segment id `segment`, or `NONE`: a look along the first few
     /// children, then the edge table when there are more.
     fn child_by_segment(&self, node: u32, segment: u32) -> u32 {
-        let mut child = self.nodes[node as usize].first_child;
+        let mut child = self.links[node as usize].first_child;
         for _ in 0..SCANNED_CHILDREN {
             if child == NONE {
                 return NONE;
             }
-            let n = &self.nodes[child as usize];
+            let n = &self.links[child as usize];
             if n.segment == segment {
                 return child;
             }
-            child = n.next_sibling;
+            child = self.next_siblings[child as usize];
         }
         if child == NONE {
             return NONE;
         }
-        self.children.get(&self.nodes, &self.edge_keys, node, segment)
+        self.children.get(&self.links, &self.edge_keys, node, segment)
     }
 
     /// MQTT: a wildcard in the first level does not reach a first level starting with `$`.
@@ -261,7 +275,7 @@ impl TopicTrie {
             && node == ROOT
             && self
                 .segments
-                .text(self.nodes[child as usize].segment)
+                .text(self.links[child as usize].segment)
                 .starts_with('$')
     }
 }

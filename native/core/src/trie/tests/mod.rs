@@ -39,6 +39,8 @@ pub(super) fn expand_in_walk_order(trie: &mut TopicTrie, pattern: &str) -> Vec<S
 pub(super) struct PlanReader {
     names: std::collections::HashMap<u32, String>,
     lists: std::collections::HashMap<u32, Vec<String>>,
+    /// Whether the last plan gave its answer by id (`PLAN_NAMES_BY_ID`).
+    by_id: bool,
 }
 
 impl PlanReader {
@@ -56,6 +58,7 @@ impl PlanReader {
         let mut answer = Vec::new();
         let mut building: Option<(u32, Vec<String>)> = None;
         let mut at = 0;
+        self.by_id = false;
         let ops = &plan.ops;
         while at < ops.len() {
             let out = match building.as_mut() {
@@ -96,6 +99,19 @@ impl PlanReader {
                         "freeing a list it holds"
                     );
                     at += 2;
+                }
+                PLAN_NAMES_BY_ID => {
+                    assert!(building.is_none(), "names by id are a whole answer");
+                    self.by_id = true;
+                    let count = ops[at + 1] as usize;
+                    let mut names = vec![None; count];
+                    for pair in ops[at + 2..at + 2 + 2 * count].chunks(2) {
+                        assert!(names[pair[1] as usize]
+                            .replace(self.names[&pair[0]].clone())
+                            .is_none());
+                    }
+                    answer.extend(names.into_iter().map(|name| name.expect("every place once")));
+                    at += 2 + 2 * count;
                 }
                 op => panic!("unknown plan operation {op}"),
             }
@@ -478,4 +494,42 @@ fn compaction_runs_in_steps_across_walks() {
     assert_eq!(got, want);
     trie.compact();
     assert!(trie.is_laid_out_depth_first());
+}
+
+/// A long answer of single names the reader holds goes by id (`PLAN_NAMES_BY_ID`) and still comes
+/// out in walk order; one holding a name the reader lacks goes name by name, as before.
+#[test]
+fn long_answers_of_known_names_go_by_id() {
+    let mut trie = lite();
+    let mut reader = PlanReader::default();
+    // Added in an order unlike the walk's, so that ids lie scattered over the answer.
+    let mut live: Vec<String> = (0..1500u32)
+        .map(|i| {
+            let scattered = (i * 7919) % 1500;
+            format!("t{}__a{}", scattered % 37, scattered / 37)
+        })
+        .collect();
+    for name in &live {
+        trie.add(name, None).unwrap();
+    }
+    let pattern = "*__*";
+    let check = |trie: &mut TopicTrie, reader: &mut PlanReader, by_id: bool| {
+        let mut ids = Vec::new();
+        trie.expand_into(pattern, &mut ids).unwrap();
+        let walked: Vec<String> = ids.iter().map(|&id| trie.name_of(id).unwrap()).collect();
+        assert_eq!(reader.expand(trie, pattern), walked, "the reader's answer");
+        assert_eq!(reader.by_id, by_id, "the plan's form");
+    };
+    // The first answer hands every name out by text; the next ones go by id.
+    check(&mut trie, &mut reader, false);
+    check(&mut trie, &mut reader, true);
+    for (i, name) in live.iter_mut().enumerate().filter(|(i, _)| i % 5 == 0) {
+        let id = trie.id_of(name).unwrap();
+        trie.remove(name);
+        reader.forget(id);
+        *name = format!("t{}__b{i}", i % 37);
+        trie.add(name, None).unwrap();
+    }
+    check(&mut trie, &mut reader, false);
+    check(&mut trie, &mut reader, true);
 }
