@@ -63,6 +63,7 @@ import {
   GroupState,
   keptLite,
   type LiteTopicInfo,
+  linkProgress,
   lmqOf,
   type ParentTopic,
   type SubModel,
@@ -859,11 +860,10 @@ export class Broker extends EventEmitter {
         // No progress means no holder (subscribing makes progress): only catch-all clients want it.
         if (group.catchAll.size === 0) continue;
         progress = newProgress(group.config, liteTopic, offset);
-        progress.lite = info;
+        linkProgress(info, group, progress);
         this.dispatcher.startsAtStored(progress);
         group.progress.set(liteTopic, progress);
         this.context.journal.hot('start', group, progress, offset);
-        info.progress[group.slot] = progress;
       }
       this.dispatcher.ready(group, liteTopic, now, offset + 1, progress);
     }

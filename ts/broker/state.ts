@@ -108,8 +108,7 @@ export function keptLite(parent: ParentTopic, liteTopic: string): LiteTopicInfo 
       if (group.unkept === 0) continue;
       const progress = group.progress.get(liteTopic);
       if (progress === undefined) continue;
-      info.progress[group.slot] = progress;
-      progress.lite = info;
+      linkProgress(info, group, progress);
       group.unkept--;
     }
     parent.lite.set(liteTopic, info);
@@ -117,10 +116,20 @@ export function keptLite(parent: ParentTopic, liteTopic: string): LiteTopicInfo 
   return info;
 }
 
+/**
+ * Links `progress` of `group` and its lite topic's `info` both ways: the info holds it by the group's
+ * slot (`LiteTopicInfo.progress`) and it reaches the info (`TopicProgress.lite`, also where its
+ * journal number is kept).
+ */
+export function linkProgress(info: LiteTopicInfo, group: GroupState, progress: TopicProgress): void {
+  info.progress[group.slot] = progress;
+  progress.lite = info;
+}
+
 /** Keeps `progress`, just made for `group`, in its lite topic's info when there is one (see `LiteTopicInfo.progress`). */
 export function keepProgress(group: GroupState, progress: TopicProgress): void {
   const info = group.parent.lite.get(progress.liteTopic);
-  if (info !== undefined) info.progress[group.slot] = progress;
+  if (info !== undefined) linkProgress(info, group, progress);
   else group.unkept++;
 }
 
