@@ -588,6 +588,28 @@ describe.each(ENGINES)('%s engine: addMany', (engine) => {
     expect([...mqtt.addMany(['a/b', 'a'])].map((id) => mqtt.nameOf(id))).toEqual(['a/b', 'a']);
     expect(() => mqtt.addMany(['a/+'])).toThrow(InvalidTopicError);
   });
+
+  it('with order "given", adds as add would, name by name, in one call', () => {
+    const names = ['t1__a1__s2', 't10', 't1__a1', 'b__x', 't1__a1__s2', 't1__a0__s9', 't1'];
+    const stamps = [5, 6, 7, 8, 9, 10, 11];
+    const one = new TopicTrie({ engine });
+    const many = new TopicTrie({ engine });
+    for (const trie of [one, many]) {
+      trie.add('b__x', 1);
+      trie.add('gone');
+      trie.remove('gone');
+    }
+    const expected = names.map((name, i) => one.add(name, stamps[i]));
+    expect([...many.addMany(names, stamps, { order: 'given' })]).toEqual(expected);
+    // The same ids, the same activity (a touch for a name there, the later one for a name twice),
+    // the same child order (creation order, not segment order).
+    expect(many.idleSince(100)).toEqual(one.idleSince(100));
+    expect(many.expand('**')).toEqual(one.expand('**'));
+    expect(many.expand('t1__**')).toEqual(['t1__a1', 't1__a1__s2', 't1__a0__s9']);
+    expect(() => many.addMany(['y', 'c d', 'z'], undefined, { order: 'given' })).toThrow(InvalidLiteTopicError);
+    expect([many.has('y'), many.has('z')]).toEqual([true, false]);
+    expect(() => many.addMany(['y'], undefined, { order: 'random' as 'given' })).toThrow(InvalidArgumentError);
+  });
 });
 
 describe.runIf(ENGINES.length > 1)('engines agree on addMany', () => {

@@ -133,35 +133,58 @@ export class TopicTrie {
   /**
    * Adds many names at once, as when restoring them, and returns their ids in the order given (the
    * same id twice for a name given twice). `timestampsMs[i]`, when given, is the last activity of
-   * `names[i]` as in `add`. The names are added in segment order (the order `list` pages in), so
-   * the nodes of each subtree are placed next to each other: later walks of the trie read them from
-   * consecutive memory. Both engines give the same ids for the same history. Throws like `add` at
-   * the first invalid name in that order; the names added before it stay.
+   * `names[i]` as in `add`. By default (`order: 'segments'`) the names are added in segment order
+   * (the order `list` pages in), so the nodes of each subtree are placed next to each other: later
+   * walks of the trie read them from consecutive memory. `order: 'given'` adds them in the order
+   * given, as that many `add` calls would, in one engine call and without sorting: what a batch of a
+   * few new names (a send) wants. Both engines give the same ids for the same history. Throws like
+   * `add` at the first invalid name in that order; the names added before it stay.
    */
-  addMany(names: readonly string[], timestampsMs?: readonly number[]): Uint32Array {
+  addMany(
+    names: readonly string[],
+    timestampsMs?: readonly number[],
+    options?: { order?: 'segments' | 'given' },
+  ): Uint32Array {
     if (!Array.isArray(names)) throw new InvalidArgumentError('names must be an array of strings', { value: names });
     if (timestampsMs !== undefined && (!Array.isArray(timestampsMs) || timestampsMs.length !== names.length)) {
       throw new InvalidArgumentError('timestampsMs must be an array as long as names', { value: timestampsMs });
     }
-    const separator = DIALECT_SEPARATORS[this.dialect];
+    const order = options?.order ?? 'segments';
+    if (order !== 'segments' && order !== 'given') {
+      throw new InvalidArgumentError('order must be "segments" or "given"', { value: order });
+    }
+    for (const name of names) requireString(name, 'name');
+    for (const timestamp of timestampsMs ?? []) requireTimestamp(timestamp, 'timestampsMs');
+    if (order === 'given') return this.addInOrder(names, timestampsMs, undefined);
     // Segment order is the order of the names with each separator replaced by NUL, which no valid
     // name holds and which sorts before every other character (lite splits left to right, as
     // `replaceAll` does).
-    const keys = names.map((name) => requireString(name, 'name').replaceAll(separator, '\0'));
-    for (const timestamp of timestampsMs ?? []) requireTimestamp(timestamp, 'timestampsMs');
-    const order = sortedOrder(keys);
+    const separator = DIALECT_SEPARATORS[this.dialect];
+    return this.addInOrder(names, timestampsMs, sortedOrder(names.map((name) => name.replaceAll(separator, '\0'))));
+  }
+
+  /**
+   * Adds `names[order[0]]`, `names[order[1]]`, ... (or the names as given, without `order`) in one
+   * engine call; returns their ids by the names' places (see `addMany`).
+   */
+  private addInOrder(
+    names: readonly string[],
+    timestampsMs: readonly number[] | undefined,
+    order: readonly number[] | undefined,
+  ): Uint32Array {
     const ids = new Uint32Array(names.length);
-    if (order.length === 0) return ids;
-    const sorted = order.map((at) => names[at] as string);
-    const timestamps = new Float64Array(order.length).fill(-1);
+    if (names.length === 0) return ids;
+    const place = (i: number): number => (order === undefined ? i : (order[i] as number));
+    const ordered = order === undefined ? names : order.map((at) => names[at] as string);
+    const timestamps = new Float64Array(names.length).fill(-1);
     if (timestampsMs !== undefined)
-      for (let i = 0; i < order.length; i++) timestamps[i] = timestampsMs[order[i] as number] as number;
-    const added = new Float64Array(order.length);
-    const failed = this.core.addAll(sorted, timestamps, added);
-    const done = failed < 0 ? order.length : failed;
-    for (let i = 0; i < done; i++) ids[order[i] as number] = added[i] as number;
+      for (let i = 0; i < names.length; i++) timestamps[i] = timestampsMs[place(i)] as number;
+    const added = new Float64Array(names.length);
+    const failed = this.core.addAll(ordered, timestamps, added);
+    const done = failed < 0 ? names.length : failed;
+    for (let i = 0; i < done; i++) ids[place(i)] = added[i] as number;
     // The first invalid name in that order: `add` throws its typed error.
-    if (failed >= 0) this.add(sorted[failed] as string, timestampsMs?.[order[failed] as number]);
+    if (failed >= 0) this.add(ordered[failed] as string, timestampsMs?.[place(failed)]);
     return ids;
   }
 
