@@ -57,9 +57,11 @@ export class LiteTopicInfo implements LmqKeeper, JournalNamed {
   /**
    * Each group's progress on the lite topic, by the group's `slot`: filled when the info is made and
    * kept whole after (every progress made while the info exists is set here too), so a send offers
-   * its messages to every group without looking the name up in any group's map.
+   * its messages to every group without looking the name up in any group's map. Made as long as the
+   * parent has groups: an array grown by its first store would take room for 16 (a group made later
+   * grows it so, rarely).
    */
-  readonly progress: (TopicProgress | undefined)[] = [];
+  readonly progress: (TopicProgress | undefined)[];
   /** What the store keeps here for the LMQ (store.ts `LmqKeeper`): the memory store, its queue. */
   storeState: object | undefined = undefined;
   /**
@@ -69,7 +71,13 @@ export class LiteTopicInfo implements LmqKeeper, JournalNamed {
   journalName = -1;
   journalFile = -1;
 
-  constructor(readonly lmq: string) {}
+  constructor(
+    readonly lmq: string,
+    /** How many groups its parent has (`ParentTopic.groups`). */
+    groups: number,
+  ) {
+    this.progress = new Array(groups);
+  }
 
   /** The LMQ's next offset (the store's `maxOffset`, asked once). */
   maxOffset(store: { maxOffset(lmq: string): number }): number {
@@ -102,7 +110,7 @@ export function isExpiring(parent: ParentTopic, liteTopic: string): boolean {
 export function keptLite(parent: ParentTopic, liteTopic: string): LiteTopicInfo {
   let info = parent.lite.get(liteTopic);
   if (info === undefined) {
-    info = new LiteTopicInfo(lmqName(parent.name, liteTopic));
+    info = new LiteTopicInfo(lmqName(parent.name, liteTopic), parent.groups.size);
     // Progress made before the info (a subscription by name before the first message, a restart).
     for (const group of parent.groups) {
       if (group.unkept === 0) continue;

@@ -72,9 +72,16 @@ export interface MessageStore {
 /** The properties of a stored message sent without any (frozen: shared by all of them). */
 const NO_PROPERTIES: Record<string, string> = Object.freeze({});
 
+/** The messages of a queue that has none yet (frozen: shared by all of them). */
+const NO_MESSAGES = Object.freeze([]) as unknown as StoredMessage[];
+
 /** The messages of one LMQ in a `MemoryStore`, by offset; marked deleted when the LMQ is. */
 class MemoryQueue {
-  readonly messages: StoredMessage[] = [];
+  /**
+   * Made with its first message, as an array of one: an empty array grown by its first `push` takes
+   * room for 16, and most lite topics hold a message or two.
+   */
+  messages: StoredMessage[] = NO_MESSAGES;
   deleted = false;
 
   constructor(
@@ -108,10 +115,11 @@ export class MemoryStore implements MessageStore {
         const lmq = record.lmqs[i] as string;
         const queue = this.queueOf(lmq, record.keepers?.[i], true) as MemoryQueue;
         const messages = queue.messages;
-        offsets[i] = messages.length;
-        messages.push({
+        const offset = messages.length;
+        offsets[i] = offset;
+        const message: StoredMessage = {
           lmq,
-          offset: messages.length,
+          offset,
           position,
           storeTimestamp: now,
           bornTimestamp: record.bornTimestamp ?? now,
@@ -119,7 +127,9 @@ export class MemoryStore implements MessageStore {
           tag: record.tag,
           properties,
           body,
-        });
+        };
+        if (offset === 0) queue.messages = [message];
+        else messages.push(message);
       }
       results[r] = { position, offsets };
     }
