@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CommitLog } from '../ts/index.js';
 import { cli, ROOT, scratch, startHolder } from './cli-helpers.js';
-import { ENGINES } from './engines.js';
+import { ENGINES, RUN_TESTS_WITHOUT_NATIVE } from './engines.js';
 import { directoryDigest } from './log-helpers.js';
 
 /** Exit codes as README.md "Command line" documents them. */
@@ -25,7 +25,7 @@ function oneLine(stderr: string): string {
   return lines[0] as string;
 }
 
-describe.concurrent('litetopic --help and usage errors', () => {
+(RUN_TESTS_WITHOUT_NATIVE ? describe.concurrent : describe.skip)('litetopic --help and usage errors', () => {
   it('lists the commands and exit codes', async () => {
     const r = await cli(['--help']);
     expect(r.code).toBe(OK);
@@ -166,13 +166,13 @@ describe('inspect reads without changing, repair is explicit', () => {
 });
 
 describe('bench', () => {
-  it('--render takes neither suites nor --quick', async () => {
+  it.runIf(RUN_TESTS_WITHOUT_NATIVE)('--render takes neither suites nor --quick', async () => {
     const r = await cli(['bench', '--render', '--quick']);
     expect(r.code).toBe(USAGE);
     expect(oneLine(r.stderr)).toMatch(/--render takes no suite and no --quick/);
   });
 
-  it('--render without stored results in --out is one line, exit 1', async () => {
+  it.runIf(RUN_TESTS_WITHOUT_NATIVE)('--render without stored results in --out is one line, exit 1', async () => {
     const out = scratch();
     const r = await cli(['bench', '--render', '--out', out]);
     expect(r.code).toBe(FAILURE);

@@ -34,6 +34,14 @@ function listEngines(): EngineName[] {
 export const ENGINES: readonly EngineName[] = listEngines();
 
 /**
+ * Whether the tests that run no native code run here: those of the js engine's own parts (its
+ * storage, its trie's layout passes, its lock) and of the command line's usage, help and messages.
+ * Everywhere but under LITETOPIC_TEST_ENGINES=native (`npm run test:arm64`), where only the native
+ * binary differs from the x64 run and each emulated Node start costs seconds; `npm test` runs them.
+ */
+export const RUN_TESTS_WITHOUT_NATIVE = !nativeOnly;
+
+/**
  * (writer, reader) pairs for the tests that open one engine's directory with the other: both ways
  * when the native engine is here, else js with itself.
  */

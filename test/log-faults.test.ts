@@ -16,7 +16,7 @@ import { openJsLog } from '../ts/engine/js/log/log.js';
 import { CountingStorage, type Fault } from '../ts/engine/js/log/storage.js';
 import { LogIoError } from '../ts/errors.js';
 import { CommitLog } from '../ts/index.js';
-import { ENGINES } from './engines.js';
+import { ENGINES, RUN_TESTS_WITHOUT_NATIVE } from './engines.js';
 import {
   crashedHalf,
   innerStorage,
@@ -66,7 +66,7 @@ async function countCalls(scenario: Scenario = 'whole'): Promise<string[]> {
   }
 }
 
-describe('js commit log fault sweep', () => {
+describe.runIf(RUN_TESTS_WITHOUT_NATIVE)('js commit log fault sweep', () => {
   it('runs a scenario that rolls segments, deletes LMQs, checkpoints, retains and acknowledges records', async () => {
     const dir = sweepDir();
     try {

@@ -16,6 +16,7 @@ import { openJsLog } from '../ts/engine/js/log/log.js';
 import { FaultyStorage, type Storage } from '../ts/engine/js/log/storage.js';
 import { QueueSet } from '../ts/engine/js/queue.js';
 import { LogCorruptError, LogIoError, LogLockedError } from '../ts/errors.js';
+import { RUN_TESTS_WITHOUT_NATIVE } from './engines.js';
 
 const SEGMENT = MIN_SEGMENT_BYTES;
 const NOW = 1_700_000_000_000;
@@ -69,7 +70,7 @@ function expectIntact(log: LogCore, lmq: string): void {
   for (let k = 0; k < result.count; k++) expect(text).toContain(bodyOf(lmq, min + k));
 }
 
-describe('js commit log with injected storage faults', () => {
+describe.runIf(RUN_TESTS_WITHOUT_NATIVE)('js commit log with injected storage faults', () => {
   it('fails on a short write and reopens clean, the torn record cut', async () => {
     const dir = tempDir();
     const storage = faultySegments();
@@ -167,7 +168,7 @@ function encodeAndAppend(log: LogCore): number {
   return log.append(encodeBatch([{ lmqs: ['q'], body: 'x' }], NOW, SEGMENT), 0, NOW);
 }
 
-describe('js commit log segments', () => {
+describe.runIf(RUN_TESTS_WITHOUT_NATIVE)('js commit log segments', () => {
   it('stops at a full segment when no spare is ready, with an end marker, and goes on once one is', async () => {
     const dir = tempDir();
     const log = await open(dir);
@@ -213,7 +214,7 @@ describe('js commit log segments', () => {
   });
 });
 
-describe('js LMQ name order', () => {
+describe.runIf(RUN_TESTS_WITHOUT_NATIVE)('js LMQ name order', () => {
   it('lists in UTF-8 byte order, where astral characters sort after U+E000..U+FFFF', () => {
     const queues = new QueueSet();
     const names = ['b', 'a\u{1F600}', 'a\uFF01', 'a', 'ab', 'a\u00E9'];
@@ -239,7 +240,7 @@ describe('js LMQ name order', () => {
   });
 });
 
-describe('js directory lock', () => {
+describe.runIf(RUN_TESTS_WITHOUT_NATIVE)('js directory lock', () => {
   it('replaces a lock left by a dead process or a crash mid-write, and refuses a live one', async () => {
     const dir = tempDir();
     const dead = spawnSync(process.execPath, ['-e', '']).pid as number;

@@ -15,7 +15,7 @@ import { encodeBatch } from '../ts/common/log-encode.js';
 import { openJsLog } from '../ts/engine/js/log/log.js';
 import { segmentFileName } from '../ts/engine/js/log/segment.js';
 import { CommitLog } from '../ts/index.js';
-import { ENGINES } from './engines.js';
+import { ENGINES, RUN_TESTS_WITHOUT_NATIVE } from './engines.js';
 import { ALL, type Disk, describeLoss, LOSSES, type Loss, materialize, PowerStorage } from './log-power-model.js';
 import { innerStorage, removeDir, runScenario, type Scenario, SEGMENT, sweepDir, verify } from './log-sweep.js';
 
@@ -71,7 +71,7 @@ async function sweep(scenario: Scenario, losses: readonly Loss[]): Promise<strin
   return problems;
 }
 
-describe('js commit log power-loss sweep', () => {
+describe.runIf(RUN_TESTS_WITHOUT_NATIVE)('js commit log power-loss sweep', () => {
   it('models the disk: without a power loss the directory holds everything', async () => {
     const dir = sweepDir();
     try {

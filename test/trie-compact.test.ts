@@ -9,7 +9,7 @@ import { compact, compactPartly, preorderSuccessor } from '../ts/engine/js/trie/
 import { JsTopicTrie } from '../ts/engine/js/trie/trie.js';
 import { NONE, ROOT } from '../ts/engine/js/trie/walk.js';
 import { TopicTrie } from '../ts/index.js';
-import { ENGINES } from './engines.js';
+import { ENGINES, RUN_TESTS_WITHOUT_NATIVE } from './engines.js';
 import { modelMatches } from './model/matcher.js';
 
 const sorted = (names: readonly string[]) => [...names].sort();
@@ -86,7 +86,7 @@ function checkLinks(trie: JsTopicTrie): void {
   expect(reached + free).toBe(trie.nodeCount);
 }
 
-describe('js engine: a compaction pass in small steps', () => {
+describe.runIf(RUN_TESTS_WITHOUT_NATIVE)('js engine: a compaction pass in small steps', () => {
   it('keeps links, ids and answers whole between steps, with random changes between them', () => {
     const random = generator(11);
     const trie = new JsTopicTrie('lite', 64);
