@@ -62,8 +62,8 @@ impl TopicTrie {
     /// laid down before.
     fn gather_fresh(&mut self, top: u32) -> Option<Vec<Gathered>> {
         let names = self.nodes[top as usize].names as usize;
-        // Most names end a path of their own, so a subtree has about as many nodes as names, and
-        // at most twice as many in the workloads measured.
+        // A subtree has a node per name and a prefix node per few names; room for twice its names
+        // is rarely outgrown, and pages reserved but never written cost nothing.
         let mut entries = Vec::with_capacity(2 * names + 1);
         let links = &self.links[top as usize];
         entries.push(Gathered {
