@@ -19,6 +19,7 @@ mod tests;
 mod children;
 mod compact;
 mod edits;
+mod fresh;
 mod idle;
 mod list;
 mod nodes;

@@ -28,7 +28,7 @@ use crate::prefetch::prefetch;
 /// `Node::kept` flag: the subtree changed since the node's block was laid down, or it never was.
 pub(super) const CHANGED: u32 = 1 << 31;
 /// `Node::kept` flag: the node holds a kept list (`TopicTrie::holders` has its index).
-const KEPT: u32 = 1 << 30;
+pub(super) const KEPT: u32 = 1 << 30;
 /// `Node::kept` flag: the node's block lies in its parent's as last laid down, where its key says.
 pub(super) const IN_PARENT: u32 = 1 << 29;
 /// `Node::kept` flag: the node's old range has an entry in its parent's record (edits.rs).
@@ -163,7 +163,11 @@ impl TopicTrie {
     /// old blocks copied, changed and new nodes visited (edits.rs says which). Every node visited
     /// becomes unchanged; the lists of visited or copied nodes (the top's previous one included) are
     /// freed once the copies are done.
-    pub(super) fn lay_down(&mut self, top: u32, plan: Option<&mut Plan>) {
+    pub(super) fn lay_down(&mut self, top: u32, mut plan: Option<&mut Plan>) {
+        // A subtree without history is gathered level by level instead (fresh.rs).
+        if self.lay_down_fresh(top, plan.as_deref_mut()) {
+            return;
+        }
         let size = self.nodes[top as usize].names;
         let index = self.new_list();
         let mut out = Output {

@@ -533,3 +533,73 @@ fn long_answers_of_known_names_go_by_id() {
     check(&mut trie, &mut reader, false);
     check(&mut trie, &mut reader, true);
 }
+
+#[test]
+fn fresh_lay_down_leaves_what_the_general_one_does() {
+    // Names added out of order, so that nodes lie scattered as on a live broker.
+    let mut names = Vec::new();
+    for t in 0..3 {
+        for a in 0..7 {
+            for s in 0..11 {
+                names.push(format!("t{t}__a{a}__s{s}"));
+                if s % 3 == 0 {
+                    names.push(format!("t{t}__a{a}__s{s}__tool{}", s % 4));
+                }
+            }
+            names.push(format!("t{t}__a{a}"));
+        }
+    }
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by_key(|&i| (i * 7919) % names.len());
+    let build = || {
+        let mut trie = lite();
+        for &i in &order {
+            trie.add(&names[i], None).unwrap();
+        }
+        trie
+    };
+    // `fresh` lays `t1` down from nothing (fresh.rs); in `general` a session below it was laid
+    // down first, so the gathering meets it, puts back what it wrote and leaves `t1` to the
+    // general lay-down, which absorbs the session's list.
+    let mut fresh = build();
+    let mut general = build();
+    let walk = |trie: &mut TopicTrie, pattern: &str| {
+        let mut ids = Vec::new();
+        trie.expand_into(pattern, &mut ids).unwrap();
+        ids.iter()
+            .map(|&id| trie.name_of(id).unwrap())
+            .collect::<Vec<_>>()
+    };
+    walk(&mut general, "t1__a3__s6__**");
+    // The plan of the fresh lay-down hands every name with its path.
+    let mut reader = PlanReader::default();
+    let walked = reader.expand(&mut fresh, "t1__**");
+    assert_eq!(walk(&mut fresh, "t1__**"), walked);
+    assert_eq!(walk(&mut general, "t1__**"), walked);
+    let kept = |trie: &TopicTrie| trie.nodes.iter().map(|n| n.kept).collect::<Vec<_>>();
+    assert_eq!(kept(&fresh), kept(&general), "keys and flags");
+    for trie in [&fresh, &general] {
+        trie.check_blocks().unwrap();
+    }
+    // Changes after a fresh lay-down are laid down from its records like any others.
+    for (round, name) in ["t1__a3__s6__new", "t1__a9", "t1__a0__s2__x__y"]
+        .into_iter()
+        .enumerate()
+    {
+        let gone = &names[round * 5 + 40];
+        let gone_id = fresh.id_of(gone).unwrap();
+        for trie in [&mut fresh, &mut general] {
+            trie.add(name, None).unwrap();
+            assert_eq!(trie.remove_id(gone), Some(gone_id));
+        }
+        reader.forget(gone_id);
+        let walked = walk(&mut fresh, "t1__**");
+        assert_eq!(walk(&mut general, "t1__**"), walked, "round {round}");
+        assert_eq!(
+            reader.expand(&mut fresh, "t1__**"),
+            walked,
+            "round {round}: the reader's copies"
+        );
+        fresh.check_blocks().unwrap();
+    }
+}
