@@ -1,7 +1,8 @@
 //! Appends of records that carry only a body, given flat: the bodies back to back, and for each
 //! record its LMQ as a number the caller registered once (an LMQ handle). The records are framed
-//! here, into a buffer the log keeps, and then go through the same checks and the same write as
-//! any batch (append.rs). The caller encodes nothing per record and no name crosses per record:
+//! here, into a buffer the log keeps, a part of the batch at a time, each part sealed and written
+//! to the active segment as [`Log::append`] writes a batch (append.rs). The caller encodes nothing
+//! per record and no name crosses per record:
 //! what a producer of many small messages otherwise pays for each one in JavaScript.
 
 use super::error::LogError;
@@ -20,6 +21,12 @@ pub struct BodyBatch<'a> {
     pub bodies: &'a [u8],
     pub body_ends: &'a [u32],
 }
+
+/// Framed bytes written at a time: a large batch is framed, sealed and written a part of this
+/// size after another, so the part stays in the CPU's cache from its framing through its checksum
+/// to the kernel's copy of it, where framing the whole batch first sends it out to memory and
+/// reads it back twice. A few parts per batch cost a few more system calls than one write.
+const WRITE_CHUNK_BYTES: usize = 256 * 1024;
 
 /// A handle whose queue is not known (not looked up since the last removal, or none yet).
 const NO_QUEUE: u32 = u32::MAX;
@@ -210,7 +217,8 @@ impl Log {
     }
 
     /// Frames, indexes and writes the records of `range` (checked by [`Log::check_bodies`]), in
-    /// one positional write per segment, as [`Log::append`] writes a batch.
+    /// one positional write per [`WRITE_CHUNK_BYTES`] of records (and at least one per segment
+    /// they reach), in order, so a crash still leaves one write cut short and nothing after it.
     #[allow(
         clippy::too_many_arguments,
         reason = "the flat batch, as append_bodies takes it"
@@ -243,7 +251,10 @@ impl Log {
             .end
             .checked_sub(1)
             .map_or(0, |last| body_ends[last] as usize);
-        run.reserve(last_body.saturating_sub(first_body) + range.len() * (BODY_RECORD_FRAME_BYTES + 64));
+        run.reserve(
+            (last_body.saturating_sub(first_body) + range.len() * (BODY_RECORD_FRAME_BYTES + 64))
+                .min(WRITE_CHUNK_BYTES + BODY_RECORD_FRAME_BYTES + MAX_LMQ_NAME_BYTES),
+        );
         let mut body_start = if range.start == 0 {
             0
         } else {
@@ -290,6 +301,11 @@ impl Log {
             positions[i] = position as f64;
             offsets[i] = offset as f64;
             self.write_position = position + size as u64;
+            if run.len() >= WRITE_CHUNK_BYTES {
+                record::seal_run(run);
+                self.write_run(run, store_ms)?;
+                run.clear();
+            }
         }
         record::seal_run(run);
         self.write_run(run, store_ms)?;

@@ -201,3 +201,64 @@ fn reading_bodies_gives_the_bodies_of_the_records_read_gives() {
         ]
     );
 }
+
+#[test]
+fn a_batch_larger_than_a_write_part_is_stored_whole_across_a_roll_and_a_reopen() {
+    let dir = TempDir::new();
+    let segment_bytes = 1024 * 1024;
+    let reopen = || {
+        crate::log::LogHandle::open(
+            &dir.0,
+            crate::log::LogOptions::new(segment_bytes, 1),
+            std::sync::Arc::new(crate::log::RealStorage),
+        )
+        .expect("open")
+    };
+    let log = reopen();
+    log.lock().register_lmqs(&[b"a", b"b"]).expect("register");
+    // 1,500 records of 1 KiB each: more than a segment, several times the bytes written at once.
+    let bodies: Vec<Vec<u8>> = (0..1500u32)
+        .map(|i| (0..1024).map(|k| (i * 7 + k) as u8).collect())
+        .collect();
+    let records: Vec<(u32, &[u8])> = bodies
+        .iter()
+        .enumerate()
+        .map(|(i, body)| (u32::from(i % 3 == 0), &body[..]))
+        .collect();
+    let handles: Vec<u32> = records.iter().map(|&(h, _)| h).collect();
+    let flat: Vec<u8> = bodies.concat();
+    let ends: Vec<u32> = (1..=1500).map(|i| i * 1024).collect();
+    let (mut positions, mut offsets) = (vec![0.0; 1500], vec![0.0; 1500]);
+    let mut from = 0;
+    while from < 1500 {
+        let batch = BodyBatch {
+            handles: &handles,
+            bodies: &flat,
+            body_ends: &ends,
+        };
+        from = log
+            .lock()
+            .append_bodies(batch, from..1500, 5, &mut positions, &mut offsets)
+            .expect("append");
+        if from < 1500 {
+            log.prepare_segment(1).expect("prepare");
+        }
+    }
+    let expect = |log: &crate::log::LogHandle| {
+        for (handle, name) in [(0u32, "a"), (1, "b")] {
+            let mine: Vec<usize> = (0..1500).filter(|&i| handles[i] == handle).collect();
+            let read = super::read_all(log, name);
+            assert_eq!(read.len(), mine.len(), "{name}");
+            for (k, (&i, (offset, position, body))) in mine.iter().zip(read).enumerate() {
+                assert_eq!(offset, k as u64);
+                assert_eq!(offsets[i], k as f64);
+                assert_eq!(position as f64, positions[i]);
+                assert_eq!(body, bodies[i], "record {i}");
+            }
+        }
+    };
+    expect(&log);
+    assert!(log.lock().stats().expect("stats").segments >= 2);
+    log.close().expect("close");
+    expect(&reopen());
+}
