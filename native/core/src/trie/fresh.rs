@@ -11,8 +11,8 @@
 //! both follow the same rules on a subtree without history; a subtree holding a node that was laid
 //! down (a list, or a block in one) takes the general path.
 
-use super::plan::{Plan, PLAN_LIST_END, PLAN_LIST_START};
-use super::snapshot::{KeptList, CHANGED, IN_PARENT, KEPT, KEY_BITS};
+use super::plan::Plan;
+use super::snapshot::{CHANGED, IN_PARENT, KEPT, KEY_BITS};
 use super::{Links, Node, TopicTrie, NONE, ROOT};
 use crate::prefetch::prefetch;
 
@@ -150,13 +150,9 @@ impl TopicTrie {
     /// and into `plan` when given (each name with its path).
     fn write_fresh_block(&mut self, top: u32, gathered: &[Gathered], mut plan: Option<&mut Plan>) {
         let size = self.nodes[top as usize].names;
-        let index = self.new_list();
-        let mut ids = self.take_ids(size);
         let mut path = String::new();
-        if let Some(plan) = plan.as_deref_mut() {
-            plan.ops.extend([PLAN_LIST_START, index, size]);
-            self.write_path(top, &mut path);
-        }
+        let index = self.start_block(top, size, plan.as_deref_mut(), &mut path);
+        let mut ids = self.take_ids(size);
         // Per node on the way down: its next child entry, the end of its children, the node and
         // the length of its path.
         let mut stack: Vec<(u32, u32, u32, usize)> = Vec::new();
@@ -185,23 +181,7 @@ impl TopicTrie {
                 stack.push((entry.first, entry.first + entry.children, entry.node, path.len()));
             }
         }
-        assert_eq!(
-            ids.len(),
-            size as usize,
-            "trie: a laid-down block holds its subtree's names"
-        );
-        if let Some(plan) = plan.as_deref_mut() {
-            plan.ops.push(PLAN_LIST_END);
-        }
-        self.lists[index as usize] = KeptList {
-            ids,
-            mirrored: plan.is_some(),
-        };
-        self.holders.insert(top, index);
-        self.nodes[top as usize].kept |= KEPT;
-        if let Some(plan) = plan {
-            self.announce_frees(plan);
-        }
+        self.keep_block(top, index, size, ids, plan);
     }
 
     /// The name `id` (none for `NONE`) as the next of a fresh block, with its path for a plan.

@@ -169,18 +169,15 @@ impl TopicTrie {
             return;
         }
         let size = self.nodes[top as usize].names;
-        let index = self.new_list();
+        let mut path = String::new();
+        let index = self.start_block(top, size, plan.as_deref_mut(), &mut path);
         let mut out = Output {
             ids: self.take_ids(size),
             run: Run::default(),
             freed: Vec::new(),
-            path: String::new(),
+            path,
             plan,
         };
-        if let Some(plan) = out.plan.as_deref_mut() {
-            plan.ops.extend([PLAN_LIST_START, index, size]);
-            self.write_path(top, &mut out.path);
-        }
         let (old_list, old_offset) = self.locate(top);
         if let Some(list) = self.take_kept_list(top) {
             out.freed.push(list);
@@ -204,9 +201,40 @@ impl TopicTrie {
             self.leave(done);
         }
         self.flush(&mut out);
-        let Output {
-            ids, freed, mut plan, ..
-        } = out;
+        let Output { ids, freed, plan, .. } = out;
+        for list in freed {
+            self.free_list(list);
+        }
+        self.keep_block(top, index, size, ids, plan);
+    }
+
+    /// Begins laying down the block of `top` (`size` names): a new list's index, opened in `plan`
+    /// when there is one, with `top`'s path written to `path` for the plan's names.
+    pub(super) fn start_block(
+        &mut self,
+        top: u32,
+        size: u32,
+        plan: Option<&mut Plan>,
+        path: &mut String,
+    ) -> u32 {
+        let index = self.new_list();
+        if let Some(plan) = plan {
+            plan.ops.extend([PLAN_LIST_START, index, size]);
+            self.write_path(top, path);
+        }
+        index
+    }
+
+    /// Ends laying down the block of `top`: `ids` become list `index` (from `start_block`), which
+    /// `top` then holds; `plan`, when there is one, closes the list and hears of the lists freed.
+    pub(super) fn keep_block(
+        &mut self,
+        top: u32,
+        index: u32,
+        size: u32,
+        ids: Vec<u32>,
+        mut plan: Option<&mut Plan>,
+    ) {
         assert_eq!(
             ids.len(),
             size as usize,
@@ -214,9 +242,6 @@ impl TopicTrie {
         );
         if let Some(plan) = plan.as_deref_mut() {
             plan.ops.push(PLAN_LIST_END);
-        }
-        for list in freed {
-            self.free_list(list);
         }
         self.lists[index as usize] = KeptList {
             ids,
