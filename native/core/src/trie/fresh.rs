@@ -34,6 +34,21 @@ struct Gathered {
     kept: u32,
 }
 
+impl Gathered {
+    /// `node`, with its name, its kept-list state and its links, before its children are gathered.
+    fn new(node: u32, name: u32, kept: u32, links: &Links) -> Gathered {
+        Gathered {
+            node,
+            name,
+            segment: links.segment,
+            first_child: links.first_child,
+            first: 0,
+            children: 0,
+            kept,
+        }
+    }
+}
+
 impl TopicTrie {
     /// Lays down the block of `top` when neither it nor any node below it was laid down before, and
     /// returns true; returns false, having changed nothing, when one was (the general lay-down
@@ -65,16 +80,13 @@ impl TopicTrie {
         // A subtree has a node per name and a prefix node per few names; room for twice its names
         // is rarely outgrown, and pages reserved but never written cost nothing.
         let mut entries = Vec::with_capacity(2 * names + 1);
-        let links = &self.links[top as usize];
-        entries.push(Gathered {
-            node: top,
-            name: self.nodes[top as usize].name,
-            segment: links.segment,
-            first_child: links.first_child,
-            first: 0,
-            children: 0,
-            kept: self.nodes[top as usize].kept,
-        });
+        let top_node = &self.nodes[top as usize];
+        entries.push(Gathered::new(
+            top,
+            top_node.name,
+            top_node.kept,
+            &self.links[top as usize],
+        ));
         let mut chains: [Vec<u32>; INTERLEAVED_CHAINS] = Default::default();
         let mut next_parent = 0;
         loop {
@@ -124,16 +136,7 @@ impl TopicTrie {
                     node.kept = IN_PARENT | key;
                     key += node.names;
                     let name = node.name;
-                    let links = &self.links[child as usize];
-                    entries.push(Gathered {
-                        node: child,
-                        name,
-                        segment: links.segment,
-                        first_child: links.first_child,
-                        first: 0,
-                        children: 0,
-                        kept,
-                    });
+                    entries.push(Gathered::new(child, name, kept, &self.links[child as usize]));
                 }
             }
         }
