@@ -17,8 +17,8 @@
 // the native binary, while the js engine is the same TypeScript everywhere and runs in full in
 // `npm test`. Tests that run no native code at all (the js engine's own parts, the command line's
 // usage and help: `RUN_TESTS_WITHOUT_NATIVE` in test/engines.ts) are left out; they took about two
-// fifths of the emulated time. The property tests run a tenth of their cases (scripts/arm64-fast-check.mjs), each
-// still on every property. Needs the binary (npm run build:prebuilds), dist/ (npm run build:ts) and
+// fifths of the emulated time. The property tests run a tenth of their cases
+// (scripts/arm64-fast-check.mjs), each still on every property. Needs the binary (npm run build:prebuilds), dist/ (npm run build:ts) and
 // scripts/setup-cross.sh's packages.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
