@@ -608,8 +608,12 @@ export class Broker extends EventEmitter {
     const newNames = unknown.size === 0 ? unknown : this.addLiteTopics(parent, unknown, now);
     const created = [...newNames];
     const infos = names.map((name, i) => kept[i] ?? keptLite(parent, name));
-    for (const info of infos) info.written(now);
-    for (const name of unknown) (parent.lite.get(name) as LiteTopicInfo).touched = now;
+    for (let i = 0; i < infos.length; i++) {
+      const info = infos[i] as LiteTopicInfo;
+      info.written(now);
+      // The trie holds `now` for the names it was given above (`unknown`): their infos say so.
+      if (kept[i] === undefined) info.touched = now;
+    }
     const records = messages.map((message, i) => ({
       lmqs: [(infos[i] as LiteTopicInfo).lmq],
       keepers: [infos[i]],

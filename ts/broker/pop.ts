@@ -135,19 +135,26 @@ class Popped implements PoppedMessage {
   }
 
   /**
-   * The delivery `message` is, when it is a `Popped` of `group` acked by the handle it was handed
-   * out with (`handle`, as the caller read it from the message) and whose progress the group has
-   * not forgotten; else undefined (the handle decides).
+   * `message` itself when it is a `Popped` of `group` acked by the handle it was handed out with
+   * (`handle`, as the caller read it from the message) and whose progress the group has not
+   * forgotten; else undefined (the handle decides). Its delivery is then read with `progressOf`,
+   * `offsetOf` and `attemptOf`: an ack makes no object to carry it.
    */
-  static delivery(
-    message: unknown,
-    handle: string,
-    group: GroupState,
-  ): { progress: TopicProgress; offset: number; attempt: number } | undefined {
+  static known(message: unknown, handle: string, group: GroupState): Popped | undefined {
     if (!(message instanceof Popped) || handle !== message.#handle || message.#group !== group) return undefined;
-    const progress = message.#progress;
-    if (progress.removed) return undefined;
-    return { progress, offset: message.#offset, attempt: message.#attempt };
+    return message.#progress.removed ? undefined : message;
+  }
+
+  static progressOf(message: Popped): TopicProgress {
+    return message.#progress;
+  }
+
+  static offsetOf(message: Popped): number {
+    return message.#offset;
+  }
+
+  static attemptOf(message: Popped): number {
+    return message.#attempt;
   }
 }
 
@@ -497,8 +504,16 @@ export class Popper {
   ack(client: ClientState, handle: string, message?: unknown): Promise<void> {
     if (client.closed) throw new ClosedError('the consumer is closed');
     const group = client.group;
-    const known = Popped.delivery(message, handle, group);
-    if (known !== undefined) return this.ackDelivery(client, handle, known.progress, known.offset, known.attempt);
+    const known = Popped.known(message, handle, group);
+    if (known !== undefined) {
+      return this.ackDelivery(
+        client,
+        handle,
+        Popped.progressOf(known),
+        Popped.offsetOf(known),
+        Popped.attemptOf(known),
+      );
+    }
     const liteTopic =
       message !== null && typeof message === 'object' ? (message as PoppedMessage).liteTopic : undefined;
     const receipt = this.resolve(client, handle, liteTopic);
