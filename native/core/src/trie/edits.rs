@@ -22,6 +22,7 @@
 
 use super::snapshot::{CHANGED, IN_PARENT, KEY_BITS, LISTED};
 use super::{TopicTrie, NONE};
+use crate::prefetch::prefetch;
 
 /// A changed node's state as last laid down.
 #[derive(Debug, Default)]
@@ -102,6 +103,12 @@ impl KeyMap {
             by_key,
             next_key,
         }
+    }
+
+    /// Requests the map's arrays (their first lines), for a lay-down about to read them.
+    pub(super) fn prefetch(&self) {
+        prefetch(self.pieces.as_ptr().cast());
+        prefetch(self.by_key.as_ptr().cast());
     }
 
     /// The rank fresh pieces take in the next map built from this one's: past every piece's.

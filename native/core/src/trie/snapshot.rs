@@ -287,6 +287,21 @@ impl TopicTrie {
         if let (true, Some(record)) = (by_record, record) {
             frame.entries = record.children;
             frame.entries.sort_unstable_by_key(|e| e.at);
+            // The walk visits these children one after another, each once the subtree of the one
+            // before is done, and would miss the cache on each: their nodes, records and key maps
+            // are requested together now, so that the misses overlap.
+            for entry in &frame.entries {
+                if entry.node != NONE {
+                    prefetch((&self.nodes[entry.node as usize] as *const Node).cast());
+                    prefetch((&self.links[entry.node as usize] as *const Links).cast());
+                    if let Some(child_record) = self.edits.get(&entry.node) {
+                        prefetch(child_record.children.as_ptr().cast());
+                    }
+                    if let Some(map) = self.key_maps.get(&entry.node) {
+                        map.prefetch();
+                    }
+                }
+            }
             frame.old_at = u32::from(record.old_named);
             frame.old_end = record.old_names;
             frame.child = self.first_new_child(node);
