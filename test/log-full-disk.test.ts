@@ -1,0 +1,125 @@
+/**
+ * A batch that meets a real full disk part way through its write, on every engine, in both forms of
+ * append (`appendBodies`, which the native engine writes 256 KiB at a time, and `append` of records
+ * with keys and properties). The writer runs in a child process on a tmpfs of its own
+ * (test/fixtures/log-full-disk.ts, in a user and mount namespace), copies its directory out, and the
+ * copy is reopened here with each engine, with and without `repair`.
+ *
+ * What holds: the batch rejects with `IO_ERROR`, and the failed log refuses every later read, append
+ * and close with it; after a reopen every acknowledged record is there, byte for byte, followed by
+ * the records of the rejected batch that reached the disk before it filled: a whole prefix of the
+ * batch, each record identical to what was given, the same for both engines and both `repair`
+ * settings, and the log appends after it. A rejected batch is therefore not "none": as when the next
+ * segment cannot be prepared (docs/FORMAT.md, "Durability"), what was written before the failure
+ * stays stored, and a retry stores it again.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { cpSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import type { EngineName } from '../ts/index.js';
+import { ENGINES } from './engines.js';
+import { ACKED, BODY_BYTES, DISK_BYTES, FAILED, LMQ } from './log-full-disk-batch.js';
+import { bodyFor, openLog, tempDir } from './log-helpers.js';
+
+const FIXTURE = join(__dirname, 'fixtures', 'log-full-disk.ts');
+const SEGMENT_BYTES = 4 * 1024 * 1024;
+
+/** Whether this host lets an unprivileged process mount a tmpfs in namespaces of its own. */
+function tmpfsAvailable(): boolean {
+  const probe = spawnSync('unshare', ['-rm', 'sh', '-c', 'mount -t tmpfs -o size=64k tmpfs "$1"', 'probe', tempDir()], {
+    stdio: 'ignore',
+  });
+  return probe.status === 0;
+}
+
+const AVAILABLE = tmpfsAvailable();
+if (!AVAILABLE)
+  console.warn('\n*** no user and mount namespaces here (unshare -rm): the full-disk tests are skipped ***\n');
+
+/** Runs the fixture on a fresh tmpfs; resolves to its steps (`{ step: outcome }`) and the copied directory. */
+function writeOnFullDisk(
+  engine: EngineName,
+  form: 'bodies' | 'append',
+): Promise<{ steps: Record<string, string | number>; dir: string }> {
+  const mount = tempDir();
+  const copy = join(tempDir(), 'copy');
+  const script = `mount -t tmpfs -o size=${DISK_BYTES} tmpfs "$1" && shift && exec "$@"`;
+  const args = ['-rm', 'sh', '-c', script, 'sh', mount, process.execPath, '--import', 'tsx', FIXTURE];
+  return new Promise((resolve, reject) => {
+    const child = spawn('unshare', [...args, mount, engine, form, copy], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      err += chunk.toString();
+    });
+    child.on('close', (code) => {
+      if (code !== 0) return reject(new Error(`${FIXTURE} exited with ${code}: ${err}`));
+      const steps = Object.assign(
+        {},
+        ...out
+          .trim()
+          .split('\n')
+          .map((line) => JSON.parse(line) as object),
+      );
+      resolve({ steps, dir: copy });
+    });
+  });
+}
+
+/** A copy of `dir` to open, so that one open's cut does not change what the next one sees. */
+function copyOf(dir: string): string {
+  const copy = join(tempDir(), 'log');
+  mkdirSync(copy);
+  cpSync(dir, copy, { recursive: true });
+  return copy;
+}
+
+/** How many records of the rejected batch the LMQ holds after the acknowledged ones, each checked. */
+function storedOfFailed(bodies: readonly Buffer[]): number {
+  for (let n = 0; n < ACKED; n++) expect(bodies[n]?.equals(bodyFor('acked', n, BODY_BYTES)), `acked ${n}`).toBe(true);
+  const failed = bodies.slice(ACKED);
+  for (const [n, body] of failed.entries()) {
+    expect(body.equals(bodyFor('failed', n, BODY_BYTES)), `record ${n} of the rejected batch`).toBe(true);
+  }
+  return failed.length;
+}
+
+describe.runIf(AVAILABLE).each(ENGINES)('written by %s on a full disk', (writer) => {
+  it.each([
+    { form: 'bodies', call: 'appendBodies' },
+    { form: 'append', call: 'append' },
+  ] as const)(
+    '$call: a batch rejected part way keeps what it wrote before the failure whole, on every reopen',
+    { timeout: 20_000 },
+    async ({ form }) => {
+      const { steps, dir } = await writeOnFullDisk(writer, form);
+      expect(steps.acked).toBe(ACKED);
+      for (const step of ['failedBatch', 'readAfter', 'appendAfter', 'close']) {
+        expect(String(steps[step]), step).toMatch(/^IO_ERROR/);
+      }
+      const seen = new Set<number>();
+      for (const reader of ENGINES) {
+        for (const repair of [false, true]) {
+          const log = await openLog(copyOf(dir), reader, { segmentBytes: SEGMENT_BYTES, repair });
+          expect(log.stats().recovery.corruption).toBeNull();
+          const read = log.read(LMQ, 0, 65_536);
+          expect(read.map((message) => message.offset)).toEqual(read.map((_, i) => i));
+          const stored = storedOfFailed(read.map((message) => message.body));
+          seen.add(stored);
+          const [after] = await log.append([{ lmqs: [LMQ], body: 'after' }]);
+          expect(after?.offsets).toEqual([ACKED + stored]);
+          await log.close();
+        }
+      }
+      // Every reopen sees the same records, and they are some of the batch: the disk filled part way.
+      expect(seen.size).toBe(1);
+      const [stored] = [...seen] as [number];
+      expect(stored).toBeGreaterThan(0);
+      expect(stored).toBeLessThan(FAILED);
+    },
+  );
+});
