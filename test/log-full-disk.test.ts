@@ -11,15 +11,17 @@
  * batch, each record identical to what was given, the same for both engines and both `repair`
  * settings, and the log appends after it. A rejected batch is therefore not "none": as when the next
  * segment cannot be prepared (docs/FORMAT.md, "Durability"), what was written before the failure
- * stays stored, and a retry stores it again.
+ * stays stored, and a retry stores it again. Through a broker the same holds for a rejected
+ * `sendBatch` (docs/BROKER.md, "Restart"): after a restart its group receives every acknowledged
+ * message and then that prefix of the rejected batch, in order and intact, and nothing else.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { EngineName } from '../ts/index.js';
+import { Broker, type EngineName } from '../ts/index.js';
 import { ENGINES } from './engines.js';
-import { ACKED, BODY_BYTES, DISK_BYTES, FAILED, LMQ } from './log-full-disk-batch.js';
+import { ACKED, BODY_BYTES, BROKER_GROUP, BROKER_TOPIC, DISK_BYTES, FAILED, LMQ } from './log-full-disk-batch.js';
 import { bodyFor, openLog, tempDir } from './log-helpers.js';
 
 const FIXTURE = join(__dirname, 'fixtures', 'log-full-disk.ts');
@@ -40,7 +42,7 @@ if (!AVAILABLE)
 /** Runs the fixture on a fresh tmpfs; resolves to its steps (`{ step: outcome }`) and the copied directory. */
 function writeOnFullDisk(
   engine: EngineName,
-  form: 'bodies' | 'append',
+  form: 'bodies' | 'append' | 'broker',
 ): Promise<{ steps: Record<string, string | number>; dir: string }> {
   const mount = tempDir();
   const copy = join(tempDir(), 'copy');
@@ -122,4 +124,47 @@ describe.runIf(AVAILABLE).each(ENGINES)('written by %s on a full disk', (writer)
       expect(stored).toBeLessThan(FAILED);
     },
   );
+});
+
+describe.runIf(AVAILABLE).each(ENGINES)('a broker on %s on a full disk', (writer) => {
+  it('delivers every acknowledged message and then a whole prefix of a rejected sendBatch, after a restart', {
+    timeout: 30_000,
+  }, async () => {
+    const { steps, dir } = await writeOnFullDisk(writer, 'broker');
+    expect(steps.acked).toBe(ACKED);
+    expect(String(steps.failedBatch)).toMatch(/^IO_ERROR/);
+    const seen = new Set<number>();
+    for (const reader of ENGINES) {
+      const broker = await Broker.open({ engine: reader, dir: copyOf(dir), flush: 'sync' });
+      try {
+        const consumer = broker.consumer({ group: BROKER_GROUP, clientId: 'c' });
+        await consumer.subscribe([LMQ]);
+        const delivered: Buffer[] = [];
+        for (
+          let batch = await consumer.pop({ maxNum: 32 });
+          batch.length > 0;
+          batch = await consumer.pop({ maxNum: 32 })
+        ) {
+          for (const message of batch) {
+            expect(message.liteTopic).toBe(LMQ);
+            expect(message.offset, `read by ${reader}`).toBe(delivered.length);
+            delivered.push(message.body);
+            await consumer.ack(message);
+          }
+        }
+        seen.add(storedOfFailed(delivered));
+        // The broker keeps serving: a new send is stored after what the restart found.
+        const [sent] = await broker.sendBatch(BROKER_TOPIC, [{ liteTopic: LMQ, body: 'after' }]);
+        expect(sent?.offset).toBe(delivered.length);
+      } finally {
+        await broker.close();
+      }
+    }
+    // Both engines deliver the same messages from the same directory: some of the rejected batch
+    // (the disk filled part way through it), not all.
+    expect(seen.size).toBe(1);
+    const [stored] = [...seen] as [number];
+    expect(stored).toBeGreaterThan(0);
+    expect(stored).toBeLessThan(FAILED);
+  });
 });

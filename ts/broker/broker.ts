@@ -563,8 +563,10 @@ export class Broker extends EventEmitter {
   }
 
   /**
-   * Sends messages in order, all or none: every message is checked (and the lite-topic quota for the
-   * batch as a whole) before anything is stored.
+   * Sends messages in order. Every message is checked (and the lite-topic quota for the batch as a
+   * whole) before anything is stored, so a batch refused by a check stores none of them. A batch the
+   * store fails (`IO_ERROR`: a full disk, an I/O error) may have stored a prefix of itself, which
+   * the groups receive after a restart (docs/BROKER.md, "Restart"): sends are at least once.
    */
   sendBatch(topic: string, messages: readonly SendMessage[]): Promise<SendResult[]> {
     return this.track(this.storeBatch(topic, messages));
