@@ -17,7 +17,11 @@ export interface Storage {
   /** Creates a file that must not exist yet (O_EXCL), open for reading and writing. */
   create(path: string): Promise<number>;
   close(fd: number): Promise<void>;
-  /** Writes `length` bytes of `bytes` from `offset` at `position`; returns how many were written. */
+  /**
+   * Writes `length` bytes of `bytes` from `offset` at `position` and returns how many were written:
+   * all of them, or it throws. A short write is continued, as the native engine's `write_all_at`
+   * does, so a full disk fails with the system's error (`ENOSPC`) rather than a count.
+   */
   write(fd: number, bytes: Uint8Array, offset: number, length: number, position: number): number;
   /** The same as `write`, off the event loop, for large writes that are not on the append path. */
   writeAsync(fd: number, bytes: Uint8Array, offset: number, length: number, position: number): Promise<number>;
@@ -52,9 +56,24 @@ export const nodeStorage: Storage = {
   openReadOnly: (path) => openAsync(path, 'r'),
   create: (path) => openAsync(path, 'wx+'),
   close: (fd) => closeAsync(fd),
-  write: (fd, bytes, offset, length, position) => fs.writeSync(fd, bytes, offset, length, position),
-  writeAsync: async (fd, bytes, offset, length, position) =>
-    (await writeAsync(fd, bytes, offset, length, position)).bytesWritten,
+  write: (fd, bytes, offset, length, position) => {
+    let done = 0;
+    while (done < length) {
+      const written = fs.writeSync(fd, bytes, offset + done, length - done, position + done);
+      if (written <= 0) break; // no progress and no error: the caller sees the short count
+      done += written;
+    }
+    return done;
+  },
+  writeAsync: async (fd, bytes, offset, length, position) => {
+    let done = 0;
+    while (done < length) {
+      const { bytesWritten } = await writeAsync(fd, bytes, offset + done, length - done, position + done);
+      if (bytesWritten <= 0) break;
+      done += bytesWritten;
+    }
+    return done;
+  },
   read: (fd, bytes, offset, length, position) => fs.readSync(fd, bytes, offset, length, position),
   size: async (fd) => (await fstatAsync(fd)).size,
   truncate: (fd, length) => ftruncateAsync(fd, length),
@@ -211,7 +230,10 @@ export class FaultyStorage implements Storage {
 export type Fault =
   /** The call fails with EIO and changes nothing. */
   | 'fail'
-  /** A write stores the first half of its bytes and reports that count (a short write); any other call fails as with `fail`. */
+  /**
+   * A write stores the first half of its bytes and then fails with EIO (a write cut short by the
+   * failure); any other call fails as with `fail`.
+   */
   | 'tear';
 
 /**
@@ -265,13 +287,13 @@ export class CountingStorage implements Storage {
 
   write(fd: number, bytes: Uint8Array, offset: number, length: number, position: number): number {
     if (!this.fails('write')) return this.inner.write(fd, bytes, offset, length, position);
-    if (this.fault === 'tear') return this.inner.write(fd, bytes, offset, length >>> 1, position);
+    if (this.fault === 'tear') this.inner.write(fd, bytes, offset, length >>> 1, position);
     throw systemError('EIO', `injected: write call ${this.calls} failed`);
   }
 
   async writeAsync(fd: number, bytes: Uint8Array, offset: number, length: number, position: number): Promise<number> {
     if (!this.fails('writeAsync')) return this.inner.writeAsync(fd, bytes, offset, length, position);
-    if (this.fault === 'tear') return this.inner.writeAsync(fd, bytes, offset, length >>> 1, position);
+    if (this.fault === 'tear') await this.inner.writeAsync(fd, bytes, offset, length >>> 1, position);
     throw systemError('EIO', `injected: writeAsync call ${this.calls} failed`);
   }
 
