@@ -1,5 +1,5 @@
-//! The fault sweep: a scenario of appends to several LMQs over several small segments (so segments
-//! roll and spares are prepared), syncs, an LMQ deletion, a checkpoint and retention is run once to
+//! The fault sweep: a scenario of appends to several LMQs (records of several LMQs, and body-only
+//! batches) over several small segments (so segments roll and spares are prepared), syncs, an LMQ deletion, a checkpoint and retention is run once to
 //! count its I/O calls, then once per call with that call failing (`CountingStorage`), going on as
 //! a user would. After each run the directory is reopened with real storage and checked against a
 //! model of what was acknowledged: an append is acknowledged once a later `sync` succeeded.
@@ -8,6 +8,7 @@
 use super::*;
 use crate::log::record::RecordBuilder;
 use crate::log::storage::{CountingStorage, Fault};
+use crate::log::BodyBatch;
 use std::collections::{BTreeMap, HashSet};
 
 /// Where sweep directories go: a memory file system where there is one, so that the thousands of
@@ -51,6 +52,8 @@ pub struct Model {
     /// Every (LMQ, body) an append was asked to store: whatever a read returns must be one of them.
     appended: HashSet<(String, Vec<u8>)>,
     n: u64,
+    /// Records written by `append_bodies`.
+    bodies_written: usize,
     /// What was wrong with what the log returned before it was closed, if anything.
     live_problem: Option<String>,
 }
@@ -59,6 +62,19 @@ impl Model {
     /// A record to `lmqs` whose body names its number and, for each LMQ, the generation and the
     /// offset it should get; padded to a size that varies with the number.
     fn record(&mut self, lmqs: &[&str]) -> Vec<u8> {
+        let body = self.body(lmqs);
+        RecordBuilder {
+            kind: crate::log::record::TYPE_MESSAGE,
+            lmqs: lmqs.iter().map(|l| l.as_bytes()).collect(),
+            body: &body,
+            born_timestamp_ms: 5,
+            ..RecordBuilder::default()
+        }
+        .encode()
+    }
+
+    /// The body of [`record`](Self::record), noted as appended to each of `lmqs`.
+    fn body(&mut self, lmqs: &[&str]) -> Vec<u8> {
         self.n += 1;
         let mut body = format!("n{}|", self.n);
         for lmq in lmqs {
@@ -79,19 +95,17 @@ impl Model {
             self.appended
                 .insert(((*lmq).to_owned(), body.clone().into_bytes()));
         }
-        RecordBuilder {
-            kind: crate::log::record::TYPE_MESSAGE,
-            lmqs: lmqs.iter().map(|l| l.as_bytes()).collect(),
-            body: body.as_bytes(),
-            born_timestamp_ms: 5,
-            ..RecordBuilder::default()
-        }
-        .encode()
+        body.into_bytes()
     }
 
     /// The record was written: its LMQs move on.
     fn written(&mut self, lmqs: &[&str], record: &[u8]) {
-        let body = record_body(record).to_vec();
+        self.written_body(lmqs, record_body(record));
+    }
+
+    /// A record of `body` was written to `lmqs`: they move on.
+    fn written_body(&mut self, lmqs: &[&str], body: &[u8]) {
+        let body = body.to_vec();
         for lmq in lmqs {
             let state = self.lmqs.entry((*lmq).to_owned()).or_default();
             state.unacked.push((state.next, body.clone()));
@@ -160,6 +174,53 @@ fn append(log: &LogHandle, model: &mut Model, records: &[&[&str]]) {
     }
 }
 
+/// Appends one record of one LMQ for each of `lmqs`, body only (`append_bodies`, the form a
+/// producer of many small messages uses), preparing a segment when the active one is full as
+/// [`append`] does.
+fn append_bodies(log: &LogHandle, model: &mut Model, lmqs: &[&str]) {
+    let bodies: Vec<Vec<u8>> = lmqs.iter().map(|lmq| model.body(&[lmq])).collect();
+    for state in model.lmqs.values_mut() {
+        state.planned = 0;
+    }
+    let names: Vec<&[u8]> = lmqs.iter().map(|l| l.as_bytes()).collect();
+    let Ok(first) = log.lock().register_lmqs(&names) else {
+        return;
+    };
+    let handles: Vec<u32> = (first..first + lmqs.len() as u32).collect();
+    let mut end = 0u32;
+    let body_ends: Vec<u32> = bodies
+        .iter()
+        .map(|body| {
+            end += body.len() as u32;
+            end
+        })
+        .collect();
+    let joined = bodies.concat();
+    let (mut positions, mut offsets) = (vec![0.0; lmqs.len()], vec![0.0; lmqs.len()]);
+    let mut from = 0;
+    while from < lmqs.len() {
+        let batch = BodyBatch {
+            handles: &handles,
+            bodies: &joined,
+            body_ends: &body_ends,
+        };
+        let Ok(done) = log
+            .lock()
+            .append_bodies(batch, from..lmqs.len(), 1_000, &mut positions, &mut offsets)
+        else {
+            return;
+        };
+        for k in from..done {
+            model.written_body(&[lmqs[k]], &bodies[k]);
+        }
+        model.bodies_written += done - from;
+        from = done;
+        if from < lmqs.len() && log.prepare_segment(1).is_err() {
+            return;
+        }
+    }
+}
+
 fn delete(log: &LogHandle, model: &mut Model, lmq: &str) {
     let mut batch = deletion(lmq);
     let (mut positions, mut offsets) = (vec![0.0], vec![0.0]);
@@ -198,6 +259,9 @@ fn play(log: &LogHandle, model: &mut Model, rounds: std::ops::Range<usize>) {
     ];
     for round in rounds {
         append(log, model, shapes[round % shapes.len()]);
+        if round % 4 == 3 {
+            append_bodies(log, model, &["a", "c", "a", "b", "c"]);
+        }
         if !log.lock().spare_ready().unwrap_or(true) {
             let _ = log.prepare_segment(1);
         }
@@ -417,6 +481,7 @@ fn the_unfaulted_scenario_rolls_segments_and_acknowledges_records() {
     let model = run_scenario(&dir.0, Arc::new(RealStorage));
     let acked: usize = model.lmqs.values().map(|s| s.acked.len()).sum();
     assert!(acked > 40, "{acked}");
+    assert!(model.bodies_written >= 20, "{}", model.bodies_written);
     assert_eq!(model.lmqs["b"].generation, 1, "b was deleted");
     assert_eq!(model.lmqs["c"].generation, 1, "c was deleted");
     assert!(
