@@ -265,6 +265,7 @@ impl Log {
         } else {
             body_ends[range.start - 1] as usize
         };
+        self.prefetch_first(cached, handles, &range);
         for i in range.clone() {
             self.prefetch_ahead(cached, handles, i, range.end);
             let handle = handles[i];
@@ -325,21 +326,42 @@ impl Log {
     /// it is used a few records later, not after the rest of the batch.
     #[inline]
     fn prefetch_ahead(&self, cached: &[u32], handles: &[u32], i: usize, end: usize) {
-        let queue_of = |at: usize| {
-            handles
-                .get(at)
-                .filter(|_| at < end)
-                .and_then(|&handle| cached.get(handle as usize))
-                .copied()
-                .filter(|&queue| queue != NO_QUEUE)
-        };
-        if let Some(queue) = queue_of(i + QUEUE_AHEAD_RECORDS) {
+        if let Some(queue) = queue_at(cached, handles, i + QUEUE_AHEAD_RECORDS, end) {
             self.queues.prefetch_queue(queue);
         }
-        if let Some(queue) = queue_of(i + TAIL_AHEAD_RECORDS) {
+        if let Some(queue) = queue_at(cached, handles, i + TAIL_AHEAD_RECORDS, end) {
             self.queues.prefetch_tail(queue);
         }
     }
+
+    /// What [`Log::prefetch_ahead`] would have asked for the first records of `range` had records
+    /// come before them: where the next entries go for the first [`TAIL_AHEAD_RECORDS`] (their
+    /// queues read now), the queues of the records after them up to [`QUEUE_AHEAD_RECORDS`]. So
+    /// the first records of a batch, all of a small one, are prefetched too.
+    fn prefetch_first(&self, cached: &[u32], handles: &[u32], range: &std::ops::Range<usize>) {
+        for at in range.start..range.start + TAIL_AHEAD_RECORDS {
+            if let Some(queue) = queue_at(cached, handles, at, range.end) {
+                self.queues.prefetch_tail(queue);
+            }
+        }
+        for at in range.start + TAIL_AHEAD_RECORDS..range.start + QUEUE_AHEAD_RECORDS {
+            if let Some(queue) = queue_at(cached, handles, at, range.end) {
+                self.queues.prefetch_queue(queue);
+            }
+        }
+    }
+}
+
+/// The queue of record `at` of a batch ending at `end`, if it is in the batch and its handle's
+/// queue is known.
+#[inline]
+fn queue_at(cached: &[u32], handles: &[u32], at: usize, end: usize) -> Option<u32> {
+    handles
+        .get(at)
+        .filter(|_| at < end)
+        .and_then(|&handle| cached.get(handle as usize))
+        .copied()
+        .filter(|&queue| queue != NO_QUEUE)
 }
 
 /// Appends one body-only record to `out` as docs/FORMAT.md lays it out, its checksum left to
