@@ -28,6 +28,12 @@ pub struct BodyBatch<'a> {
 /// reads it back twice. A few parts per batch cost a few more system calls than one write.
 const WRITE_CHUNK_BYTES: usize = 256 * 1024;
 
+/// How many records ahead of the one being written its queue is prefetched, and (fewer) where its
+/// next index entry goes: far enough for a cache miss to end before the record is reached, near
+/// enough that what was brought in is still in the first-level cache.
+const QUEUE_AHEAD_RECORDS: usize = 16;
+const TAIL_AHEAD_RECORDS: usize = 8;
+
 /// A handle whose queue is not known (not looked up since the last removal, or none yet).
 const NO_QUEUE: u32 = u32::MAX;
 
@@ -162,7 +168,7 @@ impl Log {
     /// The writer's checks of a body-only batch, before anything is written: every handle
     /// registered, every body inside `bodies`, every record small enough for a segment. Queues
     /// whose entries are still in the checkpoint file are read here, as [`Log::append`] does; and
-    /// each record's queue is looked up, its cache misses overlapping those of the others.
+    /// each handle's queue is looked up once, for the writing to prefetch (`prefetch_ahead`).
     fn check_bodies(
         &mut self,
         table: &mut LmqHandles,
@@ -210,7 +216,6 @@ impl Log {
             }
             if queue != NO_QUEUE {
                 self.queues.load(name)?;
-                self.queues.prefetch_tail(queue);
             }
         }
         Ok(())
@@ -260,7 +265,9 @@ impl Log {
         } else {
             body_ends[range.start - 1] as usize
         };
+        self.prefetch_first(cached, handles, &range);
         for i in range.clone() {
+            self.prefetch_ahead(cached, handles, i, range.end);
             let handle = handles[i];
             let body_end = body_ends[i] as usize;
             let (Some(name), Some(body)) =
@@ -311,6 +318,50 @@ impl Log {
         self.write_run(run, store_ms)?;
         Ok(range.end)
     }
+
+    /// Prefetches for the records written after record `i` (of a batch ending at `end`): the
+    /// queue of the one [`QUEUE_AHEAD_RECORDS`] on, and where the next entry goes in the queue of
+    /// the one [`TAIL_AHEAD_RECORDS`] on, whose queue was prefetched that many records ago. So each
+    /// record finds its queue and its entry's place in cache, and what is prefetched stays there:
+    /// it is used a few records later, not after the rest of the batch.
+    #[inline]
+    fn prefetch_ahead(&self, cached: &[u32], handles: &[u32], i: usize, end: usize) {
+        if let Some(queue) = queue_at(cached, handles, i + QUEUE_AHEAD_RECORDS, end) {
+            self.queues.prefetch_queue(queue);
+        }
+        if let Some(queue) = queue_at(cached, handles, i + TAIL_AHEAD_RECORDS, end) {
+            self.queues.prefetch_tail(queue);
+        }
+    }
+
+    /// What [`Log::prefetch_ahead`] would have asked for the first records of `range` had records
+    /// come before them: where the next entries go for the first [`TAIL_AHEAD_RECORDS`] (their
+    /// queues read now), the queues of the records after them up to [`QUEUE_AHEAD_RECORDS`]. So
+    /// the first records of a batch, all of a small one, are prefetched too.
+    fn prefetch_first(&self, cached: &[u32], handles: &[u32], range: &std::ops::Range<usize>) {
+        for at in range.start..range.start + TAIL_AHEAD_RECORDS {
+            if let Some(queue) = queue_at(cached, handles, at, range.end) {
+                self.queues.prefetch_tail(queue);
+            }
+        }
+        for at in range.start + TAIL_AHEAD_RECORDS..range.start + QUEUE_AHEAD_RECORDS {
+            if let Some(queue) = queue_at(cached, handles, at, range.end) {
+                self.queues.prefetch_queue(queue);
+            }
+        }
+    }
+}
+
+/// The queue of record `at` of a batch ending at `end`, if it is in the batch and its handle's
+/// queue is known.
+#[inline]
+fn queue_at(cached: &[u32], handles: &[u32], at: usize, end: usize) -> Option<u32> {
+    handles
+        .get(at)
+        .filter(|_| at < end)
+        .and_then(|&handle| cached.get(handle as usize))
+        .copied()
+        .filter(|&queue| queue != NO_QUEUE)
 }
 
 /// Appends one body-only record to `out` as docs/FORMAT.md lays it out, its checksum left to

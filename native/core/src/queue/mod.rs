@@ -278,6 +278,15 @@ impl Queues {
         }
     }
 
+    /// Starts loading the queue of `id` itself (not its entries) into cache: where its entries are
+    /// is then known without a wait, for a [`Queues::prefetch_tail`] a little later.
+    #[inline]
+    pub fn prefetch_queue(&self, id: u32) {
+        if let Some(queue) = self.queues.get(id as usize) {
+            crate::prefetch::prefetch(std::ptr::from_ref(queue).cast::<u8>());
+        }
+    }
+
     fn get_mut(&mut self, name: &[u8]) -> Option<&mut ConsumeQueue> {
         self.names.get(name).map(|id| &mut self.queues[id as usize])
     }
