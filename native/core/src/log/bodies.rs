@@ -161,6 +161,11 @@ impl Log {
                 )
             });
         self.handles = table;
+        // A record much larger than a part grew the buffer far past it (a part's last record may
+        // double it once): kept, the log would hold that much for nothing until it is closed.
+        if run.capacity() > 4 * WRITE_CHUNK_BYTES {
+            run = Vec::new();
+        }
         self.framed = run;
         written
     }

@@ -262,3 +262,35 @@ fn a_batch_larger_than_a_write_part_is_stored_whole_across_a_roll_and_a_reopen()
     log.close().expect("close");
     expect(&reopen());
 }
+
+#[test]
+fn a_record_far_larger_than_a_write_part_leaves_no_buffer_of_its_size_behind() {
+    let dir = TempDir::new();
+    let log = crate::log::LogHandle::open(
+        &dir.0,
+        crate::log::LogOptions::new(8 * 1024 * 1024, 1),
+        std::sync::Arc::new(crate::log::RealStorage),
+    )
+    .expect("open");
+    log.lock().register_lmqs(&[b"a"]).expect("register");
+    let big = vec![7u8; 3 * 1024 * 1024];
+    let (result, _, _) = append_bodies(&log, &[(0, b"small"), (0, &big), (0, b"after")], 5);
+    assert_eq!(result.expect("append"), 3);
+    // The 3 MiB record was framed in the write buffer; the buffer is not kept at that size.
+    assert!(
+        log.lock().framed.capacity() <= 1024 * 1024,
+        "{}",
+        log.lock().framed.capacity()
+    );
+    // Batches of parts' size keep theirs: the buffer is reused, not made again per call.
+    let bodies: Vec<Vec<u8>> = (0..600u32).map(|i| vec![i as u8; 1024]).collect();
+    let records: Vec<(u32, &[u8])> = bodies.iter().map(|b| (0, &b[..])).collect();
+    let (result, _, _) = append_bodies(&log, &records, 5);
+    assert_eq!(result.expect("append"), 600);
+    let kept = log.lock().framed.capacity();
+    assert!(kept >= 256 * 1024, "{kept}");
+    let read = super::read_all(&log, "a");
+    assert_eq!(read.len(), 603);
+    assert_eq!(read[1].2, big);
+    assert_eq!(read[602].2, vec![87u8; 1024]);
+}
