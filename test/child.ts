@@ -3,14 +3,21 @@
  * need: the fixture prints `ready` once it is set up, then one line per acknowledged step, each with
  * `printSync`. With `killAfterReadyMs` the child is killed with SIGKILL that long after `ready` and
  * must die of it; without, it must exit with code 0. Resolves with the complete lines after `ready`
- * (a line cut by the kill acknowledged nothing and is dropped).
+ * (a line cut by the kill acknowledged nothing and is dropped). `prefix`, when given, is a command
+ * that runs node (`unshare ... sh -c '... exec "$@"' sh`, say).
  */
 import { spawn } from 'node:child_process';
 import { writeSync } from 'node:fs';
 
-export function runFixture(fixture: string, args: readonly string[], killAfterReadyMs?: number): Promise<string[]> {
+export function runFixture(
+  fixture: string,
+  args: readonly string[],
+  killAfterReadyMs?: number,
+  prefix: readonly string[] = [],
+): Promise<string[]> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', fixture, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const command = [...prefix, process.execPath, '--import', 'tsx', fixture, ...args];
+    const child = spawn(command[0] as string, command.slice(1), { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     let kill: NodeJS.Timeout | undefined;

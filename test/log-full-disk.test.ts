@@ -15,11 +15,12 @@
  * `sendBatch` (docs/BROKER.md, "Restart"): after a restart its group receives every acknowledged
  * message and then that prefix of the rejected batch, in order and intact, and nothing else.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Broker, type EngineName } from '../ts/index.js';
+import { runFixture } from './child.js';
 import { ENGINES } from './engines.js';
 import { ACKED, BODY_BYTES, BROKER_GROUP, BROKER_TOPIC, DISK_BYTES, FAILED, LMQ } from './log-full-disk-batch.js';
 import { bodyFor, openLog, tempDir } from './log-helpers.js';
@@ -40,36 +41,24 @@ if (!AVAILABLE)
   console.warn('\n*** no user and mount namespaces here (unshare -rm): the full-disk tests are skipped ***\n');
 
 /** Runs the fixture on a fresh tmpfs; resolves to its steps (`{ step: outcome }`) and the copied directory. */
-function writeOnFullDisk(
+async function writeOnFullDisk(
   engine: EngineName,
   form: 'bodies' | 'append' | 'broker',
 ): Promise<{ steps: Record<string, string | number>; dir: string }> {
   const mount = tempDir();
   const copy = join(tempDir(), 'copy');
   const script = `mount -t tmpfs -o size=${DISK_BYTES} tmpfs "$1" && shift && exec "$@"`;
-  const args = ['-rm', 'sh', '-c', script, 'sh', mount, process.execPath, '--import', 'tsx', FIXTURE];
-  return new Promise((resolve, reject) => {
-    const child = spawn('unshare', [...args, mount, engine, form, copy], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      err += chunk.toString();
-    });
-    child.on('close', (code) => {
-      if (code !== 0) return reject(new Error(`${FIXTURE} exited with ${code}: ${err}`));
-      const steps = Object.assign(
-        {},
-        ...out
-          .trim()
-          .split('\n')
-          .map((line) => JSON.parse(line) as object),
-      );
-      resolve({ steps, dir: copy });
-    });
-  });
+  const lines = await runFixture(FIXTURE, [mount, engine, form, copy], undefined, [
+    'unshare',
+    '-rm',
+    'sh',
+    '-c',
+    script,
+    'sh',
+    mount,
+  ]);
+  const steps = Object.assign({}, ...lines.map((line) => JSON.parse(line) as object));
+  return { steps, dir: copy };
 }
 
 /** A copy of `dir` to open, so that one open's cut does not change what the next one sees. */
