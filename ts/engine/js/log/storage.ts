@@ -18,9 +18,10 @@ export interface Storage {
   create(path: string): Promise<number>;
   close(fd: number): Promise<void>;
   /**
-   * Writes `length` bytes of `bytes` from `offset` at `position` and returns how many were written:
-   * all of them, or it throws. A short write is continued, as the native engine's `write_all_at`
-   * does, so a full disk fails with the system's error (`ENOSPC`) rather than a count.
+   * Writes `length` bytes of `bytes` from `offset` at `position` and returns how many were written.
+   * A short write is continued, as the native engine's `write_all_at` does, so a full disk fails
+   * with the system's error (`ENOSPC`); a count below `length` comes back only from a write that
+   * made no progress and raised nothing, which callers treat as a failure.
    */
   write(fd: number, bytes: Uint8Array, offset: number, length: number, position: number): number;
   /** The same as `write`, off the event loop, for large writes that are not on the append path. */
