@@ -6,9 +6,10 @@
  * other engine from the same directory.
  */
 import { describe, expect, it } from 'vitest';
-import type { BodyBatch, CommitLog, EngineName } from '../ts/index.js';
+import type { CommitLog, EngineName } from '../ts/index.js';
 import { BODY_RECORD_FRAME_BYTES } from '../ts/log-bodies.js';
 import { ENGINES, WRITER_READER_PAIRS } from './engines.js';
+import { bodyBatch } from './log-body.js';
 import { bodyFor, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';
 
 /** Framed bytes the native engine writes at a time (native/core/src/log/bodies.rs). */
@@ -23,20 +24,9 @@ interface Stored {
   position: number;
 }
 
-/** A batch of records with these body sizes, alternating between the two LMQs (each name 1 byte). */
-function batchOf(sizes: readonly number[], seed: number): { batch: BodyBatch; bodies: Buffer[] } {
-  const bodies = sizes.map((size, i) => bodyFor(`${seed}`, i, size));
-  let end = 0;
-  const batch: BodyBatch = {
-    lmqs: LMQS,
-    lmqIndex: Uint32Array.from(sizes, (_, i) => i % 2),
-    bodies: Buffer.concat(bodies),
-    bodyEnds: Uint32Array.from(bodies, (body) => {
-      end += body.length;
-      return end;
-    }),
-  };
-  return { batch, bodies };
+/** Records with these body sizes, alternating between the two LMQs (each name 1 byte). */
+function bodiesOf(sizes: readonly number[], seed: number): [number, Buffer][] {
+  return sizes.map((size, i) => [i % 2, bodyFor(`${seed}`, i, size)]);
 }
 
 /** The body size that frames a record to `framed` bytes (LMQ names are one byte). */
@@ -45,15 +35,28 @@ function bodyFraming(framed: number): number {
 }
 
 async function appendAll(log: CommitLog, sizes: readonly number[], seed: number, into: Stored[]): Promise<void> {
-  const { batch, bodies } = batchOf(sizes, seed);
-  const { positions, offsets } = await log.appendBodies(batch);
+  const records = bodiesOf(sizes, seed);
+  const { positions, offsets } = await log.appendBodies(bodyBatch(LMQS, records));
   for (let i = 0; i < sizes.length; i++) {
     into.push({
       lmq: LMQS[i % 2] as string,
-      body: bodies[i] as Buffer,
+      body: (records[i] as [number, Buffer])[1],
       offset: offsets[i] as number,
       position: positions[i] as number,
     });
+  }
+}
+
+/** A case's batches (framed sizes), one call each, a millisecond apart. */
+async function appendCase(
+  log: CommitLog,
+  batches: readonly number[][],
+  into: Stored[],
+  clock: ManualClock,
+): Promise<void> {
+  for (const [seed, framed] of batches.entries()) {
+    await appendAll(log, framed.map(bodyFraming), seed, into);
+    clock.advance(1);
   }
 }
 
@@ -103,10 +106,7 @@ describe.each(ENGINES)('%s engine', (engine) => {
     const clock = new ManualClock();
     const stored: Stored[] = [];
     const log = await openLog(dir, engine, { clock, segmentBytes });
-    for (const [seed, framed] of batches.entries()) {
-      await appendAll(log, framed.map(bodyFraming), seed, stored);
-      clock.advance(1);
-    }
+    await appendCase(log, batches, stored, clock);
     expectAll(log, stored);
     // The roll case does roll: about 2.8 MiB in segments of 1 MiB.
     if (segmentBytes !== undefined) expect(segmentFiles(dir).length).toBeGreaterThanOrEqual(3);
@@ -126,9 +126,7 @@ describe.each(WRITER_READER_PAIRS)('written by %s, read by %s', (writer: EngineN
     const clock = new ManualClock();
     const stored: Stored[] = [];
     const log = await openLog(dir, writer, { clock, segmentBytes });
-    for (const [seed, framed] of batches.entries()) {
-      await appendAll(log, framed.map(bodyFraming), seed, stored);
-    }
+    await appendCase(log, batches, stored, clock);
     await log.close();
     const other = await openLog(dir, reader, { clock, segmentBytes });
     expectAll(other, stored);

@@ -7,22 +7,8 @@
 import { describe, expect, it } from 'vitest';
 import { type BodyBatch, type BodyReadResult, InvalidArgumentError, MAX_LMQ_NAME_BYTES } from '../ts/index.js';
 import { ENGINES } from './engines.js';
+import { bodyBatch as batchOf } from './log-body.js';
 import { bodyFor, ManualClock, openLog, tempDir } from './log-helpers.js';
-
-/** A body-only batch of `records` ([table index, body]) over the names `lmqs`. */
-function batchOf(lmqs: readonly string[], records: readonly [number, string | Buffer][]): BodyBatch {
-  const bodies = records.map(([, body]) => Buffer.from(body));
-  let end = 0;
-  return {
-    lmqs,
-    lmqIndex: Uint32Array.from(records, ([lmq]) => lmq),
-    bodies: Buffer.concat(bodies),
-    bodyEnds: Uint32Array.from(bodies, (body) => {
-      end += body.length;
-      return end;
-    }),
-  };
-}
 
 describe.each(ENGINES)('%s engine', (engine) => {
   it('stores body-only records as append stores them, and says where each went', async () => {
