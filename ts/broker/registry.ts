@@ -94,7 +94,7 @@ export class Registry {
   attachArrived(client: ClientState, liteTopic: string, offset: number): void {
     if (client.closed || client.topics.has(liteTopic)) return;
     this.checkTopics(client, client.topics.size + 1, [liteTopic], 0);
-    this.attach(client, liteTopic, { offset });
+    this.attach(client, liteTopic, offset);
   }
 
   /** `client` loses `liteTopic` because it expired; it hears `unsubscribed` with reason `expired`. */
@@ -144,16 +144,24 @@ export class Registry {
       if (!client.topics.has(progress.liteTopic)) this.dispatcher.move(client, progress.liteTopic);
   }
 
-  private attach(client: ClientState, liteTopic: string, start: StartPosition): void {
+  /** `start`: where a new progress starts, or the offset of a message just stored (an arrival's). */
+  private attach(client: ClientState, liteTopic: string, start: StartPosition | number): void {
     const group = client.group;
     let progress = group.progress.get(liteTopic);
     if (group.exclusive && progress?.hasHolders === true)
       for (const holder of [...progress.holders()]) this.detach(holder, liteTopic, 'evicted');
     if (progress === undefined) {
-      const lmq = lmqName(group.parent.name, liteTopic);
-      // A lite topic being deleted by expiry starts again from nothing.
-      const offset = group.parent.expiring.has(liteTopic) ? 0 : startOffset(this.context.store, lmq, start);
+      // A lite topic being deleted by expiry starts again from nothing. Any other starts inside what
+      // its LMQ stores (an arrival's offset is stored; a position was asked of the store now), so it
+      // need not ask the store for the LMQ's minimum offset before the next retention pass.
+      const expiring = group.parent.expiring.has(liteTopic);
+      const offset = expiring
+        ? 0
+        : typeof start === 'number'
+          ? start
+          : startOffset(this.context.store, lmqName(group.parent.name, liteTopic), start);
       progress = newProgress(group.config, liteTopic, offset);
+      if (!expiring) this.dispatcher.startsAtStored(progress);
       group.progress.set(liteTopic, progress);
       keepProgress(group, progress);
       // Committed now, so a restart before the first POP still starts where this subscription chose.
