@@ -111,6 +111,12 @@ export declare function logReadBodiesInto(handle: ExternalObject<'Log'>, lmq: st
 export declare function logReadMany(handle: ExternalObject<'Log'>, lmqs: string, count: number, fromOffsets: Float64Array, maxCounts: Uint32Array, meta: Float64Array): ArrayBuffer | Buffer | null
 
 /**
+ * `log_read_many` of the LMQs registered as `lmq_handles[..count]` (`log_register_lmqs`): no name
+ * crosses, and each queue is found by its number instead of by hashing and comparing its name.
+ */
+export declare function logReadManyOf(handle: ExternalObject<'Log'>, lmqHandles: Uint32Array, count: number, fromOffsets: Float64Array, maxCounts: Uint32Array, meta: Float64Array): ArrayBuffer | Buffer
+
+/**
  * Registers LMQ names for `log_append_bodies`: `names` holds them separated by NUL (which no LMQ
  * name holds). Returns the handle of the first; the others follow in order.
  */

@@ -223,6 +223,71 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(() => reopened.readMany(requests)).toThrow(ClosedError);
   });
 
+  it('readMany follows an LMQ through its deletion and rewriting, and reads names no LMQ can have', async () => {
+    const log = await openLog(tempDir(), engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    const offsets = (requests: { lmq: string; fromOffset: number; maxNum: number }[]) =>
+      log.readMany(requests).map((messages) => messages.map((m) => `${m.lmq}@${m.offset}:${m.body}`));
+    const both = [
+      { lmq: 'a', fromOffset: 0, maxNum: 10 },
+      { lmq: 'later', fromOffset: 0, maxNum: 10 },
+    ];
+    await log.append([
+      { lmqs: ['a'], body: 'a0' },
+      { lmqs: ['a'], body: 'a1' },
+    ]);
+    // Read before it exists, then written: the read after finds it.
+    expect(offsets(both)).toEqual([['a@0:a0', 'a@1:a1'], []]);
+    await log.append([{ lmqs: ['later'], body: 'l0' }]);
+    expect(offsets(both)).toEqual([['a@0:a0', 'a@1:a1'], ['later@0:l0']]);
+    // Deleted, another LMQ made (it may take the deleted one's place), then written anew from 0.
+    expect(await log.deleteLmqs(['a'])).toEqual([true]);
+    expect(offsets(both)).toEqual([[], ['later@0:l0']]);
+    await log.append([{ lmqs: ['other'], body: 'o0' }]);
+    await log.append([{ lmqs: ['a'], body: 'again' }]);
+    expect(offsets([...both, { lmq: 'other', fromOffset: 0, maxNum: 10 }])).toEqual([
+      ['a@0:again'],
+      ['later@0:l0'],
+      ['other@0:o0'],
+    ]);
+    // Names no LMQ can have, among others: read as unknown, the others as ever.
+    const odd = ['', 'x'.repeat(MAX_LMQ_NAME_BYTES + 1), 'q\u0000a', '\ud800'];
+    for (const lmq of odd) {
+      expect(offsets([{ lmq, fromOffset: 0, maxNum: 5 }, ...both])).toEqual([[], ['a@0:again'], ['later@0:l0']]);
+    }
+    await log.close();
+  });
+
+  it('reads and body appends stay right while reads name far more LMQs than the log has', async () => {
+    // Past 65,536 names read, more than twice the LMQs, the native engine forgets the LMQ handles it
+    // keeps for them and registers names again as they are used.
+    const log = await openLog(tempDir(), engine, {});
+    await log.append([{ lmqs: ['real'], body: 'r0' }]);
+    const bodies: string[] = ['r0'];
+    // One table of names for every batch: the adapter keeps what it looked up there between them.
+    const lmqs = ['real'];
+    for (let batch = 0; batch < 80; batch++) {
+      const requests = Array.from({ length: 1000 }, (_, i) => ({
+        lmq: `ghost${batch}_${i}`,
+        fromOffset: 0,
+        maxNum: 1,
+      }));
+      requests.push({ lmq: 'real', fromOffset: 0, maxNum: 200 });
+      const read = log.readMany(requests);
+      expect(read.slice(0, 1000).every((messages) => messages.length === 0)).toBe(true);
+      expect(read[1000]?.map((m) => m.body.toString())).toEqual(bodies);
+      const body = `b${batch}`;
+      await log.appendBodies({
+        lmqs,
+        lmqIndex: Uint32Array.of(0),
+        bodies: Buffer.from(body),
+        bodyEnds: Uint32Array.of(body.length),
+      });
+      bodies.push(body);
+    }
+    expect(log.read('real', 0, 200).map((m) => m.body.toString())).toEqual(bodies);
+    await log.close();
+  });
+
   it('keeps every batch intact when appends are issued without waiting, across rolls and batch sizes', async () => {
     // Each append encodes into a buffer the log reuses once a write is done with it; appends in
     // flight together, some waiting for a segment, must never share one.

@@ -417,51 +417,113 @@ pub fn log_read_many<'env>(
     count: u32,
     from_offsets: Float64ArraySlice,
     max_counts: Uint32ArraySlice,
-    mut meta: Float64ArraySlice,
+    meta: Float64ArraySlice,
 ) -> Result<Option<Either<ArrayBuffer<'env>, BufferSlice<'env>>>> {
     guard_js(handle, || {
-        // SAFETY: as in `log_read`.
-        let meta = unsafe { meta.as_mut() };
         let names: Vec<&[u8]> = lmqs.as_bytes().split(|&b| b == 0).collect();
-        let requests = names.len();
-        if requests != count as usize {
+        if names.len() != count as usize {
             return Ok(None);
         }
-        if from_offsets.len() < requests || max_counts.len() < requests || meta.len() < 3 * requests {
-            return Err(invalid(
-                "from_offsets, max_counts and meta must have room for every LMQ",
-            ));
-        }
-        let mut log = handle.lock();
-        let mut spans = Vec::with_capacity(requests);
-        let (mut count, mut bytes) = (0, 0);
-        for (i, name) in names.iter().enumerate() {
-            let span = log
-                .read_span(name, from_offsets[i] as u64, max_counts[i] as usize)
-                .map_err(js_error)?;
-            count += span.count;
-            bytes += span.bytes;
-            spans.push(span);
-        }
-        let positions_bytes = count * POSITION_BYTES;
-        let mut out = read_buffer(env, positions_bytes + bytes)?;
-        let (positions, records) = bytes_of(&mut out).split_at_mut(positions_bytes);
-        let (mut record_at, mut position_at) = (0, 0);
-        for (i, (name, span)) in names.iter().zip(&spans).enumerate() {
-            let target = &mut records[record_at..record_at + span.bytes];
-            log.read_into(name, span, target, |k, position| {
-                let at = (position_at + k) * POSITION_BYTES;
-                positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
-            })
-            .map_err(js_error)?;
-            record_at += span.bytes;
-            position_at += span.count;
-            meta[3 * i] = span.count as f64;
-            meta[3 * i + 1] = span.first_offset as f64;
-            meta[3 * i + 2] = span.bytes as f64;
-        }
-        Ok(Some(out))
+        read_many(env, handle, Lmqs::Names(&names), from_offsets, max_counts, meta).map(Some)
     })
+}
+
+/// `log_read_many` of the LMQs registered as `lmq_handles[..count]` (`log_register_lmqs`): no name
+/// crosses, and each queue is found by its number instead of by hashing and comparing its name.
+#[napi(catch_unwind, ts_return_type = "ArrayBuffer | Buffer")]
+pub fn log_read_many_of<'env>(
+    env: &'env Env,
+    #[napi(ts_arg_type = "ExternalObject<'Log'>")] handle: &Handle,
+    lmq_handles: Uint32ArraySlice,
+    count: u32,
+    from_offsets: Float64ArraySlice,
+    max_counts: Uint32ArraySlice,
+    meta: Float64ArraySlice,
+) -> Result<Either<ArrayBuffer<'env>, BufferSlice<'env>>> {
+    guard_js(handle, || {
+        let handles = lmq_handles
+            .get(..count as usize)
+            .ok_or_else(|| invalid("lmq_handles must have room for every LMQ"))?;
+        read_many(
+            env,
+            handle,
+            Lmqs::Handles(handles),
+            from_offsets,
+            max_counts,
+            meta,
+        )
+    })
+}
+
+/// The LMQs of a `read_many`: by name, or by registered handle.
+enum Lmqs<'a> {
+    Names(&'a [&'a [u8]]),
+    Handles(&'a [u32]),
+}
+
+impl Lmqs<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Lmqs::Names(names) => names.len(),
+            Lmqs::Handles(handles) => handles.len(),
+        }
+    }
+}
+
+/// The reads of `log_read_many` and `log_read_many_of`, under one lock into one new buffer.
+fn read_many<'env>(
+    env: &'env Env,
+    handle: &Handle,
+    lmqs: Lmqs<'_>,
+    from_offsets: Float64ArraySlice,
+    max_counts: Uint32ArraySlice,
+    mut meta: Float64ArraySlice,
+) -> Result<Either<ArrayBuffer<'env>, BufferSlice<'env>>> {
+    // SAFETY: as in `log_read`.
+    let meta = unsafe { meta.as_mut() };
+    let requests = lmqs.len();
+    if from_offsets.len() < requests || max_counts.len() < requests || meta.len() < 3 * requests {
+        return Err(invalid(
+            "from_offsets, max_counts and meta must have room for every LMQ",
+        ));
+    }
+    let mut log = handle.lock();
+    let mut spans = Vec::with_capacity(requests);
+    let (mut count, mut bytes) = (0, 0);
+    for i in 0..requests {
+        let (from, max) = (from_offsets[i] as u64, max_counts[i] as usize);
+        let span = match lmqs {
+            Lmqs::Names(names) => log.read_span(names[i], from, max),
+            Lmqs::Handles(handles) => log.read_span_of(handles[i], from, max),
+        }
+        .map_err(js_error)?;
+        count += span.count;
+        bytes += span.bytes;
+        spans.push(span);
+    }
+    let positions_bytes = count * POSITION_BYTES;
+    let mut out = read_buffer(env, positions_bytes + bytes)?;
+    let (positions, records) = bytes_of(&mut out).split_at_mut(positions_bytes);
+    let (mut record_at, mut position_at) = (0, 0);
+    for (i, span) in spans.iter().enumerate() {
+        let name = match lmqs {
+            Lmqs::Names(names) => names[i],
+            // Its span was found above, so the handle is registered.
+            Lmqs::Handles(handles) => log.handle_lmq(handles[i]).unwrap_or_default(),
+        };
+        let target = &mut records[record_at..record_at + span.bytes];
+        log.read_into(name, span, target, |k, position| {
+            let at = (position_at + k) * POSITION_BYTES;
+            positions[at..at + POSITION_BYTES].copy_from_slice(&(position as f64).to_ne_bytes());
+        })
+        .map_err(js_error)?;
+        record_at += span.bytes;
+        position_at += span.count;
+        meta[3 * i] = span.count as f64;
+        meta[3 * i + 1] = span.first_offset as f64;
+        meta[3 * i + 2] = span.bytes as f64;
+    }
+    Ok(out)
 }
 
 /// The largest read `log_read` returns as an ArrayBuffer (see there).

@@ -105,10 +105,15 @@ export async function openNativeLog(binding: NativeBinding, dir: string, options
 
 /**
  * LMQ names the adapter keeps handles for (see `NativeLogAdapter.lmqHandles`): past this, it forgets
- * them all, in the log too, and registers names again as batches name them, so a workload that
- * goes through ever new LMQs does not grow the table without end.
+ * them all, in the log too, and registers names again as batches and reads name them, so a workload
+ * that goes through ever new LMQs does not grow the table without end.
  */
 const MAX_LMQ_HANDLES = 1 << 20;
+/**
+ * Handles kept before the adapter first compares their count with the log's LMQs: past twice as
+ * many as there are LMQs (most of them then name LMQs deleted since), it forgets them all too.
+ */
+const FIRST_HANDLE_CHECK = 1 << 16;
 
 /** Bytes of one record position at the start of what `logRead` returns (a native-endian f64). */
 const POSITION_BYTES = 8;
@@ -148,6 +153,7 @@ export class NativeLogAdapter implements LogCore {
   private manyFrom = new Float64Array(32);
   private manyMax = new Uint32Array(32);
   private manyMeta = new Float64Array(96);
+  private manyHandles = new Uint32Array(32);
   /**
    * Each LMQ name registered with the log for `appendBodies` (`logRegisterLmqs`), with its handle:
    * a name crosses to the engine once, and a record then names its LMQ by number.
@@ -155,6 +161,8 @@ export class NativeLogAdapter implements LogCore {
   private readonly lmqHandles = new Map<string, number>();
   /** Handles the log has given (a name listed twice in one batch gets two). */
   private handleCount = 0;
+  /** The handle count at which `boundHandles` next compares it with the log's LMQs. */
+  private handleCheckAt = FIRST_HANDLE_CHECK;
   /**
    * The `lmqs` of the last batch and, per index, the name looked up there and its handle: a caller
    * that passes the same table of names with every batch has each looked up once, not once per
@@ -222,12 +230,7 @@ export class NativeLogAdapter implements LogCore {
   private handlesOf(batch: BodyBatch): Uint32Array {
     const { lmqs, lmqIndex } = batch;
     const count = lmqIndex.length;
-    if (this.handleCount >= MAX_LMQ_HANDLES) {
-      typed(() => this.binding.logForgetLmqs(this.handle));
-      this.lmqHandles.clear();
-      this.handleCount = 0;
-      this.lastLmqs = undefined;
-    }
+    this.boundHandles();
     if (lmqs !== this.lastLmqs || this.resolvedNames.length !== lmqs.length) {
       this.lastLmqs = lmqs;
       // An array of strings only keeps the comparison below one of strings; the empty string it
@@ -261,6 +264,58 @@ export class NativeLogAdapter implements LogCore {
       handles[i] = resolvedHandles[index] as number;
     }
     if (fresh !== undefined) this.register(fresh);
+    return handles;
+  }
+
+  /**
+   * Forgets every handle once there are `MAX_LMQ_HANDLES`, or twice as many as the log has LMQs
+   * (asked only as the count passes `handleCheckAt`): names are registered again as used, so the
+   * handles stay about as many as the LMQs in use, whatever number of LMQs came and went.
+   */
+  private boundHandles(): void {
+    if (this.handleCount < this.handleCheckAt) return;
+    const lmqs = this.lmqCount;
+    if (this.handleCount < MAX_LMQ_HANDLES && this.handleCount <= 2 * lmqs) {
+      this.handleCheckAt = Math.min(MAX_LMQ_HANDLES, 2 * lmqs + FIRST_HANDLE_CHECK);
+      return;
+    }
+    typed(() => this.binding.logForgetLmqs(this.handle));
+    this.lmqHandles.clear();
+    this.handleCount = 0;
+    this.lastLmqs = undefined;
+    this.handleCheckAt = FIRST_HANDLE_CHECK;
+  }
+
+  /**
+   * The LMQ handle of each request into `manyHandles`, names never seen registered in one call; or
+   * undefined, none registered, when the log refuses a name (it is then read by name, as any name
+   * may be).
+   */
+  private handlesOfReads(requests: readonly ReadRequest[], count: number): Uint32Array | undefined {
+    this.boundHandles();
+    const handles = this.manyHandles;
+    let fresh: Map<string, number> | undefined;
+    for (let i = 0; i < count; i++) {
+      const name = (requests[i] as ReadRequest).lmq;
+      let found = this.lmqHandles.get(name);
+      if (found === undefined) {
+        if (name.length === 0 || name.includes('\0') || !name.isWellFormed()) return undefined;
+        fresh ??= new Map();
+        found = fresh.get(name);
+        if (found === undefined) {
+          found = this.handleCount + fresh.size;
+          fresh.set(name, found);
+        }
+      }
+      handles[i] = found;
+    }
+    if (fresh !== undefined) {
+      try {
+        this.register([...fresh.keys()]);
+      } catch {
+        return undefined;
+      }
+    }
     return handles;
   }
 
@@ -300,9 +355,11 @@ export class NativeLogAdapter implements LogCore {
   }
 
   /**
-   * One `logReadMany` call for all the requests (the adapter's scratch arrays grow to the largest
-   * call). Names are joined with NUL; when one holds it (the engine then finds more names than
-   * requests and reads nothing), each request is read on its own.
+   * One engine call for all the requests (the adapter's scratch arrays grow to the largest call):
+   * `logReadManyOf` with each LMQ's handle (registered on its first read or append), so no name
+   * crosses and the engine finds each queue by number. A name the log will not register is no
+   * LMQ's; with one among them the call goes by names (`logReadMany`, joined with NUL; when one
+   * holds it, the engine reads nothing and each request is read on its own).
    */
   readMany(requests: readonly ReadRequest[]): LogReadResult[] {
     const count = requests.length;
@@ -311,18 +368,21 @@ export class NativeLogAdapter implements LogCore {
       this.manyFrom = new Float64Array(count);
       this.manyMax = new Uint32Array(count);
       this.manyMeta = new Float64Array(3 * count);
+      this.manyHandles = new Uint32Array(count);
     }
     const { manyFrom: from, manyMax: max, manyMeta: meta } = this;
-    const names = new Array<string>(count);
     for (let i = 0; i < count; i++) {
       const request = requests[i] as ReadRequest;
-      names[i] = request.lmq;
       from[i] = request.fromOffset;
       max[i] = request.maxNum;
     }
+    const handles = this.handlesOfReads(requests, count);
     let result: ArrayBuffer | Buffer | null;
     try {
-      result = this.binding.logReadMany(this.handle, names.join('\0'), count, from, max, meta);
+      result =
+        handles === undefined
+          ? this.binding.logReadMany(this.handle, requests.map((r) => r.lmq).join('\0'), count, from, max, meta)
+          : this.binding.logReadManyOf(this.handle, handles, count, from, max, meta);
     } catch (error) {
       throw toTypedError(error);
     }

@@ -110,6 +110,30 @@ impl Log {
         self.handles = LmqHandles::default();
     }
 
+    /// The name registered as `handle` ([`Log::register_lmqs`]), if it was.
+    pub fn handle_lmq(&self, handle: u32) -> Option<&[u8]> {
+        handle_name(&self.handles.bytes, &self.handles.ends, handle)
+    }
+
+    /// The id of the queue of the LMQ registered as `handle`, or None while that LMQ has none: looked
+    /// up by name once and kept with the handle until a queue is removed. An unregistered handle is
+    /// refused.
+    pub(super) fn handle_queue(&mut self, handle: u32) -> Result<Option<u32>, LogError> {
+        let table = &mut self.handles;
+        if table.removals != self.queues.removals() {
+            // A queue was removed: an id looked up before may since name another queue.
+            table.queues.fill(NO_QUEUE);
+            table.removals = self.queues.removals();
+        }
+        let name = handle_name(&table.bytes, &table.ends, handle)
+            .ok_or_else(|| LogError::InvalidArgument("an LMQ handle that was not registered".into()))?;
+        let cached = &mut table.queues[handle as usize];
+        if *cached == NO_QUEUE {
+            *cached = self.queues.id(name).unwrap_or(NO_QUEUE);
+        }
+        Ok((*cached != NO_QUEUE).then_some(*cached))
+    }
+
     /// Appends records `records` (`from..count`) of a body-only batch (see [`BodyBatch`]), born
     /// when stored. As [`Log::append`]: every record is checked before anything is written,
     /// `positions[i]` and `offsets[i]` (one LMQ per record) are filled for each record written, and

@@ -63,22 +63,40 @@ impl Log {
     pub fn read_span(&mut self, lmq: &[u8], from: u64, max: usize) -> Result<ReadSpan, LogError> {
         self.usable()?;
         self.queues.load(lmq)?;
-        let Some(id) = self.queues.id(lmq) else {
-            return Ok(ReadSpan {
+        let id = self.queues.id(lmq);
+        Ok(self.span_at(id, from, max))
+    }
+
+    /// [`Log::read_span`] of the LMQ registered as `handle` ([`Log::register_lmqs`]): its queue is
+    /// found by number (the handle keeps it), not by hashing and comparing its name. [`Log::read_into`]
+    /// then takes [`Log::handle_lmq`] as the name.
+    pub fn read_span_of(&mut self, handle: u32, from: u64, max: usize) -> Result<ReadSpan, LogError> {
+        self.usable()?;
+        let id = self.handle_queue(handle)?;
+        if let Some(id) = id {
+            self.queues.load_at(id)?;
+        }
+        Ok(self.span_at(id, from, max))
+    }
+
+    /// The span of up to `max` records from offset `from` of the queue `id` (none: an unknown LMQ).
+    fn span_at(&self, id: Option<u32>, from: u64, max: usize) -> ReadSpan {
+        let Some(id) = id else {
+            return ReadSpan {
                 first_offset: from,
                 ..ReadSpan::default()
-            });
+            };
         };
         let (first_offset, entries) = self.queues.at(id).range(from, max);
         let (count, bytes) = entries.fold((0, 0), |(count, bytes), entry| {
             (count + 1, bytes + entry.size as usize)
         });
-        Ok(ReadSpan {
+        ReadSpan {
             first_offset,
             count,
             bytes,
             queue: Some(id),
-        })
+        }
     }
 
     /// Copies the records of `span` (from [`Log::read_span`] under the same lock) into `out`,

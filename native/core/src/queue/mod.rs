@@ -431,6 +431,14 @@ impl Queues {
         }
     }
 
+    /// [`Queues::load`] of the queue of `id` (from [`Queues::id`], no removal since).
+    pub fn load_at(&mut self, id: u32) -> Result<(), BadBlock> {
+        if !self.some_stored {
+            return Ok(());
+        }
+        self.queues[id as usize].load()
+    }
+
     /// Loads every stored queue with an entry of a record before `position`, so that
     /// [`Queues::drop_below`] can then forget them; nothing is forgotten here. (The queues of freed
     /// ids are empty, so every loop over all of them may include those.)

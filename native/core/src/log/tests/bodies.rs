@@ -1,7 +1,7 @@
 //! Body-only appends (`Log::append_bodies`): the records are the ones `append` would store for the
 //! same LMQ and body, queues looked up through handles follow deletions, bad batches store nothing,
 //! and a batch that fills the segment stops at a record and goes on from there; reads of bodies
-//! (`Log::read_bodies_into`).
+//! (`Log::read_bodies_into`) and reads by handle (`Log::read_span_of`).
 
 use super::{append_all, message, open, TempDir};
 use crate::log::record::{check_stored, seal, seal_run};
@@ -82,6 +82,41 @@ fn a_deleted_lmq_starts_again_through_its_handle() {
     assert_eq!(offsets, [0.0, 1.0]);
     assert_eq!(log.lock().max_offset(b"c").expect("c"), 1);
     assert_eq!(log.lock().max_offset(b"a").expect("a"), 1);
+}
+
+/// `Log::read_span_of` and `read_into` by handle: what `read` returns by name.
+fn read_by_handle(log: &crate::log::LogHandle, handle: u32, from: u64, max: usize) -> Vec<u8> {
+    let mut log = log.lock();
+    let span = log.read_span_of(handle, from, max).expect("span");
+    let mut out = vec![0u8; span.bytes];
+    let name = log.handle_lmq(handle).expect("registered").to_vec();
+    log.read_into(&name, &span, &mut out, |_, _| ()).expect("read");
+    out
+}
+
+#[test]
+fn reads_by_handle_follow_deletions_and_lmqs_made_after() {
+    let dir = TempDir::new();
+    let log = open(&dir.0);
+    log.lock().register_lmqs(&[b"a", b"later"]).expect("register");
+    append_all(&log, &[message(&["a"], b"a0"), message(&["a"], b"a1")], 5);
+    let by_name = |name: &str| log.lock().read(name.as_bytes(), 0, 10).expect("read").bytes;
+    assert_eq!(read_by_handle(&log, 0, 0, 10), by_name("a"));
+    // Read before its LMQ exists: nothing, and found once written.
+    assert!(read_by_handle(&log, 1, 0, 10).is_empty());
+    append_all(&log, &[message(&["later"], b"l0")], 6);
+    assert_eq!(read_by_handle(&log, 1, 0, 10), by_name("later"));
+    // `a` deleted, its queue id taken by `c`: `a`'s handle must not read `c`.
+    append_all(&log, &[super::deletion("a"), message(&["c"], b"c0")], 7);
+    assert!(read_by_handle(&log, 0, 0, 10).is_empty());
+    append_all(&log, &[message(&["a"], b"again")], 8);
+    assert_eq!(read_by_handle(&log, 0, 0, 10), by_name("a"));
+    assert_eq!(log.lock().read(b"a", 0, 10).expect("read").positions.len(), 1);
+    let unregistered = log.lock().read_span_of(2, 0, 10);
+    assert!(
+        matches!(unregistered, Err(LogError::InvalidArgument(_))),
+        "{unregistered:?}"
+    );
 }
 
 #[test]
