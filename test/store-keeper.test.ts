@@ -30,6 +30,17 @@ async function open(kind: (typeof KINDS)[number]): Promise<MessageStore> {
 const text = (messages: { offset: number; body: Uint8Array }[]) =>
   messages.map((m) => `${m.offset}:${Buffer.from(m.body).toString()}`);
 
+/** What `read` with `keeper` returns, once checked against `readMany` with it among other requests. */
+function readWith(store: MessageStore, lmq: string, from: number, max: number, keeper: LmqKeeper): string[] {
+  const one = text(store.read(lmq, from, max, keeper));
+  const many = store.readMany([
+    { lmq: 'none', fromOffset: 0, maxNum: 1 },
+    { lmq, fromOffset: from, maxNum: max, keeper },
+  ]);
+  expect(text(many[1] ?? [])).toEqual(one);
+  return one;
+}
+
 async function send(store: MessageStore, lmq: string, bodies: string[], keeper?: LmqKeeper): Promise<number[]> {
   const results = await store.append(
     bodies.map((body) => ({ lmqs: [lmq], body, keepers: keeper === undefined ? undefined : [keeper] })),
@@ -43,26 +54,50 @@ describe.each(KINDS)('%s store', (kind) => {
     const keeper: LmqKeeper = { storeState: undefined };
     expect(await send(store, 'L1', ['a', 'b', 'c'], keeper)).toEqual([0, 1, 2]);
     expect(await send(store, 'L2', ['x'])).toEqual([0]);
-    expect(text(store.read('L1', 1, 10, keeper))).toEqual(['1:b', '2:c']);
+    expect(readWith(store, 'L1', 1, 10, keeper)).toEqual(['1:b', '2:c']);
     expect(text(store.read('L1', 1, 10))).toEqual(['1:b', '2:c']);
     expect(text(store.readMany([{ lmq: 'L1', fromOffset: 0, maxNum: 2, keeper }])[0] ?? [])).toEqual(['0:a', '1:b']);
     // Handed another LMQ's name, the keeper does not answer for it.
-    expect(text(store.read('L2', 0, 10, keeper))).toEqual(['0:x']);
-    expect(text(store.read('L1', 0, 1, keeper))).toEqual(['0:a']);
+    expect(readWith(store, 'L2', 0, 10, keeper)).toEqual(['0:x']);
+    expect(readWith(store, 'L1', 0, 1, keeper)).toEqual(['0:a']);
 
     // Deleted and started again: the keeper answers for the new LMQ, not the deleted one.
     expect(await store.deleteLmqs(['L1'])).toEqual([true]);
-    expect(text(store.read('L1', 0, 10, keeper))).toEqual([]);
+    expect(readWith(store, 'L1', 0, 10, keeper)).toEqual([]);
     expect(await send(store, 'L1', ['d'], keeper)).toEqual([0]);
-    expect(text(store.read('L1', 0, 10, keeper))).toEqual(['0:d']);
+    expect(readWith(store, 'L1', 0, 10, keeper)).toEqual(['0:d']);
     expect(store.maxOffset('L1')).toBe(1);
+
+    // One LMQ named several times in one call, by keepers new and old and by name alone.
+    const fresh: LmqKeeper = { storeState: undefined };
+    const requests = [fresh, keeper, undefined, fresh, { storeState: undefined }].map((by, i) => ({
+      lmq: i % 2 === 0 ? 'L3' : 'L1',
+      fromOffset: 0,
+      maxNum: 5,
+      keeper: by,
+    }));
+    await send(store, 'L3', ['m', 'n']);
+    expect(store.readMany(requests).map(text)).toEqual([
+      ['0:m', '1:n'],
+      ['0:d'],
+      ['0:m', '1:n'],
+      ['0:d'],
+      ['0:m', '1:n'],
+    ]);
+    expect(store.readMany(requests).map(text)).toEqual([
+      ['0:m', '1:n'],
+      ['0:d'],
+      ['0:m', '1:n'],
+      ['0:d'],
+      ['0:m', '1:n'],
+    ]);
 
     // Another store of the same kind, handed this keeper, answers for itself.
     const other = await open(kind);
-    expect(text(other.read('L1', 0, 10, keeper))).toEqual([]);
+    expect(readWith(other, 'L1', 0, 10, keeper)).toEqual([]);
     expect(await send(other, 'L1', ['e', 'f'], keeper)).toEqual([0, 1]);
-    expect(text(store.read('L1', 0, 10, keeper))).toEqual(['0:d']);
-    expect(text(other.read('L1', 0, 10, keeper))).toEqual(['0:e', '1:f']);
+    expect(readWith(store, 'L1', 0, 10, keeper)).toEqual(['0:d']);
+    expect(readWith(other, 'L1', 0, 10, keeper)).toEqual(['0:e', '1:f']);
   });
 });
 

@@ -200,11 +200,15 @@ function count(value: unknown, name: string, min: number, max: number): number {
 }
 
 /** The arguments of one read, checked (what `read` and each request of `readMany` take). */
-function checkRead(lmq: unknown, fromOffset: unknown, maxNum: unknown): ReadRequest {
+function checkRead(lmq: unknown, fromOffset: unknown, maxNum: unknown, keeper?: unknown): ReadRequest {
+  if (keeper !== undefined && (keeper === null || typeof keeper !== 'object')) {
+    throw new InvalidArgumentError('keeper must be an object', { value: keeper });
+  }
   return {
     lmq: requireString(lmq, 'lmq'),
     fromOffset: count(fromOffset, 'fromOffset', 0, Number.MAX_SAFE_INTEGER),
     maxNum: count(maxNum, 'maxNum', 1, MAX_READ_RECORDS),
+    keeper: keeper as ReadRequest['keeper'],
   };
 }
 
@@ -444,7 +448,8 @@ export class CommitLog {
    * `read` for several LMQs at once: the messages of each request, in request order. One engine
    * call for all (on native one Node-API crossing and one buffer), where a consumer reading many
    * LMQs (a broker's POP across lite topics) made one each. The requests may ask for at most
-   * 65,536 messages in all.
+   * 65,536 messages in all. A request's `keeper`, an object kept for its LMQ, lets the log find the
+   * LMQ again without looking its name up (see `ReadRequest`).
    */
   readMany(requests: readonly ReadRequest[]): StoredMessage[][] {
     this.checkOpen();
@@ -454,7 +459,7 @@ export class CommitLog {
       if (request === null || typeof request !== 'object') {
         throw new InvalidArgumentError(`request ${i} must be an object`, { value: request });
       }
-      const one = checkRead(request.lmq, request.fromOffset, request.maxNum);
+      const one = checkRead(request.lmq, request.fromOffset, request.maxNum, request.keeper);
       asked += one.maxNum;
       return one;
     });

@@ -62,7 +62,10 @@ export class LiteTopicInfo implements LmqKeeper, JournalNamed {
    * grows it so, rarely).
    */
   readonly progress: (TopicProgress | undefined)[];
-  /** What the store keeps here for the LMQ (store.ts `LmqKeeper`): the memory store, its queue. */
+  /**
+   * What the store keeps here for the LMQ (store.ts `LmqKeeper`): the memory store, its queue; the
+   * native commit log, its handle.
+   */
   storeState: object | undefined = undefined;
   /**
    * The lite topic's number in the state journal's hot records (journal.ts `JournalNamed`): one for

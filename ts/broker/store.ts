@@ -22,8 +22,9 @@ import {
  * What a caller keeps for one LMQ and hands to the store with its name (the broker's
  * `LiteTopicInfo`): a store may keep its own state of the LMQ there and find it again without
  * looking the name up in a map of every LMQ. The memory store keeps the LMQ's queue there; the
- * commit log keeps nothing. The state is checked on every use (its store, its LMQ, not deleted), so
- * a stale one costs a lookup, never a wrong answer.
+ * commit log, on the native engine, the LMQ's handle for its reads (`ReadRequest.keeper`). The state
+ * is checked on every use (its store, its LMQ, not deleted), so a stale one costs a lookup, never a
+ * wrong answer.
  */
 export interface LmqKeeper {
   storeState: object | undefined;

@@ -170,6 +170,13 @@ export interface ReadRequest {
   lmq: string;
   fromOffset: number;
   maxNum: number;
+  /**
+   * An object of the caller's kept for this LMQ and passed with every read of it (a broker's kept
+   * record of a lite topic): the log may keep in its `storeState` what finds the LMQ again without
+   * looking its name up (the native engine: the LMQ's handle). Checked on every use, so one kept by
+   * another log, or for another LMQ, costs a lookup, never a wrong read.
+   */
+  keeper?: { storeState: object | undefined } | undefined;
 }
 
 /** Damage recovery found where valid data must be (docs/FORMAT.md, "Recovery"). */

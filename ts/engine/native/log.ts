@@ -144,6 +144,19 @@ function splitRead(
   return { buffer, recordsAt, positions };
 }
 
+/**
+ * An LMQ's handle as a read's keeper holds it (`ReadRequest.keeper`): good while `handles`, the
+ * adapter's map it was registered in, is still the adapter's (forgetting every handle replaces it)
+ * and the read names `lmq`.
+ */
+class HeldHandle {
+  constructor(
+    readonly handles: Map<string, number>,
+    readonly lmq: string,
+    readonly handle: number,
+  ) {}
+}
+
 export class NativeLogAdapter implements LogCore {
   /** Where `logRead` puts its record count and first offset; reads are synchronous, so one serves all. */
   private readonly readMeta = new Float64Array(2);
@@ -158,7 +171,7 @@ export class NativeLogAdapter implements LogCore {
    * Each LMQ name registered with the log for `appendBodies` (`logRegisterLmqs`), with its handle:
    * a name crosses to the engine once, and a record then names its LMQ by number.
    */
-  private readonly lmqHandles = new Map<string, number>();
+  private lmqHandles = new Map<string, number>();
   /** Handles the log has given (a name listed twice in one batch gets two). */
   private handleCount = 0;
   /** The handle count at which `boundHandles` next compares it with the log's LMQs. */
@@ -280,50 +293,84 @@ export class NativeLogAdapter implements LogCore {
       return;
     }
     typed(() => this.binding.logForgetLmqs(this.handle));
-    this.lmqHandles.clear();
+    // A new map, not the old one cleared: keepers holding handles of the old one know them stale.
+    this.lmqHandles = new Map();
     this.handleCount = 0;
     this.lastLmqs = undefined;
     this.handleCheckAt = FIRST_HANDLE_CHECK;
   }
 
   /**
-   * The LMQ handle of each request into `manyHandles`, names never seen registered in one call; or
-   * undefined, none registered, when the log refuses a name (it is then read by name, as any name
-   * may be).
+   * The LMQ handle of each request into `manyHandles`, or undefined, none registered, when the log
+   * refuses a name (it is then read by name, as any name may be). A request with a keeper takes the
+   * handle the keeper holds when it is this adapter's for that name; else its name is registered
+   * anew and the keeper holds the handle, so a broker's read finds its LMQ without a lookup in the
+   * map of every name (the first read too; the map holds names read without a keeper). Names new
+   * to the call are registered in one engine call.
    */
   private handlesOfReads(requests: readonly ReadRequest[], count: number): Uint32Array | undefined {
     this.boundHandles();
     const handles = this.manyHandles;
+    // Names to register, in order: each with its handle (a name twice in the call gets one), and
+    // whether the map keeps it.
     let fresh: Map<string, number> | undefined;
+    let mapped: boolean[] | undefined;
+    let unkept: number[] | undefined;
     for (let i = 0; i < count; i++) {
-      const name = (requests[i] as ReadRequest).lmq;
-      let found = this.lmqHandles.get(name);
+      const request = requests[i] as ReadRequest;
+      const name = request.lmq;
+      const keeper = request.keeper;
+      let found: number | undefined;
+      if (keeper !== undefined) {
+        const held = keeper.storeState;
+        if (held instanceof HeldHandle && held.handles === this.lmqHandles && held.lmq === name) {
+          handles[i] = held.handle;
+          continue;
+        }
+        unkept ??= [];
+        unkept.push(i);
+      } else {
+        found = this.lmqHandles.get(name);
+      }
       if (found === undefined) {
         if (name.length === 0 || name.includes('\0') || !name.isWellFormed()) return undefined;
         fresh ??= new Map();
+        mapped ??= [];
         found = fresh.get(name);
         if (found === undefined) {
           found = this.handleCount + fresh.size;
           fresh.set(name, found);
-        }
+          mapped.push(keeper === undefined);
+        } else if (keeper === undefined) mapped[found - this.handleCount] = true;
       }
       handles[i] = found;
     }
     if (fresh !== undefined) {
       try {
-        this.register([...fresh.keys()]);
+        this.register([...fresh.keys()], mapped);
       } catch {
         return undefined;
+      }
+    }
+    if (unkept !== undefined) {
+      for (const i of unkept) {
+        const { lmq, keeper } = requests[i] as ReadRequest;
+        (keeper as NonNullable<ReadRequest['keeper']>).storeState = new HeldHandle(
+          this.lmqHandles,
+          lmq,
+          handles[i] as number,
+        );
       }
     }
     return handles;
   }
 
   /**
-   * Registers names new to the log; their handles follow the ones it has, in order. When the log
-   * refuses one, no handle is kept for any of them.
+   * Registers names new to the log; their handles follow the ones it has, in order, and the map
+   * keeps each (or, with `mapped`, those it says). When the log refuses one, no handle is kept for
+   * any of them.
    */
-  private register(names: string[]): void {
+  private register(names: string[], mapped?: readonly boolean[]): void {
     let first: number;
     try {
       first = typed(() => this.binding.logRegisterLmqs(this.handle, names.join('\0')));
@@ -335,7 +382,9 @@ export class NativeLogAdapter implements LogCore {
       throw new InternalError(`the log numbered new LMQ handles from ${first}, the adapter from ${this.handleCount}`);
     }
     this.handleCount += names.length;
-    for (let i = 0; i < names.length; i++) this.lmqHandles.set(names[i] as string, first + i);
+    for (let i = 0; i < names.length; i++) {
+      if (mapped === undefined || mapped[i] === true) this.lmqHandles.set(names[i] as string, first + i);
+    }
   }
 
   prepareSegment(nowMs: number): Promise<void> {
