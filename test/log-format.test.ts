@@ -20,7 +20,8 @@ async function writeHistory(log: CommitLog, clock: ManualClock, from: number, to
     await log.append([
       {
         lmqs: n % 3 === 0 ? [lmq, 'audit'] : [lmq],
-        body: bodyFor(lmq, n, 100 + (n % 9) * 40),
+        // Some bodies as strings (UTF-8 on disk), with characters outside ASCII.
+        body: n % 7 === 1 ? `body ${n} of ${lmq}: ü€𝄞` : bodyFor(lmq, n, 100 + (n % 9) * 40),
         key: n % 2 === 0 ? `k${n}` : undefined,
         tag: n % 4 === 0 ? 'tagged' : undefined,
         properties: n % 5 === 0 ? { n: String(n), ключ: 'значение' } : undefined,

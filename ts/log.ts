@@ -9,6 +9,7 @@
 import {
   DEFAULT_SEGMENT_BYTES,
   MAX_APPEND_RECORDS,
+  MAX_LMQ_NAME_BYTES,
   MAX_READ_RECORDS,
   MAX_SEGMENT_BYTES,
   MIN_SEGMENT_BYTES,
@@ -100,8 +101,81 @@ function copyBodies(batch: BodyBatch): BodyBatch {
     // A copy whatever the view: `slice` of a Buffer would share its memory.
     bodies: new Uint8Array(batch.bodies),
     bodyEnds: batch.bodyEnds.slice(),
+    keepers: batch.keepers === undefined ? undefined : [...batch.keepers],
   };
 }
+
+/** An `append` record with the keepers the broker's store records carry (ts/broker/store.ts). */
+type KeptRecord = AppendRecord & { keepers?: readonly ({ storeState: object | undefined } | undefined)[] };
+
+/**
+ * `records` as a body-only batch (record i to `lmqs[i]`, its keeper `keepers[i]`), when every record
+ * is one that `appendBodies` stores as `append` would and that `append` would accept: an object with
+ * one LMQ (a well-formed name without NUL, short enough for any encoding of it) and a body, no key,
+ * tag, properties or born timestamp, small enough for a segment however its name encodes. Else
+ * undefined: `append` encodes the records (and says what is wrong with a bad one). The bodies are
+ * laid out back to back in the buffer `room(bytes)` gives.
+ */
+function asBodyBatch(
+  records: readonly KeptRecord[],
+  maxRecordBytes: number,
+  room: (bytes: number) => Buffer,
+): BodyBatch | undefined {
+  if (!Array.isArray(records) || records.length === 0 || records.length > MAX_APPEND_RECORDS) return undefined;
+  const count = records.length;
+  const lmqs = new Array<string>(count);
+  const bodyEnds = new Uint32Array(count);
+  let keepers: ({ storeState: object | undefined } | undefined)[] | undefined;
+  let total = 0;
+  for (let i = 0; i < count; i++) {
+    const record = records[i] as KeptRecord;
+    if (record === null || typeof record !== 'object') return undefined;
+    const { lmqs: names, body } = record;
+    if (!Array.isArray(names) || names.length !== 1) return undefined;
+    if (
+      record.key !== undefined ||
+      record.tag !== undefined ||
+      record.properties !== undefined ||
+      record.bornTimestamp !== undefined
+    )
+      return undefined;
+    const name = names[0] as unknown;
+    // At most 3 UTF-8 bytes a UTF-16 unit: such a name is never too long.
+    if (typeof name !== 'string' || name.length === 0 || name.length > MAX_LMQ_NAME_BYTES / 3) return undefined;
+    if (name.includes('\0') || !name.isWellFormed()) return undefined;
+    const bytes =
+      typeof body === 'string' ? Buffer.byteLength(body, 'utf8') : body instanceof Uint8Array ? body.length : -1;
+    if (bytes < 0 || BODY_RECORD_FRAME_BYTES + 3 * name.length + bytes > maxRecordBytes) return undefined;
+    lmqs[i] = name;
+    total += bytes;
+    bodyEnds[i] = total;
+    const keeper = record.keepers?.[0];
+    if (keeper !== undefined && keeper !== null && typeof keeper === 'object') {
+      keepers ??= new Array(count).fill(undefined);
+      keepers[i] = keeper;
+    }
+  }
+  const bodies = room(total);
+  let at = 0;
+  for (let i = 0; i < count; i++) {
+    const body = (records[i] as KeptRecord).body;
+    if (typeof body === 'string') at += bodies.write(body, at, 'utf8');
+    else {
+      bodies.set(body, at);
+      at += body.length;
+    }
+  }
+  return { lmqs, lmqIndex: identity(count), bodies: bodies.subarray(0, total), bodyEnds, keepers };
+}
+
+/** 0, 1, ... `count - 1` (a view of one array kept for all batches: nothing writes it). */
+function identity(count: number): Uint32Array {
+  if (IDENTITY.array.length < count) {
+    IDENTITY.array = Uint32Array.from({ length: MAX_APPEND_RECORDS }, (_, i) => i);
+  }
+  return IDENTITY.array.subarray(0, count);
+}
+const IDENTITY = { array: new Uint32Array(0) };
 
 /** Checks a body-only batch's shape: its arrays, its size, every LMQ index and body end. */
 function checkBodies(batch: BodyBatch): void {
@@ -240,6 +314,8 @@ export class CommitLog {
   private readonly timer: NodeJS.Timeout | undefined;
   /** The buffer the next append encodes into (see `keepScratch`). */
   private scratch: Buffer | undefined;
+  /** The buffer the next append of body-only records lays its bodies out in (`asBodyBatch`). */
+  private bodyScratch: Buffer | undefined;
   private readonly maxRecordBytes: number;
 
   private constructor(
@@ -309,6 +385,12 @@ export class CommitLog {
   async append(records: readonly AppendRecord[]): Promise<AppendResult[]> {
     this.checkWritable();
     const now = this.now();
+    if (this.core.appendBodies !== undefined) {
+      // Records that carry only a body go the engine's way for them: framed by the engine, each LMQ
+      // named by its handle (kept on the record's keeper, when it has one). The same bytes on disk.
+      const bodies = asBodyBatch(records, this.maxRecordBytes, this.bodyRoom);
+      if (bodies !== undefined) return this.appendAsBodies(bodies, now);
+    }
     // The scratch buffer is lent to this batch; it comes back once the engine is done with the
     // bytes, which is at once unless the write has to wait for a segment.
     const scratch = this.scratch;
@@ -344,8 +426,16 @@ export class CommitLog {
     this.checkWritable();
     checkBodies(batch);
     const now = this.now();
+    if (this.core.appendBodies === undefined) return this.appendBodiesEncoded(batch, now);
+    return this.appendBodiesTo(batch, now);
+  }
+
+  /**
+   * `appendBodies` of a checked batch on an engine with it. Before its first await the engine has
+   * read the batch, or a copy of it was made for a write that waits for a segment.
+   */
+  private async appendBodiesTo(batch: BodyBatch, now: number): Promise<BodyAppendResult> {
     const core = this.core;
-    if (core.appendBodies === undefined) return this.appendBodiesEncoded(batch, now);
     const count = batch.lmqIndex.length;
     const positions = new Float64Array(count);
     const offsets = new Float64Array(count);
@@ -364,6 +454,27 @@ export class CommitLog {
     }
     if (this.options.flush === 'sync') await this.durable(this.core.writePosition);
     return { positions, offsets };
+  }
+
+  /**
+   * Where `asBodyBatch` lays out `bytes` of bodies: one buffer kept for every append (up to 4 MiB; a
+   * larger batch gets one of its own). The engine reads the bodies before the append's first await,
+   * or a copy of them is made then (`appendBodiesTo`), so the next append may reuse it at once.
+   */
+  private readonly bodyRoom = (bytes: number): Buffer => {
+    if (this.bodyScratch !== undefined && this.bodyScratch.length >= bytes) return this.bodyScratch;
+    const buffer = Buffer.allocUnsafeSlow(Math.max(bytes, 64 * 1024));
+    if (buffer.length <= 4 * 1024 * 1024) this.bodyScratch = buffer;
+    return buffer;
+  };
+
+  /** `append` of body-only records, given as `asBodyBatch` laid them out: what `appendBodies` does. */
+  private async appendAsBodies(batch: BodyBatch, now: number): Promise<AppendResult[]> {
+    const { positions, offsets } = await this.appendBodiesTo(batch, now);
+    const count = positions.length;
+    const results: AppendResult[] = new Array(count);
+    for (let i = 0; i < count; i++) results[i] = { position: positions[i] as number, offsets: [offsets[i] as number] };
+    return results;
   }
 
   /** `appendBodies` on an engine without it: the records encoded here (ts/log-bodies.ts). */

@@ -140,6 +140,11 @@ export interface BodyBatch {
   lmqIndex: Uint32Array;
   bodies: Uint8Array;
   bodyEnds: Uint32Array;
+  /**
+   * `keepers[k]`, when given, is an object the caller keeps for `lmqs[k]` (see
+   * `ReadRequest.keeper`): the log may keep there what finds that LMQ again without its name.
+   */
+  keepers?: readonly ({ storeState: object | undefined } | undefined)[] | undefined;
 }
 
 /** What a read returns: the records' bytes back to back, already checked, and where they came from. */

@@ -187,6 +187,8 @@ export class NativeLogAdapter implements LogCore {
   private resolvedHandles = new Uint32Array(0);
   /** The handle of each record of the batch being appended. */
   private recordHandles = new Uint32Array(0);
+  /** The handle of each name of the `lmqs` of a batch with keepers (`keptHandlesOf`). */
+  private tableHandles = new Uint32Array(0);
 
   constructor(
     private readonly binding: NativeBinding,
@@ -218,7 +220,7 @@ export class NativeLogAdapter implements LogCore {
     offsets: Float64Array,
   ): number {
     const count = batch.lmqIndex.length;
-    const handles = this.handlesOf(batch);
+    const handles = batch.keepers === undefined ? this.handlesOf(batch) : this.keptHandlesOf(batch);
     const { binding, handle } = this;
     return typed(() =>
       binding.logAppendBodies(
@@ -302,67 +304,109 @@ export class NativeLogAdapter implements LogCore {
 
   /**
    * The LMQ handle of each request into `manyHandles`, or undefined, none registered, when the log
-   * refuses a name (it is then read by name, as any name may be). A request with a keeper takes the
-   * handle the keeper holds when it is this adapter's for that name; else its name is registered
-   * anew and the keeper holds the handle, so a broker's read finds its LMQ without a lookup in the
-   * map of every name (the first read too; the map holds names read without a keeper). Names new
-   * to the call are registered in one engine call.
+   * refuses a name (it is then read by name, as any name may be).
    */
   private handlesOfReads(requests: readonly ReadRequest[], count: number): Uint32Array | undefined {
     this.boundHandles();
     const handles = this.manyHandles;
-    // Names to register, in order: each with its handle (a name twice in the call gets one), and
-    // whether the map keeps it.
+    try {
+      const named = this.resolveHandles(
+        count,
+        (i) => (requests[i] as ReadRequest).lmq,
+        (i) => (requests[i] as ReadRequest).keeper,
+        handles,
+      );
+      return named ? handles : undefined;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
+   * The LMQ handle of each record of a body-only batch whose `keepers` the caller gave (see
+   * `handlesOf` for a batch without).
+   */
+  private keptHandlesOf(batch: BodyBatch): Uint32Array {
+    const { lmqs, lmqIndex, keepers } = batch;
+    const count = lmqIndex.length;
+    this.boundHandles();
+    if (this.tableHandles.length < lmqs.length) this.tableHandles = new Uint32Array(lmqs.length);
+    if (this.recordHandles.length < count) this.recordHandles = new Uint32Array(count);
+    const { tableHandles, recordHandles } = this;
+    const named = this.resolveHandles(
+      lmqs.length,
+      (k) => lmqs[k] as string,
+      (k) => keepers?.[k],
+      tableHandles,
+    );
+    if (!named) {
+      throw new InvalidArgumentError('an LMQ name must be a well-formed string without NUL characters', {
+        value: lmqs,
+      });
+    }
+    for (let i = 0; i < count; i++) recordHandles[i] = tableHandles[lmqIndex[i] as number] as number;
+    return recordHandles;
+  }
+
+  /**
+   * The handle of each of `count` LMQs, `name(i)` kept by `keeper(i)`, into `out`. One whose keeper
+   * holds a handle of this adapter's for that name takes it; else a name read without a keeper is
+   * looked up in the map of names, and one still without a handle is registered (all in one engine
+   * call), its keeper then holding it. So a broker finds each lite topic's LMQ without a lookup in
+   * that map, its first use too (the map keeps the names given without a keeper). False, none
+   * registered, for a name no LMQ can have (empty, with NUL, not well-formed); a refusal of the log
+   * throws.
+   */
+  private resolveHandles(
+    count: number,
+    name: (i: number) => string,
+    keeper: (i: number) => { storeState: object | undefined } | undefined,
+    out: Uint32Array,
+  ): boolean {
+    // Names to register, in order: each with its handle (a name twice gets one), and whether the
+    // map keeps it.
     let fresh: Map<string, number> | undefined;
     let mapped: boolean[] | undefined;
     let unkept: number[] | undefined;
     for (let i = 0; i < count; i++) {
-      const request = requests[i] as ReadRequest;
-      const name = request.lmq;
-      const keeper = request.keeper;
+      const lmq = name(i);
+      const by = keeper(i);
       let found: number | undefined;
-      if (keeper !== undefined) {
-        const held = keeper.storeState;
-        if (held instanceof HeldHandle && held.handles === this.lmqHandles && held.lmq === name) {
-          handles[i] = held.handle;
+      if (by !== undefined) {
+        const held = by.storeState;
+        if (held instanceof HeldHandle && held.handles === this.lmqHandles && held.lmq === lmq) {
+          out[i] = held.handle;
           continue;
         }
         unkept ??= [];
         unkept.push(i);
       } else {
-        found = this.lmqHandles.get(name);
+        found = this.lmqHandles.get(lmq);
       }
       if (found === undefined) {
-        if (name.length === 0 || name.includes('\0') || !name.isWellFormed()) return undefined;
+        if (typeof lmq !== 'string' || lmq.length === 0 || lmq.includes('\0') || !lmq.isWellFormed()) return false;
         fresh ??= new Map();
         mapped ??= [];
-        found = fresh.get(name);
+        found = fresh.get(lmq);
         if (found === undefined) {
           found = this.handleCount + fresh.size;
-          fresh.set(name, found);
-          mapped.push(keeper === undefined);
-        } else if (keeper === undefined) mapped[found - this.handleCount] = true;
+          fresh.set(lmq, found);
+          mapped.push(by === undefined);
+        } else if (by === undefined) mapped[found - this.handleCount] = true;
       }
-      handles[i] = found;
+      out[i] = found;
     }
-    if (fresh !== undefined) {
-      try {
-        this.register([...fresh.keys()], mapped);
-      } catch {
-        return undefined;
-      }
-    }
+    if (fresh !== undefined) this.register([...fresh.keys()], mapped);
     if (unkept !== undefined) {
       for (const i of unkept) {
-        const { lmq, keeper } = requests[i] as ReadRequest;
-        (keeper as NonNullable<ReadRequest['keeper']>).storeState = new HeldHandle(
+        (keeper(i) as { storeState: object | undefined }).storeState = new HeldHandle(
           this.lmqHandles,
-          lmq,
-          handles[i] as number,
+          name(i),
+          out[i] as number,
         );
       }
     }
-    return handles;
+    return true;
   }
 
   /**
