@@ -77,20 +77,16 @@ describe.each(KINDS)('%s store', (kind) => {
       keeper: by,
     }));
     await send(store, 'L3', ['m', 'n']);
-    expect(store.readMany(requests).map(text)).toEqual([
-      ['0:m', '1:n'],
-      ['0:d'],
-      ['0:m', '1:n'],
-      ['0:d'],
-      ['0:m', '1:n'],
-    ]);
-    expect(store.readMany(requests).map(text)).toEqual([
-      ['0:m', '1:n'],
-      ['0:d'],
-      ['0:m', '1:n'],
-      ['0:d'],
-      ['0:m', '1:n'],
-    ]);
+    // Twice: first as the keepers take their state, then as they hold it.
+    for (let pass = 0; pass < 2; pass++) {
+      expect(store.readMany(requests).map(text)).toEqual([
+        ['0:m', '1:n'],
+        ['0:d'],
+        ['0:m', '1:n'],
+        ['0:d'],
+        ['0:m', '1:n'],
+      ]);
+    }
 
     // Another store of the same kind, handed this keeper, answers for itself.
     const other = await open(kind);
