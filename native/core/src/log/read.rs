@@ -215,7 +215,7 @@ impl Log {
             let here = layout.kind == TYPE_MESSAGE
                 && lmq_names(record, &layout)
                     .enumerate()
-                    .any(|(i, name)| name == lmq && offset(record, i) == wanted);
+                    .any(|(i, name)| same_bytes(name, lmq) && offset(record, i) == wanted);
             if !here {
                 return Err(corrupt("the record is not the LMQ offset its index entry names"));
             }
@@ -234,4 +234,22 @@ impl Log {
         let segment = self.segments.get(after.checked_sub(1)?)?;
         (position < segment.end()).then_some(segment)
     }
+}
+
+/// Whether `a` and `b` hold the same bytes: `a == b` without the call into the C library's
+/// `memcmp`, which costs more than the comparison itself for names a few dozen bytes long (a read
+/// compares one per record).
+#[inline]
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    if a.len() != b.len() {
+        return false;
+    }
+    // Eight bytes at a time, without a branch per word; then the few bytes left.
+    let word = |chunk: &[u8]| u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+    let (a_words, b_words) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (a_rest, b_rest) = (a_words.remainder(), b_words.remainder());
+    let differ = a_words
+        .zip(b_words)
+        .fold(0u64, |differ, (x, y)| differ | (word(x) ^ word(y)));
+    differ == 0 && a_rest == b_rest
 }

@@ -35,6 +35,8 @@ pub struct Layout {
     pub key_hash: u32,
     /// 0 when the record has no tag.
     pub tag_hash: u32,
+    /// Where the body starts, from the record start (it runs to the record's end).
+    pub body_at: u32,
 }
 
 pub(crate) fn u16_at(bytes: &[u8], at: usize) -> Option<u16> {
@@ -148,6 +150,7 @@ pub fn check_layout(record: &[u8]) -> Result<Layout, &'static str> {
         names_at: names_at as u32,
         key_hash,
         tag_hash,
+        body_at: (at + 4) as u32,
     })
 }
 
@@ -189,23 +192,12 @@ pub fn lmq_names<'a>(record: &'a [u8], layout: &Layout) -> impl Iterator<Item = 
     })
 }
 
-/// Where the record's body starts and ends within it. `record` must have passed [`check_layout`].
+/// Where the record's body starts and ends within it. `record` must have passed [`check_layout`],
+/// which gave `layout`.
 pub fn body_range(record: &[u8], layout: &Layout) -> Option<(usize, usize)> {
-    let mut at = layout.names_at as usize;
-    for _ in 0..layout.lmq_count {
-        at += 2 + usize::from(u16_at(record, at)?);
-    }
-    // The key, then the tag.
-    at += 2 + usize::from(u16_at(record, at)?);
-    at += 2 + usize::from(u16_at(record, at)?);
-    let properties = u16_at(record, at)?;
-    at += 2;
-    for _ in 0..2 * u32::from(properties) {
-        at += 2 + usize::from(u16_at(record, at)?);
-    }
-    let length = u32_at(record, at)? as usize;
-    let start = at + 4;
-    (start + length == record.len()).then_some((start, start + length))
+    let start = layout.body_at as usize;
+    let length = u32_at(record, start.checked_sub(4)?)? as usize;
+    (start + length == record.len()).then_some((start, record.len()))
 }
 
 /// The record's offset in its `i`-th LMQ.
