@@ -18,7 +18,8 @@ pub const TYPE_DELETE: u8 = 2;
 const FLAG_HAS_KEY: u8 = 1;
 const FLAG_HAS_TAG: u8 = 2;
 const CRC_AT: usize = 8;
-const CRC_FROM: usize = 12;
+/// Where the bytes a record's checksum covers start.
+pub(crate) const CRC_FROM: usize = 12;
 const STORE_TIMESTAMP_AT: usize = 16;
 const BORN_TIMESTAMP_AT: usize = 24;
 /// Positions, offsets and timestamps must be JavaScript-safe integers for the js engine to read them.
@@ -35,6 +36,8 @@ pub struct Layout {
     pub key_hash: u32,
     /// 0 when the record has no tag.
     pub tag_hash: u32,
+    /// Where the body starts, from the record start (it runs to the record's end).
+    pub body_at: u32,
 }
 
 pub(crate) fn u16_at(bytes: &[u8], at: usize) -> Option<u16> {
@@ -148,12 +151,20 @@ pub fn check_layout(record: &[u8]) -> Result<Layout, &'static str> {
         names_at: names_at as u32,
         key_hash,
         tag_hash,
+        body_at: (at + 4) as u32,
     })
 }
 
 /// Checks the record at the start of `rest` (the remainder of its segment) against every rule of
 /// docs/FORMAT.md ("Validity"): what recovery and reads run on bytes that came back from disk.
 pub fn check_stored(rest: &[u8]) -> Result<Layout, &'static str> {
+    check_stored_summed(rest, None)
+}
+
+/// [`check_stored`], given the CRC-32C of `rest` from [`CRC_FROM`] on when the caller computed it
+/// (with those of other records, side by side): used when the record is all of `rest`, else
+/// computed here.
+pub fn check_stored_summed(rest: &[u8], rest_crc: Option<u32>) -> Result<Layout, &'static str> {
     if rest.len() < RECORD_HEADER_BYTES {
         return Err("not enough bytes for a record header");
     }
@@ -165,7 +176,11 @@ pub fn check_stored(rest: &[u8]) -> Result<Layout, &'static str> {
         return Err("record size does not fit");
     }
     let record = &rest[..size];
-    if u32_at(record, CRC_AT) != Some(crc32c(&record[CRC_FROM..])) {
+    let crc = match rest_crc {
+        Some(crc) if size == rest.len() => crc,
+        _ => crc32c(&record[CRC_FROM..]),
+    };
+    if u32_at(record, CRC_AT) != Some(crc) {
         return Err("checksum mismatch");
     }
     let layout = check_layout(record)?;
@@ -189,23 +204,12 @@ pub fn lmq_names<'a>(record: &'a [u8], layout: &Layout) -> impl Iterator<Item = 
     })
 }
 
-/// Where the record's body starts and ends within it. `record` must have passed [`check_layout`].
+/// Where the record's body starts and ends within it. `record` must have passed [`check_layout`],
+/// which gave `layout`.
 pub fn body_range(record: &[u8], layout: &Layout) -> Option<(usize, usize)> {
-    let mut at = layout.names_at as usize;
-    for _ in 0..layout.lmq_count {
-        at += 2 + usize::from(u16_at(record, at)?);
-    }
-    // The key, then the tag.
-    at += 2 + usize::from(u16_at(record, at)?);
-    at += 2 + usize::from(u16_at(record, at)?);
-    let properties = u16_at(record, at)?;
-    at += 2;
-    for _ in 0..2 * u32::from(properties) {
-        at += 2 + usize::from(u16_at(record, at)?);
-    }
-    let length = u32_at(record, at)? as usize;
-    let start = at + 4;
-    (start + length == record.len()).then_some((start, start + length))
+    let start = layout.body_at as usize;
+    let length = u32_at(record, start.checked_sub(4)?)? as usize;
+    (start + length == record.len()).then_some((start, record.len()))
 }
 
 /// The record's offset in its `i`-th LMQ.
@@ -233,15 +237,15 @@ pub fn seal(record: &mut [u8], store_timestamp_ms: u64) {
     record[CRC_AT..CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
 }
 
-/// Records [`seal_run`] checksums together.
-const SEAL_LANES: usize = 4;
+/// Records whose checksums are computed together ([`seal_run`], and reads by LMQ).
+pub(crate) const CRC_LANES: usize = 4;
 
 /// Computes and stores the checksum of every record of `run` (whole records back to back, their
 /// store timestamps already set): what [`seal`] does to each, with the checksums of
-/// [`SEAL_LANES`] records computed together. One record's checksum is a chain of `crc32`
+/// [`CRC_LANES`] records computed together. One record's checksum is a chain of `crc32`
 /// instructions, each waiting for the one before; the chains of several records run side by side.
 pub fn seal_run(run: &mut [u8]) {
-    let mut spans = [(0usize, 0usize); SEAL_LANES];
+    let mut spans = [(0usize, 0usize); CRC_LANES];
     let mut lanes = 0;
     let mut at = 0;
     while let Some(size) = record_size(&run[at..]) {
@@ -253,7 +257,7 @@ pub fn seal_run(run: &mut [u8]) {
         spans[lanes] = (at, at + size);
         lanes += 1;
         at += size;
-        if lanes == SEAL_LANES {
+        if lanes == CRC_LANES {
             seal_lanes(run, &spans);
             lanes = 0;
         }
@@ -264,8 +268,8 @@ pub fn seal_run(run: &mut [u8]) {
     }
 }
 
-/// Seals the [`SEAL_LANES`] records at `spans` of `run` together.
-fn seal_lanes(run: &mut [u8], spans: &[(usize, usize); SEAL_LANES]) {
+/// Seals the [`CRC_LANES`] records at `spans` of `run` together.
+fn seal_lanes(run: &mut [u8], spans: &[(usize, usize); CRC_LANES]) {
     let crcs = crc32c_lanes(spans.map(|(start, end)| run.get(start + CRC_FROM..end).unwrap_or_default()));
     for (&(start, _), crc) in spans.iter().zip(crcs) {
         run[start + CRC_AT..start + CRC_AT + 4].copy_from_slice(&crc.to_le_bytes());
@@ -273,7 +277,7 @@ fn seal_lanes(run: &mut [u8], spans: &[(usize, usize); SEAL_LANES]) {
 }
 
 /// The CRC-32C of each of `parts`, computed side by side where the CPU has SSE 4.2.
-fn crc32c_lanes(parts: [&[u8]; SEAL_LANES]) -> [u32; SEAL_LANES] {
+pub(crate) fn crc32c_lanes(parts: [&[u8]; CRC_LANES]) -> [u32; CRC_LANES] {
     #[cfg(target_arch = "x86_64")]
     if std::arch::is_x86_feature_detected!("sse4.2") {
         // SAFETY: the CPU has SSE 4.2, checked just above.
@@ -286,7 +290,7 @@ fn crc32c_lanes(parts: [&[u8]; SEAL_LANES]) -> [u32; SEAL_LANES] {
 /// the words they all have, then each part's rest on its own.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "sse4.2")]
-unsafe fn crc32c_lanes_sse42(parts: [&[u8]; SEAL_LANES]) -> [u32; SEAL_LANES] {
+unsafe fn crc32c_lanes_sse42(parts: [&[u8]; CRC_LANES]) -> [u32; CRC_LANES] {
     use std::arch::x86_64::{_mm_crc32_u64, _mm_crc32_u8};
     let word = |part: &[u8], at: usize| {
         let mut bytes = [0u8; 8];
@@ -294,7 +298,7 @@ unsafe fn crc32c_lanes_sse42(parts: [&[u8]; SEAL_LANES]) -> [u32; SEAL_LANES] {
         u64::from_le_bytes(bytes)
     };
     let common = parts.iter().map(|part| part.len()).min().unwrap_or(0) / 8 * 8;
-    let mut crcs = [u64::from(u32::MAX); SEAL_LANES];
+    let mut crcs = [u64::from(u32::MAX); CRC_LANES];
     let mut at = 0;
     while at < common {
         for (crc, part) in crcs.iter_mut().zip(&parts) {
@@ -302,7 +306,7 @@ unsafe fn crc32c_lanes_sse42(parts: [&[u8]; SEAL_LANES]) -> [u32; SEAL_LANES] {
         }
         at += 8;
     }
-    let mut out = [0u32; SEAL_LANES];
+    let mut out = [0u32; CRC_LANES];
     for ((out, &crc), part) in out.iter_mut().zip(&crcs).zip(&parts) {
         let mut crc = crc;
         let mut from = at;

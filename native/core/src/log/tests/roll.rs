@@ -170,3 +170,44 @@ fn a_read_refuses_an_index_entry_that_names_another_intact_record() {
     assert!(matches!(guard.read(b"a", 0, 2), Err(LogError::Corrupt { .. })));
     assert!(matches!(guard.read(b"a", 1, 1), Err(LogError::Corrupt { .. })));
 }
+
+#[test]
+fn a_read_fails_at_the_first_damaged_record_wherever_it_lies_among_those_checked_together() {
+    // Seven records: reads check their checksums a few at a time, so the damaged one is tried in
+    // every place of a full group and of the shorter last one.
+    for damaged in 0..7usize {
+        let dir = TempDir::new();
+        let log = open(&dir.0);
+        let records: Vec<Vec<u8>> = (0..7)
+            .map(|i| message(&["q"], format!("body {i}").as_bytes()))
+            .collect();
+        let written = append_all(&log, &records, 3);
+        let segment = &dir.segments()[0];
+        let base = crate::log::segment::parse_segment_file_name(
+            segment.file_name().and_then(|n| n.to_str()).expect("name"),
+        )
+        .expect("a segment");
+        // The last byte of the record's body, changed through the file: the mapping shares it.
+        let at = written[damaged].0 - base + records[damaged].len() as u64 - 1;
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .open(segment)
+            .expect("open");
+        std::os::unix::fs::FileExt::write_at(&file, b"!", at).expect("damage");
+        let mut guard = log.lock();
+        let error = guard
+            .read(b"q", 0, 7)
+            .expect_err("the damaged record fails the read");
+        assert!(
+            matches!(&error, LogError::Corrupt { position: Some(p), message, .. }
+                if *p == written[damaged].0 && message == "checksum mismatch"),
+            "record {damaged}: {error:?}"
+        );
+        let before = guard.read(b"q", 0, damaged).expect("the records before it");
+        assert_eq!(before.positions.len(), damaged);
+        let after = guard
+            .read(b"q", damaged as u64 + 1, 7)
+            .expect("the records after it");
+        assert_eq!(after.positions.len(), 6 - damaged);
+    }
+}
