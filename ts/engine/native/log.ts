@@ -168,8 +168,9 @@ export class NativeLogAdapter implements LogCore {
   private manyMeta = new Float64Array(96);
   private manyHandles = new Uint32Array(32);
   /**
-   * Each LMQ name registered with the log for `appendBodies` (`logRegisterLmqs`), with its handle:
-   * a name crosses to the engine once, and a record then names its LMQ by number.
+   * Each LMQ name registered with the log (`logRegisterLmqs`) by an append of bodies or a read
+   * without a keeper, with its handle: a name crosses to the engine once, and a record or a read
+   * then names its LMQ by number. (Names registered for a keeper are kept by the keeper instead.)
    */
   private lmqHandles = new Map<string, number>();
   /** Handles the log has given (a name listed twice in one batch gets two). */
@@ -317,8 +318,10 @@ export class NativeLogAdapter implements LogCore {
         handles,
       );
       return named ? handles : undefined;
-    } catch {
-      return undefined;
+    } catch (error) {
+      // A name the log refuses (too long): no handle was kept for any; read by name.
+      if (error instanceof InvalidArgumentError) return undefined;
+      throw error;
     }
   }
 
