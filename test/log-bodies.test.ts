@@ -70,6 +70,31 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(log.read('b', 0, 10).map((m) => m.body.toString())).toEqual(['z', 'b1']);
   });
 
+  it('takes keepers for its LMQ names, and appends and reads with them as without', async () => {
+    const log = await openLog(tempDir(), engine);
+    const keepers = [{ storeState: undefined }, undefined, { storeState: undefined }];
+    const lmqs = ['k0', 'plain', 'k2'];
+    const batch = (n: number) => ({
+      ...batchOf(lmqs, [
+        [0, `a${n}`],
+        [1, `b${n}`],
+        [2, `c${n}`],
+      ]),
+      keepers,
+    });
+    expect([...(await log.appendBodies(batch(0))).offsets]).toEqual([0, 0, 0]);
+    expect([...(await log.appendBodies(batch(1))).offsets]).toEqual([1, 1, 1]);
+    expect(await log.deleteLmqs(['k2'])).toEqual([true]);
+    expect([...(await log.appendBodies(batch(2))).offsets]).toEqual([2, 2, 0]);
+    const read = log.readMany(lmqs.map((lmq, i) => ({ lmq, fromOffset: 0, maxNum: 9, keeper: keepers[i] })));
+    expect(read.map((messages) => messages.map((m) => m.body.toString()))).toEqual([
+      ['a0', 'a1', 'a2'],
+      ['b0', 'b1', 'b2'],
+      ['c2'],
+    ]);
+    await log.close();
+  });
+
   it('looks names up again when the table changes between batches', async () => {
     const log = await openLog(tempDir(), engine);
     const lmqs = ['one', 'two'];
@@ -184,6 +209,12 @@ describe.each(ENGINES)('%s engine', (engine) => {
         ]),
     ],
     ['lmqIndex that is not a Uint32Array', (lmqs) => ({ ...batchOf(lmqs, [[0, 'x']]), lmqIndex: [0] as never })],
+    ['keepers that are not an array', (lmqs) => ({ ...batchOf(lmqs, [[0, 'x']]), keepers: 'k' as never })],
+    ['a keeper that is not an object', (lmqs) => ({ ...batchOf(lmqs, [[0, 'x']]), keepers: [7 as never] })],
+    [
+      'more keepers than LMQ names',
+      (lmqs) => ({ ...batchOf(lmqs, [[0, 'x']]), keepers: [{ storeState: undefined }, {}] as never }),
+    ],
   ];
   it.each(refused)('refuses %s and stores nothing', async (_, make) => {
     const log = await openLog(tempDir(), engine, { segmentBytes: 4096 });

@@ -216,6 +216,18 @@ function checkBodies(batch: BodyBatch): void {
       actual: end,
     });
   }
+  const keepers = batch.keepers;
+  if (keepers === undefined) return;
+  if (!Array.isArray(keepers) || keepers.length > names) {
+    throw new InvalidArgumentError('keepers must be an array with at most one keeper per LMQ name', {
+      value: keepers,
+    });
+  }
+  for (const keeper of keepers) {
+    if (keeper !== undefined && (keeper === null || typeof keeper !== 'object')) {
+      throw new InvalidArgumentError('a keeper must be an object', { value: keeper });
+    }
+  }
 }
 
 /** One LMQ as `lmqSummaries` reports it; `name` is without the prefix asked for. */
