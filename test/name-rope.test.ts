@@ -38,7 +38,7 @@ describe('NameRope', () => {
             (ropes[index] as NameRope).copyTo(builder, from, count);
             expected.push(...source.slice(from, from + count));
           }
-          const answer = new RopeBuilder();
+          const answer = new RopeBuilder('answer');
           const rope = builder.toRope();
           expect(rope.size).toBe(expected.length);
           rope.copyTo(answer, 0, rope.size);
@@ -46,7 +46,7 @@ describe('NameRope', () => {
           expect(names).toEqual(expected);
           // An answer is the caller's: changing it changes no list.
           names.fill('x');
-          const again = new RopeBuilder();
+          const again = new RopeBuilder('answer');
           rope.copyTo(again, 0, rope.size);
           expect(again.toArray()).toEqual(expected);
           ropes.push(rope);
@@ -79,5 +79,43 @@ describe('NameRope', () => {
     const inner = new RopeBuilder();
     joined.copyTo(inner, 5, joined.size - 10);
     expect(inner.toArray()).toEqual(expected.slice(5, expected.length - 5));
+  });
+  it('keeps a list made again and again from runs of itself and new names, as a lay-down after changes does', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 2 ** 31 - 1 }), (seed) => {
+        let state = seed;
+        const random = (below: number): number => {
+          state = (Math.imul(state, 1_664_525) + 1_013_904_223) >>> 0;
+          return state % below;
+        };
+        let expected = Array.from({ length: 20_000 + random(20_000) }, (_, i) => `n${i}`);
+        const first = new RopeBuilder();
+        for (const name of expected) first.name(name);
+        let rope = first.toRope();
+        for (let generation = 0; generation < 30; generation++) {
+          // Runs of the old list between changes: some names left out, some new ones put in.
+          const builder = new RopeBuilder();
+          const next: string[] = [];
+          for (let from = 0; from < expected.length; ) {
+            const count = Math.min(1 + random(generation < 15 ? 2000 : 300), expected.length - from);
+            rope.copyTo(builder, from, count);
+            next.push(...expected.slice(from, from + count));
+            from += count + random(2);
+            for (let added = random(3); added > 0; added--) {
+              const name = `g${generation}_${from}_${added}`;
+              builder.name(name);
+              next.push(name);
+            }
+          }
+          rope = builder.toRope();
+          expected = next;
+          expect(rope.size).toBe(expected.length);
+          const answer = new RopeBuilder('answer');
+          rope.copyTo(answer, 0, rope.size);
+          expect(answer.toArray()).toEqual(expected);
+        }
+      }),
+      { numRuns: 5 },
+    );
   });
 });

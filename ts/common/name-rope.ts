@@ -8,8 +8,15 @@
  * Chunks never leave a rope: an answer is always a new array.
  */
 
-/** A rope is joined into chunks of `MAX_CHUNK_NAMES` when its chunks hold fewer names than this on average. */
-const MIN_AVERAGE_CHUNK_NAMES = 64;
+/**
+ * Parts shorter than this do not become chunks of their own in a rope: next to each other they are
+ * joined into one. A lay-down after a change cuts the chunks its changes fall in, so without this
+ * a list laid down again and again would end as a chunk per few names, and every answer copied
+ * from it would pay for each chunk; joining only the short parts as they come keeps the chunks at
+ * least this long between the long ones, at the cost of copying the short parts once more, where
+ * joining the whole rope once its chunks had become short copied every name in one call.
+ */
+const MIN_CHUNK_NAMES = 256;
 /**
  * Names a chunk holds at most: 128,000 bytes of pointers, so that every chunk is an ordinary heap
  * object. V8 places an array over 128 KiB in pages of its own, mapped afresh for each one, so
@@ -62,70 +69,101 @@ export class NameRope {
 
 /** Builds a rope, or an answer, from runs of ropes and single names. */
 export class RopeBuilder {
-  private parts: string[][] = [];
+  private readonly parts: string[][] = [];
+  /** Short parts waiting to be joined into one chunk (a rope's), and the names they hold. */
+  private pending: string[][] = [];
+  private pendingNames = 0;
+  /** Whether a part of `pending` belongs to another rope. */
+  private pendingShared = false;
+  /** The last part, while it collects single names. */
   private singles: string[] | undefined;
+  /** Whether a part of `parts` belongs to another rope. */
   private shared = false;
-  private size = 0;
+
+  /** Whether short parts next to each other are joined as they come (see `MIN_CHUNK_NAMES`). */
+  private readonly joinShortParts: boolean;
+
+  /**
+   * `'rope'` for a list that later answers and lists copy; `'answer'` for an answer, copied once
+   * whole, whose short parts would only be copied twice.
+   */
+  constructor(makes: 'rope' | 'answer' = 'rope') {
+    this.joinShortParts = makes === 'rope';
+  }
 
   name(text: string): void {
-    if (this.singles === undefined || this.singles.length === MAX_CHUNK_NAMES) {
+    if (
+      this.singles === undefined ||
+      this.singles.length === MAX_CHUNK_NAMES ||
+      this.pendingNames === MAX_CHUNK_NAMES
+    ) {
+      if (this.pendingNames === MAX_CHUNK_NAMES) this.flushPending();
       this.singles = [];
-      this.parts.push(this.singles);
+      this.add(this.singles, true);
     }
     this.singles.push(text);
-    this.size++;
+    if (this.joinShortParts) this.pendingNames++;
   }
 
   /** A chunk of another rope, taken as it is. */
   share(chunk: string[]): void {
-    this.parts.push(chunk);
     this.singles = undefined;
-    this.shared = true;
-    this.size += chunk.length;
+    this.add(chunk, false);
   }
 
   /** An array made for this builder. */
   fresh(part: string[]): void {
-    this.parts.push(part);
     this.singles = undefined;
-    this.size += part.length;
+    this.add(part, true);
   }
 
-  /** The names as a rope, joined into chunks as large as they may be when its chunks have become small. */
+  /** Takes `part` as a chunk of its own when it is long (or nothing is joined), else joins it with its short neighbours. */
+  private add(part: string[], owned: boolean): void {
+    if (!this.joinShortParts || part.length >= MIN_CHUNK_NAMES) {
+      this.flushPending();
+      this.parts.push(part);
+      if (!owned) this.shared = true;
+      return;
+    }
+    if (this.pendingNames + part.length > MAX_CHUNK_NAMES) this.flushPending();
+    this.pending.push(part);
+    this.pendingNames += part.length;
+    if (!owned) this.pendingShared = true;
+  }
+
+  /** The short parts waiting, as one chunk. */
+  private flushPending(): void {
+    const { pending } = this;
+    if (pending.length === 0) return;
+    if (pending.length === 1) {
+      this.parts.push(pending[0] as string[]);
+      if (this.pendingShared) this.shared = true;
+    } else {
+      this.parts.push(joined(pending));
+    }
+    // Single names still to come go to a new part.
+    this.singles = undefined;
+    this.pending = [];
+    this.pendingNames = 0;
+    this.pendingShared = false;
+  }
+
+  /** The names as a rope. */
   toRope(): NameRope {
-    const { parts, size } = this;
-    if (parts.length > 1 && size < parts.length * MIN_AVERAGE_CHUNK_NAMES) return new NameRope(chunked(parts), size);
+    this.flushPending();
+    const { parts } = this;
+    let size = 0;
+    for (const part of parts) size += part.length;
     return new NameRope(parts, size);
   }
 
   /** The names as a new array. */
   toArray(): string[] {
+    this.flushPending();
     const { parts } = this;
     if (parts.length === 1 && !this.shared) return parts[0] as string[];
     return joined(parts);
   }
-}
-
-/** The arrays one after another, in new chunks of `MAX_CHUNK_NAMES` (the last one shorter). */
-function chunked(parts: string[][]): string[][] {
-  const chunks: string[][] = [];
-  let pending: string[][] = [];
-  let pendingNames = 0;
-  for (const part of parts) {
-    for (let from = 0; from < part.length; ) {
-      const take = Math.min(part.length - from, MAX_CHUNK_NAMES - pendingNames);
-      pending.push(from === 0 && take === part.length ? part : part.slice(from, from + take));
-      pendingNames += take;
-      from += take;
-      if (pendingNames === MAX_CHUNK_NAMES) {
-        chunks.push(joined(pending));
-        pending = [];
-        pendingNames = 0;
-      }
-    }
-  }
-  if (pendingNames > 0) chunks.push(joined(pending));
-  return chunks;
 }
 
 /** The arrays one after another, in a new array. */

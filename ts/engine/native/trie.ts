@@ -170,7 +170,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
       }
       // One run of a list held already: its copy is the answer.
       if (length === 4 && plan[PLAN_HEADER] === PLAN_COPY) {
-        const answer = new RopeBuilder();
+        const answer = new RopeBuilder('answer');
         (this.lists[plan[PLAN_HEADER + 1] as number] as NameRope).copyTo(
           answer,
           plan[PLAN_HEADER + 2] as number,
@@ -190,7 +190,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
    */
   private replay(plan: Uint32Array, end: number, text: string, count: number): string[] {
     const { lists } = this;
-    let out = new RopeBuilder();
+    let out = new RopeBuilder('answer');
     const answer = out;
     // An answer of single names only (a pattern without a trailing wildcard) goes straight into an
     // array of its size, as the js engine's does: through the builder it was pushed into growing

@@ -74,6 +74,9 @@ struct Frame {
     old_end: u32,
     /// The next child to visit by the links: the first new one (from a record), else every one.
     child: u32,
+    /// Where the child `next_step` returned last lay in the old block when the record says so,
+    /// else `NONE`.
+    child_old_at: u32,
     /// From a record: the new key map, the next fresh key and the rank of fresh pieces (edits.rs).
     pieces: Vec<Piece>,
     next_key: u32,
@@ -279,6 +282,7 @@ impl TopicTrie {
             old_at: 0,
             old_end: 0,
             child: self.links[node as usize].first_child,
+            child_old_at: NONE,
             pieces: Vec::new(),
             next_key,
             fresh_rank,
@@ -344,6 +348,7 @@ impl TopicTrie {
                 self.copy_old(frame, entry.at, out);
                 frame.old_at = entry.at + entry.size;
                 if entry.node != NONE {
+                    frame.child_old_at = entry.at;
                     return Some(entry.node);
                 }
             }
@@ -355,6 +360,7 @@ impl TopicTrie {
             return None;
         }
         frame.child = self.next_siblings[child as usize];
+        frame.child_old_at = NONE;
         Some(child)
     }
 
@@ -423,10 +429,17 @@ impl TopicTrie {
                 out.freed.push(list);
                 (list, 0)
             }
-            None if kept & IN_PARENT != 0 && frame.old_list != NONE => (
-                frame.old_list,
-                frame.old_offset + self.child_position(frame.node, child),
-            ),
+            None if kept & IN_PARENT != 0 && frame.old_list != NONE => {
+                // A recorded child's entry says where it lay: the parent's key map has not changed
+                // since the entry was made, and asking it again costs a search of its pieces.
+                let old_at = if frame.child_old_at != NONE {
+                    debug_assert_eq!(frame.child_old_at, self.child_position(frame.node, child));
+                    frame.child_old_at
+                } else {
+                    self.child_position(frame.node, child)
+                };
+                (frame.old_list, frame.old_offset + old_at)
+            }
             None => (NONE, 0),
         };
         self.nodes[child as usize].kept = (kept & CHANGED) | IN_PARENT | key;

@@ -80,6 +80,8 @@ interface Frame {
   oldAt: number;
   oldEnd: number;
   child: number;
+  /** Where the child `nextStep` returned last lay in the old block when the record says so, else NONE. */
+  childOldAt: number;
   pieces: number[];
   nextKey: number;
   /** The rank of the frame's fresh pieces in its new key map (edits.ts). */
@@ -197,6 +199,7 @@ function frameAt(depth: number): Frame {
       oldAt: 0,
       oldEnd: 0,
       child: NONE,
+      childOldAt: NONE,
       pieces: [],
       nextKey: 0,
       freshRank: 0,
@@ -266,13 +269,17 @@ function nextStep(trie: JsTopicTrie, frame: Frame, out: Output): number {
       const entry = frame.entries[frame.nextEntry++] as Entry;
       copyOld(trie, frame, entry.at, out);
       frame.oldAt = entry.at + entry.size;
-      if (entry.node !== NONE) return entry.node;
+      if (entry.node !== NONE) {
+        frame.childOldAt = entry.at;
+        return entry.node;
+      }
     }
     copyOld(trie, frame, frame.oldEnd, out);
     frame.oldAt = frame.oldEnd;
   }
   const child = frame.child;
   if (child !== NONE) frame.child = trie.nextSibling[child] as number;
+  frame.childOldAt = NONE;
   return child;
 }
 
@@ -309,8 +316,11 @@ function visit(trie: JsTopicTrie, child: number, frame: Frame, out: Output, next
     out.freed.push(oldList);
     kept[child] = NONE;
   } else if ((flags & IN_PARENT) !== 0 && frame.oldList !== NONE) {
+    // A recorded child's entry says where it lay: the parent's key map has not changed since the
+    // entry was made, and asking it again costs a search of its pieces.
     oldList = frame.oldList;
-    oldOffset = frame.oldOffset + childPosition(trie, frame.node, child);
+    oldOffset =
+      frame.oldOffset + (frame.childOldAt !== NONE ? frame.childOldAt : childPosition(trie, frame.node, child));
   }
   changed[child] = (flags & CHANGED) | IN_PARENT;
   trie.key[child] = key;

@@ -228,7 +228,7 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
     afterWalk(trie, lastWalkVisited);
     return names;
   }
-  const out = new RopeBuilder();
+  const out = new RopeBuilder('answer');
   const copy = (node: number): void => {
     const { list, from, to } = restBlock(trie, node);
     list.texts.copyTo(out, from, to - from);
