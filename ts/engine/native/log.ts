@@ -173,7 +173,7 @@ export class NativeLogAdapter implements LogCore {
    * then names its LMQ by number. (Names registered for a keeper are kept by the keeper instead.)
    */
   private lmqHandles = new Map<string, number>();
-  /** Handles the log has given (a name listed twice in one batch gets two). */
+  /** Handles the log has given (a name may have more than one: one per keeper it was registered for). */
   private handleCount = 0;
   /** The handle count at which `boundHandles` next compares it with the log's LMQs. */
   private handleCheckAt = FIRST_HANDLE_CHECK;
@@ -188,7 +188,7 @@ export class NativeLogAdapter implements LogCore {
   private resolvedHandles = new Uint32Array(0);
   /** The handle of each record of the batch being appended. */
   private recordHandles = new Uint32Array(0);
-  /** The handle of each name of the `lmqs` of a batch with keepers (`keptHandlesOf`). */
+  /** Handles `resolveHandles` found for the names of a batch's `lmqs` (`handlesOf`, `keptHandlesOf`). */
   private tableHandles = new Uint32Array(0);
 
   constructor(
@@ -240,8 +240,9 @@ export class NativeLogAdapter implements LogCore {
 
   /**
    * The LMQ handle of each record of `batch`: each name of `lmqs` a record uses is looked up once
-   * per batch, and those never seen are registered with the log in one call. A name that is not a
-   * string, or holds NUL (the separator), is refused here; the engine checks the rest.
+   * per batch (`resolveHandles`), and those never seen are registered with the log in one call. A
+   * name that is not a string, is empty, holds NUL (the separator) or is not well-formed is refused
+   * here; the engine checks the rest.
    */
   private handlesOf(batch: BodyBatch): Uint32Array {
     const { lmqs, lmqIndex } = batch;
@@ -256,30 +257,43 @@ export class NativeLogAdapter implements LogCore {
     }
     if (this.recordHandles.length < count) this.recordHandles = new Uint32Array(count);
     const { resolvedNames, resolvedHandles, recordHandles: handles } = this;
-    let fresh: string[] | undefined;
+    // The indexes of `lmqs` this batch uses whose name was not looked up there yet, each once.
+    let unresolved: number[] | undefined;
     for (let i = 0; i < count; i++) {
       const index = lmqIndex[i] as number;
       const name = lmqs[index] as string;
       if (resolvedNames[index] !== name || name.length === 0) {
-        let found = this.lmqHandles.get(name);
-        if (found === undefined) {
-          if (typeof name !== 'string' || name.includes('\0') || !name.isWellFormed()) {
-            // The names before it in `fresh` were given handles the log never made.
-            this.lastLmqs = undefined;
-            throw new InvalidArgumentError('an LMQ name must be a well-formed string without NUL characters', {
-              value: name,
-            });
-          }
-          fresh ??= [];
-          found = this.handleCount + fresh.length;
-          fresh.push(name);
-        }
+        unresolved ??= [];
+        unresolved.push(index);
         resolvedNames[index] = name;
-        resolvedHandles[index] = found;
       }
-      handles[i] = resolvedHandles[index] as number;
     }
-    if (fresh !== undefined) this.register(fresh);
+    if (unresolved !== undefined) {
+      const indexes = unresolved;
+      if (this.tableHandles.length < indexes.length) this.tableHandles = new Uint32Array(indexes.length);
+      const found = this.tableHandles;
+      let refused: number;
+      try {
+        refused = this.resolveHandles(
+          indexes.length,
+          (k) => lmqs[indexes[k] as number] as string,
+          () => undefined,
+          found,
+        );
+      } catch (error) {
+        this.lastLmqs = undefined;
+        throw error;
+      }
+      if (refused >= 0) {
+        // The names marked looked up above were not: the table is looked up again next time.
+        this.lastLmqs = undefined;
+        throw new InvalidArgumentError('an LMQ name must be a well-formed string without NUL characters', {
+          value: lmqs[indexes[refused] as number],
+        });
+      }
+      for (let k = 0; k < indexes.length; k++) resolvedHandles[indexes[k] as number] = found[k] as number;
+    }
+    for (let i = 0; i < count; i++) handles[i] = resolvedHandles[lmqIndex[i] as number] as number;
     return handles;
   }
 
@@ -311,13 +325,13 @@ export class NativeLogAdapter implements LogCore {
     this.boundHandles();
     const handles = this.manyHandles;
     try {
-      const named = this.resolveHandles(
+      const refused = this.resolveHandles(
         count,
         (i) => (requests[i] as ReadRequest).lmq,
         (i) => (requests[i] as ReadRequest).keeper,
         handles,
       );
-      return named ? handles : undefined;
+      return refused < 0 ? handles : undefined;
     } catch (error) {
       // A name the log refuses (too long): no handle was kept for any; read by name.
       if (error instanceof InvalidArgumentError) return undefined;
@@ -336,15 +350,15 @@ export class NativeLogAdapter implements LogCore {
     if (this.tableHandles.length < lmqs.length) this.tableHandles = new Uint32Array(lmqs.length);
     if (this.recordHandles.length < count) this.recordHandles = new Uint32Array(count);
     const { tableHandles, recordHandles } = this;
-    const named = this.resolveHandles(
+    const refused = this.resolveHandles(
       lmqs.length,
       (k) => lmqs[k] as string,
       (k) => keepers?.[k],
       tableHandles,
     );
-    if (!named) {
+    if (refused >= 0) {
       throw new InvalidArgumentError('an LMQ name must be a well-formed string without NUL characters', {
-        value: lmqs,
+        value: lmqs[refused],
       });
     }
     for (let i = 0; i < count; i++) recordHandles[i] = tableHandles[lmqIndex[i] as number] as number;
@@ -356,16 +370,16 @@ export class NativeLogAdapter implements LogCore {
    * holds a handle of this adapter's for that name takes it; else a name read without a keeper is
    * looked up in the map of names, and one still without a handle is registered (all in one engine
    * call), its keeper then holding it. So a broker finds each lite topic's LMQ without a lookup in
-   * that map, its first use too (the map keeps the names given without a keeper). False, none
-   * registered, for a name no LMQ can have (empty, with NUL, not well-formed); a refusal of the log
-   * throws.
+   * that map, its first use too (the map keeps the names given without a keeper). Returns -1, or,
+   * with none registered, the first `i` whose name no LMQ can have (not a string, empty, with NUL,
+   * not well-formed); a refusal of the log throws.
    */
   private resolveHandles(
     count: number,
     name: (i: number) => string,
     keeper: (i: number) => { storeState: object | undefined } | undefined,
     out: Uint32Array,
-  ): boolean {
+  ): number {
     // Names to register, in order: each with its handle (a name twice gets one), and whether the
     // map keeps it.
     let fresh: Map<string, number> | undefined;
@@ -387,7 +401,7 @@ export class NativeLogAdapter implements LogCore {
         found = this.lmqHandles.get(lmq);
       }
       if (found === undefined) {
-        if (typeof lmq !== 'string' || lmq.length === 0 || lmq.includes('\0') || !lmq.isWellFormed()) return false;
+        if (typeof lmq !== 'string' || lmq.length === 0 || lmq.includes('\0') || !lmq.isWellFormed()) return i;
         fresh ??= new Map();
         mapped ??= [];
         found = fresh.get(lmq);
@@ -409,7 +423,7 @@ export class NativeLogAdapter implements LogCore {
         );
       }
     }
-    return true;
+    return -1;
   }
 
   /**
