@@ -66,6 +66,12 @@ export declare function logMinOffset(handle: ExternalObject<'Log'>, lmq: string)
  */
 export declare function logOpen(dir: string, segmentBytes: number, nowMs: number, readOnly: boolean, repair: boolean): Promise<ExternalObject<'Log'>>
 
+/**
+ * Opens a new, empty log whose files live in anonymous memory (`MemoryStorage`): no directory, no
+ * lock, nothing durable, everything freed when it closes or the process ends.
+ */
+export declare function logOpenMemory(segmentBytes: number, nowMs: number): Promise<ExternalObject<'Log'>>
+
 /** Creates, sizes, heads and syncs the next segment unless one is ready or being made. */
 export declare function logPrepareSegment(handle: ExternalObject<'Log'>, nowMs: number): Promise<void>
 

@@ -7,7 +7,7 @@ use super::error::LogError;
 use super::record::{self, check_layout, record_size, Layout, END_MARKER, TYPE_DELETE};
 use super::Log;
 use crate::limits::SEGMENT_HEADER_BYTES;
-use crate::queue::IndexEntry;
+use crate::queue::{ConsumeQueue, IndexEntry};
 
 /// Records whose queues [`Log::warm_queues`] looks up at a time: enough for their cache misses to
 /// overlap, few enough that what they bring in stays in cache while the records are written.
@@ -77,8 +77,13 @@ impl Log {
             let first_slot = next_offset_slot;
             for name in record::lmq_names(record, layout) {
                 let offset = if layout.kind == TYPE_DELETE {
-                    self.queues.remove(name).map_or(0, |q| q.next_offset())
+                    let removed = self.queues.remove(name);
+                    if let Some(queue) = &removed {
+                        self.forget_entries(queue);
+                    }
+                    removed.map_or(0, |q| q.next_offset())
                 } else {
+                    self.count_entry();
                     self.queues.append(name, entry, store_ms)
                 };
                 offsets[next_offset_slot] = offset as f64;
@@ -94,6 +99,40 @@ impl Log {
         }
         self.write_run(&batch[run_start..at], store_ms)?;
         Ok(layouts.len())
+    }
+
+    /// Counts an index entry made for a record about to go to the active segment, in a log that
+    /// reclaims segments (see `Segment::entries`).
+    #[inline]
+    pub(super) fn count_entry(&mut self) {
+        if self.reclaim {
+            if let Some(active) = self.segments.back_mut() {
+                active.entries += 1;
+            }
+        }
+    }
+
+    /// Uncounts the entries of a queue that was just removed (see [`Log::count_entry`]): each from
+    /// the segment it points into. Entries are in position order, as segments are.
+    fn forget_entries(&mut self, queue: &ConsumeQueue) {
+        if !self.reclaim {
+            return;
+        }
+        let mut k = match queue.entries().front() {
+            Some(first) => self.segments.partition_point(|s| s.end() <= first.position),
+            None => return,
+        };
+        for entry in queue.entries().iter() {
+            while self.segments.get(k).is_some_and(|s| s.end() <= entry.position) {
+                k += 1;
+            }
+            match self.segments.get_mut(k) {
+                Some(segment) if segment.base() <= entry.position => {
+                    segment.entries = segment.entries.saturating_sub(1);
+                }
+                _ => debug_assert!(false, "an index entry outside every segment"),
+            }
+        }
     }
 
     /// Writes sealed records at the end of the active segment in one positional write (see

@@ -324,6 +324,7 @@ impl Log {
                 key_hash,
             };
             let queue = cached[handle as usize];
+            self.count_entry();
             let offset = if queue == NO_QUEUE {
                 let offset = self.queues.append(name, entry, store_ms);
                 cached[handle as usize] = self.queues.id(name).unwrap_or(NO_QUEUE);

@@ -13,6 +13,7 @@ pub mod checkpoint;
 pub mod error;
 mod handle;
 pub mod lock;
+mod memory;
 mod read;
 pub mod record;
 mod recovery;
@@ -26,6 +27,7 @@ mod tests;
 pub use bodies::{BodyBatch, BODY_RECORD_FRAME_BYTES};
 pub use error::LogError;
 pub use handle::LogHandle;
+pub use memory::MemoryStorage;
 pub use read::ReadSpan;
 pub use recovery::{CheckpointState, Corruption, RecoveryStats};
 pub use retain::Retired;
@@ -121,6 +123,9 @@ pub struct Log {
     storage: Arc<dyn Storage>,
     /// Opened with [`LogOptions::read_only`]: every write fails with [`LogError::ReadOnly`].
     read_only: bool,
+    /// A log on private storage (in memory) gives back the segments no LMQ needs any more
+    /// ([`Log::detach_retired`]): each segment counts the index entries pointing into it.
+    reclaim: bool,
 }
 
 impl Log {

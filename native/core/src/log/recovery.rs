@@ -108,7 +108,10 @@ impl Log {
             storage
                 .create_dir_all(&segments_dir)
                 .map_err(io_error("creating the log directory"))?;
-            Some(DirLock::acquire(storage.as_ref(), dir, options.now_ms)?)
+            // Files nobody else can reach need no lock to keep others out.
+            (!storage.private())
+                .then(|| DirLock::acquire(storage.as_ref(), dir, options.now_ms))
+                .transpose()?
         };
         let recovered = match recover(dir, options, storage.as_ref(), true) {
             // An LMQ's block in the checkpoint failed its check while the log after it was
@@ -135,6 +138,7 @@ impl Log {
                     layouts: Vec::new(),
                     handles: super::bodies::LmqHandles::default(),
                     framed: Vec::new(),
+                    reclaim: storage.private(),
                     storage,
                     read_only: options.read_only,
                 })

@@ -3,24 +3,31 @@
 //! background task.
 
 use super::error::LogError;
-use super::segment::{parse_segment_file_name, segment_file_name, Segment};
+use super::segment::{parse_segment_file_name, release_from, segment_file_name, Segment};
 use super::storage::Storage;
 use super::Log;
+use crate::limits::SEGMENT_HEADER_BYTES;
+use std::fs::File;
 use std::path::PathBuf;
 
-/// Segments detached from the log, whose files are still to be removed.
+/// Segments detached from the log, whose files are still to be removed, and segments still in the
+/// log whose records' memory is to be given back (a log in memory: see [`Log::detach_retired`]).
 pub struct Retired {
     segments: Vec<Segment>,
     dir: PathBuf,
+    /// Each such segment's file (a copy of its descriptor) and size.
+    released: Vec<(File, u64)>,
 }
 
 impl Retired {
+    /// Segments removed or given back.
     pub fn segment_count(&self) -> usize {
-        self.segments.len()
+        self.segments.len() + self.released.len()
     }
 
     pub fn bytes(&self) -> u64 {
-        self.segments.iter().map(Segment::size).sum()
+        self.segments.iter().map(Segment::size).sum::<u64>()
+            + self.released.iter().map(|(_, size)| size).sum::<u64>()
     }
 
     /// Unmaps and removes the files, oldest first, then makes their removal durable. The files left
@@ -28,6 +35,9 @@ impl Retired {
     /// the log) go first: a segment file is removed only once every older one is gone, so what is
     /// on disk stays contiguous and the next open does not find a gap. A failed removal stops there.
     pub fn remove_files(self, storage: &dyn Storage) -> Result<(), LogError> {
+        for (file, size) in &self.released {
+            release_from(file, SEGMENT_HEADER_BYTES as u64, *size);
+        }
         let Some(keep_from) = self.segments.last().map(Segment::end) else {
             return Ok(());
         };
@@ -57,7 +67,10 @@ impl Retired {
 impl Log {
     /// Detaches every segment but the active one whose records are all older than `cutoff_ms`
     /// (`None`: no age rule), then the oldest ones while the log is larger than `max_bytes`
-    /// (`None`: no size rule), and drops the index entries pointing into them.
+    /// (`None`: no size rule), and drops the index entries pointing into them. A log that reclaims
+    /// (in memory) also detaches the oldest segments no index entry points into (their records
+    /// belong to deleted LMQs), and gives back the records' memory of such segments further on,
+    /// which must keep their place until every older one has gone.
     pub fn detach_retired(
         &mut self,
         cutoff_ms: Option<u64>,
@@ -104,9 +117,25 @@ impl Log {
                 self.queues.drop_below(first.base());
             }
         }
+        let mut released = Vec::new();
+        if self.reclaim {
+            while self.segments.len() > 1 && self.segments.front().is_some_and(|s| s.entries == 0) {
+                detached.extend(self.segments.pop_front());
+            }
+            let older = self.segments.len().saturating_sub(1);
+            for segment in self.segments.iter_mut().take(older) {
+                if segment.entries == 0 && !segment.released {
+                    let file = segment
+                        .release_records()
+                        .map_err(|e| LogError::io("giving back a segment's memory", &e))?;
+                    released.push((file, segment.size()));
+                }
+            }
+        }
         Ok(Retired {
             segments: detached,
             dir: self.segments_dir.clone(),
+            released,
         })
     }
 }

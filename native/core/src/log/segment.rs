@@ -100,6 +100,11 @@ pub struct Segment {
     pub last_store_ms: u64,
     /// Records end here: an end marker was written, or less than 4 bytes are left.
     pub complete: bool,
+    /// Index entries pointing into the segment, counted in a log that reclaims segments (`Log`'s
+    /// `reclaim`; 0 and unused elsewhere).
+    pub entries: u64,
+    /// Its records' memory was given back ([`Segment::release_records`]): no entry points into it.
+    pub released: bool,
 }
 
 impl Segment {
@@ -161,6 +166,8 @@ impl Segment {
             written: SEGMENT_HEADER_BYTES as u64,
             last_store_ms: 0,
             complete: false,
+            entries: 0,
+            released: false,
         }
     }
 
@@ -181,31 +188,17 @@ impl Segment {
     /// its size and still reads as zeros there, as docs/FORMAT.md requires. Best effort: a file
     /// system without holes keeps the zeros.
     pub fn release_tail(&self) {
-        #[cfg(target_os = "linux")]
-        {
-            use std::os::unix::io::AsRawFd;
-            const PAGE_BYTES: u64 = 4096;
-            let from = self.written.div_ceil(PAGE_BYTES) * PAGE_BYTES;
-            let (Ok(offset), Ok(len)) = (
-                libc::off_t::try_from(from),
-                libc::off_t::try_from(self.size().saturating_sub(from)),
-            ) else {
-                return;
-            };
-            if len > 0 {
-                // SAFETY: fallocate reads no memory of ours. The range holds no record (it starts
-                // after `written`, rounded up to a page), and the pages it drops from the mapping
-                // read back as zeros.
-                unsafe {
-                    libc::fallocate(
-                        self.file.as_raw_fd(),
-                        libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                        offset,
-                        len,
-                    );
-                }
-            }
-        }
+        release_from(&self.file, self.written, self.size());
+    }
+
+    /// Gives back the pages of every record of a segment no index entry points into any more (a
+    /// log in memory: the records of deleted LMQs), as [`Segment::release_tail`] does past them;
+    /// they read as zeros afterwards. Its file, mapping and place in the log stay. Returns the
+    /// file to punch with [`release_from`] (a copy of its descriptor), so the caller may do it
+    /// without the log's lock.
+    pub fn release_records(&mut self) -> io::Result<File> {
+        self.released = true;
+        self.file.try_clone()
     }
 
     pub fn base(&self) -> u64 {
@@ -248,4 +241,37 @@ impl Segment {
         self.written += bytes.len() as u64;
         Ok(())
     }
+}
+
+/// Punches out (`FALLOC_FL_PUNCH_HOLE`) the pages of a segment's `file` from `from`, rounded up to
+/// a page, to `size`: their memory and blocks go back to the system, the file keeps its size and
+/// reads as zeros there. Best effort: a file system without holes keeps the bytes. The caller
+/// guarantees that nothing reads the range as records any more.
+pub fn release_from(file: &File, from: u64, size: u64) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::io::AsRawFd;
+        const PAGE_BYTES: u64 = 4096;
+        let from = from.div_ceil(PAGE_BYTES) * PAGE_BYTES;
+        let (Ok(offset), Ok(len)) = (
+            libc::off_t::try_from(from),
+            libc::off_t::try_from(size.saturating_sub(from)),
+        ) else {
+            return;
+        };
+        if len > 0 {
+            // SAFETY: fallocate reads no memory of ours. The range holds nothing any reader reaches
+            // (the caller's guarantee), and the pages it drops from mappings read back as zeros.
+            unsafe {
+                libc::fallocate(
+                    file.as_raw_fd(),
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    offset,
+                    len,
+                );
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (file, from, size);
 }

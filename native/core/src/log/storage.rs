@@ -10,6 +10,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 pub trait Storage: Send + Sync {
+    /// Whether its files are out of every other process's reach (`MemoryStorage`): a log on it
+    /// takes no lock on its directory.
+    fn private(&self) -> bool {
+        false
+    }
     fn create_dir_all(&self, path: &Path) -> io::Result<()>;
     /// Creates a file that must not exist yet, for reading and writing.
     fn create_new(&self, path: &Path) -> io::Result<File>;

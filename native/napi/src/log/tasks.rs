@@ -6,7 +6,7 @@
 use super::{js_error, Handle};
 use crate::guard::{guard, panic_point};
 use litetopic_core::limits::MAX_SEGMENT_BYTES;
-use litetopic_core::log::{LogHandle, LogOptions, RealStorage, Retired};
+use litetopic_core::log::{LogHandle, LogOptions, MemoryStorage, RealStorage, Retired, Storage};
 use napi::bindgen_prelude::{AsyncTask, External, ToNapiValue, TypeName};
 use napi::{sys, Env, Result, Task, ValueType};
 use napi_derive::napi;
@@ -37,6 +37,7 @@ impl ToNapiValue for OpenedLog {
 pub struct LogOpenTask {
     dir: PathBuf,
     options: LogOptions,
+    memory: bool,
 }
 
 impl Task for LogOpenTask {
@@ -46,7 +47,12 @@ impl Task for LogOpenTask {
     fn compute(&mut self) -> Result<LogHandle> {
         guard(None, || {
             panic_point("open");
-            LogHandle::open(&self.dir, self.options, Arc::new(RealStorage))
+            let storage: Arc<dyn Storage> = if self.memory {
+                Arc::new(MemoryStorage::new())
+            } else {
+                Arc::new(RealStorage)
+            };
+            LogHandle::open(&self.dir, self.options, storage)
         })
         .map_err(js_error)
     }
@@ -66,15 +72,49 @@ pub fn log_open(
     read_only: bool,
     repair: bool,
 ) -> AsyncTask<LogOpenTask> {
+    open_task(
+        PathBuf::from(dir),
+        segment_bytes,
+        now_ms,
+        read_only,
+        repair,
+        false,
+    )
+}
+
+/// Opens a new, empty log whose files live in anonymous memory (`MemoryStorage`): no directory, no
+/// lock, nothing durable, everything freed when it closes or the process ends.
+#[napi(catch_unwind, ts_return_type = "Promise<ExternalObject<'Log'>>")]
+pub fn log_open_memory(segment_bytes: f64, now_ms: f64) -> AsyncTask<LogOpenTask> {
+    // The path only names the files inside the storage.
+    open_task(
+        PathBuf::from("/memory"),
+        segment_bytes,
+        now_ms,
+        false,
+        false,
+        true,
+    )
+}
+
+fn open_task(
+    dir: PathBuf,
+    segment_bytes: f64,
+    now_ms: f64,
+    read_only: bool,
+    repair: bool,
+    memory: bool,
+) -> AsyncTask<LogOpenTask> {
     let segment_bytes = segment_bytes.clamp(0.0, MAX_SEGMENT_BYTES as f64 * 2.0) as u64;
     AsyncTask::new(LogOpenTask {
-        dir: PathBuf::from(dir),
+        dir,
         options: LogOptions {
             segment_bytes,
             now_ms: now_ms as u64,
             read_only,
             repair,
         },
+        memory,
     })
 }
 

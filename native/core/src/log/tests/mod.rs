@@ -5,6 +5,7 @@ mod checkpoint;
 mod durability;
 mod faults;
 mod fuzz;
+mod memory;
 mod model;
 mod power;
 mod power_model;
