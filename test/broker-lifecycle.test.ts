@@ -3,7 +3,7 @@
  * sessions and admin queries. Each on every engine, on a manual clock (`tick()` runs the
  * maintenance timer and session checks; `runMaintenance()` waits for the pass to finish).
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { REVIVE_SLICE } from '../ts/broker/lifecycle.js';
 import type { TopicProgress } from '../ts/broker/progress.js';
 import { NO_WAKE } from '../ts/broker/wakes.js';
@@ -46,6 +46,43 @@ describe.each(ENGINES)('%s engine', (engine) => {
       await broker.runMaintenance();
       expect(broker.admin.topicInfo('agents').liteTopics).toBe(0);
       expect(keptLite(broker).size).toBe(0);
+    });
+
+    it('without a directory, gives back what expired lite topics held while others keep theirs', async () => {
+      const t = await openBroker(engine, { sessionTimeoutMs: 0, segmentBytes: 4096 });
+      const { broker } = t;
+      broker.createTopic('agents', { liteTopicExpirationMs: 10_000 });
+      const big = 'x'.repeat(400);
+      const send = (liteTopic: string, from: number, count: number) =>
+        broker.sendBatch(
+          'agents',
+          Array.from({ length: count }, (_, i) => ({ liteTopic, body: `${from + i}|${big}` })),
+        );
+      // `old` fills segments alone, then shares one with `kept`, then fills more alone.
+      await send('old', 0, 40);
+      await send('kept', 0, 2);
+      await send('old', 40, 40);
+      t.advance(6000);
+      await send('kept', 2, 20);
+      const before = broker.admin.brokerInfo();
+      t.advance(4000); // old: idle 10 s, expired; kept: 4 s
+      await broker.runMaintenance();
+      expect(broker.admin.liteTopicInfo('agents', 'old')).toBeNull();
+      if (engine === 'native') {
+        // The native engine keeps messages in a log in memory: the segments of `old` alone go (off
+        // the event loop, after the deletion).
+        expect(before.storageFiles).toBeGreaterThan(10);
+        await vi.waitFor(() => expect(broker.admin.brokerInfo().storageFiles).toBeLessThan(before.storageFiles));
+      } else {
+        // The js engine's memory store drops the lite topic's messages with it: no files either way.
+        expect([before.storageFiles, broker.admin.brokerInfo().storageFiles]).toEqual([0, 0]);
+      }
+      broker.createGroup('g', { bindTopic: 'agents' });
+      const c = broker.consumer({ group: 'g', clientId: 'c' });
+      await c.subscribe(['kept'], { offset: { policy: 'min' } });
+      const seen = await drain(c);
+      expect(seen.map((body) => Number(body.split('|')[0]))).toEqual(Array.from({ length: 22 }, (_, i) => i));
+      expect(seen.every((body) => body.endsWith(big))).toBe(true);
     });
 
     it('deletes expired LMQs through the store in batches with deleteLmqs', async () => {

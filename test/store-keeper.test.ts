@@ -2,15 +2,20 @@
  * The broker's message stores with the caller's per-LMQ keeper (ts/broker/store.ts `LmqKeeper`): a
  * keeper only spares the store a lookup, so every store answers the same with it as without it, after
  * the LMQ is deleted and started again, when the keeper is handed another LMQ's name, and when it
- * comes from another store. The memory store and the commit log on each engine.
+ * comes from another store. The memory store, the commit log on each engine, and what each engine
+ * stores in without a directory (the native log in memory, the js engine's memory store).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { type LmqKeeper, type MemoryStore, type MessageStore, openStore } from '../ts/broker/store.js';
+import { type LmqKeeper, MemoryStore, type MessageStore, openStore } from '../ts/broker/store.js';
 import { ClosedError, type StoredMessage } from '../ts/index.js';
 import { ManualClock, tempDir } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
 
-const KINDS = ['memory', ...ENGINES.map((engine) => `${engine} log` as const)] as const;
+const KINDS = [
+  'memory',
+  ...ENGINES.map((engine) => `${engine} log` as const),
+  ...ENGINES.map((engine) => `${engine} without a directory` as const),
+] as const;
 
 const opened: MessageStore[] = [];
 afterEach(async () => {
@@ -19,10 +24,11 @@ afterEach(async () => {
 
 async function open(kind: (typeof KINDS)[number]): Promise<MessageStore> {
   const clock = new ManualClock();
+  const engine = kind.startsWith('native') ? 'native' : 'js';
   const store =
     kind === 'memory'
-      ? await openStore(undefined, { clock })
-      : await openStore(tempDir(), { clock, engine: kind === 'native log' ? 'native' : 'js' });
+      ? new MemoryStore(clock)
+      : await openStore(kind.endsWith(' log') ? tempDir() : undefined, { clock, engine });
   opened.push(store);
   return store;
 }

@@ -254,6 +254,11 @@ export interface CommitLogStats extends LogCoreStats {
 
 export const DEFAULT_FLUSH_INTERVAL_MS = 200;
 export const DEFAULT_CHECKPOINT_BYTES = 64 * 1024 * 1024;
+/**
+ * Segments of a log in memory: smaller than on disk, so a segment whose messages are no longer
+ * needed gives its memory back sooner.
+ */
+const DEFAULT_MEMORY_SEGMENT_BYTES = 64 * 1024 * 1024;
 const DEFAULT_LIST_LIMIT = 1000;
 /** Bounds of the buffer kept for encoding appends: small batches share one of the minimum size. */
 const MIN_SCRATCH_BYTES = 64 * 1024;
@@ -298,6 +303,44 @@ function checkRead(lmq: unknown, fromOffset: unknown, maxNum: unknown, keeper?: 
   };
 }
 
+/** `CommitLogOptions` checked, with their defaults; `memory` for a log in anonymous memory. */
+type ResolvedOptions = Required<Omit<CommitLogOptions, 'engine'>> & { memory: boolean };
+
+function resolveOptions(options: CommitLogOptions): ResolvedOptions {
+  if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options must be an object');
+  const flush = options.flush ?? 'async';
+  if (flush !== 'async' && flush !== 'sync') {
+    throw new InvalidArgumentError(`flush must be "async" or "sync" (got ${String(flush)})`, { value: flush });
+  }
+  const resolved = {
+    segmentBytes: integerOption(
+      options.segmentBytes,
+      'segmentBytes',
+      MIN_SEGMENT_BYTES,
+      MAX_SEGMENT_BYTES,
+      DEFAULT_SEGMENT_BYTES,
+    ),
+    flush,
+    flushIntervalMs: integerOption(options.flushIntervalMs, 'flushIntervalMs', 1, 60_000, DEFAULT_FLUSH_INTERVAL_MS),
+    checkpointBytes: integerOption(
+      options.checkpointBytes,
+      'checkpointBytes',
+      0,
+      Number.MAX_SAFE_INTEGER,
+      DEFAULT_CHECKPOINT_BYTES,
+    ),
+    clock: options.clock ?? systemClock,
+    readOnly: booleanOption(options.readOnly, 'readOnly'),
+    repair: booleanOption(options.repair, 'repair'),
+    memory: false,
+  } as const;
+  if (typeof resolved.clock?.now !== 'function') throw new InvalidArgumentError('clock must have a now() method');
+  if (resolved.readOnly && resolved.repair) {
+    throw new InvalidArgumentError('a read-only open cannot repair: repair writes', { value: options });
+  }
+  return resolved;
+}
+
 export class CommitLog {
   private closed = false;
   private closing: Promise<void> | undefined;
@@ -309,6 +352,9 @@ export class CommitLog {
   private nextSync: Promise<number> | undefined;
   private preparing: Promise<void> | undefined;
   private checkpointing: Promise<void> | undefined;
+  /** A log in memory giving back the segments of deleted LMQs (see `reclaim`), and whether again after. */
+  private reclaiming: Promise<void> | undefined;
+  private reclaimAgain = false;
   /**
    * A sync ended and the microtasks it released have not all run yet (cleared by `process.nextTick`):
    * an append written now is one of those its waiters' callers issue in turn (see `durable`).
@@ -333,13 +379,13 @@ export class CommitLog {
   private constructor(
     private readonly core: LogCore,
     readonly engine: EngineName,
-    private readonly options: Required<Omit<CommitLogOptions, 'engine'>>,
+    private readonly options: ResolvedOptions,
   ) {
     this.durablePosition = core.stats().durablePosition;
     this.maxRecordBytes = options.segmentBytes - SEGMENT_HEADER_BYTES;
     // A read-only log writes nothing: no flushes, no spare segment, no checkpoint.
     if (options.readOnly) return;
-    if (options.flush === 'async') {
+    if (options.flush === 'async' && !options.memory) {
       this.timer = setInterval(() => this.backgroundFlush(), options.flushIntervalMs);
       this.timer.unref();
     }
@@ -349,36 +395,7 @@ export class CommitLog {
   /** Opens (creating if needed), locks and recovers the log in `dir`. */
   static async open(dir: string, options: CommitLogOptions = {}): Promise<CommitLog> {
     requireString(dir, 'dir');
-    if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options must be an object');
-    const flush = options.flush ?? 'async';
-    if (flush !== 'async' && flush !== 'sync') {
-      throw new InvalidArgumentError(`flush must be "async" or "sync" (got ${String(flush)})`, { value: flush });
-    }
-    const resolved = {
-      segmentBytes: integerOption(
-        options.segmentBytes,
-        'segmentBytes',
-        MIN_SEGMENT_BYTES,
-        MAX_SEGMENT_BYTES,
-        DEFAULT_SEGMENT_BYTES,
-      ),
-      flush,
-      flushIntervalMs: integerOption(options.flushIntervalMs, 'flushIntervalMs', 1, 60_000, DEFAULT_FLUSH_INTERVAL_MS),
-      checkpointBytes: integerOption(
-        options.checkpointBytes,
-        'checkpointBytes',
-        0,
-        Number.MAX_SAFE_INTEGER,
-        DEFAULT_CHECKPOINT_BYTES,
-      ),
-      clock: options.clock ?? systemClock,
-      readOnly: booleanOption(options.readOnly, 'readOnly'),
-      repair: booleanOption(options.repair, 'repair'),
-    } as const;
-    if (typeof resolved.clock?.now !== 'function') throw new InvalidArgumentError('clock must have a now() method');
-    if (resolved.readOnly && resolved.repair) {
-      throw new InvalidArgumentError('a read-only open cannot repair: repair writes', { value: options });
-    }
+    const resolved = resolveOptions(options);
     const engine = getEngine(options.engine);
     const core = await engine.openLog(dir, {
       segmentBytes: resolved.segmentBytes,
@@ -386,6 +403,27 @@ export class CommitLog {
       readOnly: resolved.readOnly,
       repair: resolved.repair,
     });
+    return new CommitLog(core, engine.name, resolved);
+  }
+
+  /**
+   * A new, empty log in anonymous memory on an engine that has one (`Engine.openMemoryLog`), else
+   * undefined: no directory, no lock, no flushes or checkpoints, nothing kept after `close` or the
+   * process. What the broker stores messages in without a directory on such an engine.
+   */
+  static async openInMemory(options: {
+    engine?: EngineName | undefined;
+    clock?: Clock | undefined;
+    segmentBytes?: number | undefined;
+  }): Promise<CommitLog | undefined> {
+    const resolved: ResolvedOptions = {
+      ...resolveOptions({ clock: options.clock, segmentBytes: options.segmentBytes ?? DEFAULT_MEMORY_SEGMENT_BYTES }),
+      checkpointBytes: 0,
+      memory: true,
+    };
+    const engine = getEngine(options.engine);
+    if (engine.openMemoryLog === undefined) return undefined;
+    const core = await engine.openMemoryLog({ segmentBytes: resolved.segmentBytes, nowMs: resolved.clock.now() });
     return new CommitLog(core, engine.name, resolved);
   }
 
@@ -533,7 +571,34 @@ export class CommitLog {
       await this.write(this.encodedWrite(encodeDeletions(doomed.slice(at, at + MAX_APPEND_RECORDS), now)), now);
     }
     if (this.options.flush === 'sync') await this.durable(this.core.writePosition);
+    if (this.options.memory) this.reclaim();
     return existed;
+  }
+
+  /**
+   * In a log in memory, gives back the memory of segments whose messages all belong to deleted LMQs
+   * (the engine's retention without rules does that there), off the event loop, after the deletions
+   * that may have made some: the messages of expired lite topics do not stay in memory while newer
+   * ones are still there.
+   */
+  private reclaim(): void {
+    if (this.reclaiming !== undefined) {
+      this.reclaimAgain = true;
+      return;
+    }
+    this.reclaiming = this.core
+      .retain(-1, -1)
+      .then(
+        () => undefined,
+        (error: unknown) => this.failedInBackground(error, 'reclaim'),
+      )
+      .finally(() => {
+        this.reclaiming = undefined;
+        if (this.reclaimAgain && !this.closed) {
+          this.reclaimAgain = false;
+          this.reclaim();
+        }
+      });
   }
 
   /** Up to `maxNum` messages of `lmq` from `fromOffset` (or its minimum, if later), in offset order. */
@@ -723,8 +788,10 @@ export class CommitLog {
         settle(() => Promise.all(this.syncs.map((sync) => sync.work))),
         settle(() => this.preparing),
         settle(() => this.checkpointing),
+        settle(() => this.reclaiming),
       ]);
-      await this.core.checkpoint(this.now());
+      // Nothing opens a log in memory again: a checkpoint would be for nobody.
+      if (!this.options.memory) await this.core.checkpoint(this.now());
     } finally {
       // Whatever failed above, the files, mappings and the lock are released.
       await this.core.close();
@@ -829,7 +896,7 @@ export class CommitLog {
   }
 
   private runCheckpoint(): Promise<void> {
-    if (this.checkpointing === undefined) {
+    if (this.checkpointing === undefined && !this.options.memory) {
       this.bytesSinceCheckpoint = 0;
       const work: Promise<void> = this.core.checkpoint(this.now()).finally(() => {
         if (this.checkpointing !== work) return;
@@ -838,7 +905,7 @@ export class CommitLog {
       });
       this.checkpointing = work;
     }
-    return this.checkpointing;
+    return this.checkpointing ?? Promise.resolve();
   }
 
   /**

@@ -79,7 +79,10 @@ export interface BrokerOptions {
   engine?: EngineName;
   /** Commit-log flush mode with a directory: `async` (default) or `sync`. */
   flush?: 'async' | 'sync';
-  /** Commit-log segment size with a directory (docs/FORMAT.md); default 256 MiB. */
+  /**
+   * Commit-log segment size (docs/FORMAT.md); default 256 MiB, and 64 MiB for the log in memory the
+   * native engine keeps messages in without a directory.
+   */
   segmentBytes?: number;
   /** Source of time; a manual clock makes the broker's timers run on `tick()` only. */
   clock?: Clock;

@@ -240,7 +240,10 @@ export class MemoryStore implements MessageStore {
   }
 }
 
-/** A `CommitLog` in `<dir>/log`, or a `MemoryStore` without a directory. */
+/**
+ * A `CommitLog` in `<dir>/log`. Without a directory, a `CommitLog` in anonymous memory on an engine
+ * that has one (native), else a `MemoryStore`.
+ */
 export async function openStore(
   dir: string | undefined,
   options: {
@@ -252,7 +255,11 @@ export async function openStore(
     repair?: boolean;
   },
 ): Promise<MessageStore> {
-  if (dir === undefined) return new MemoryStore(options.clock);
+  if (dir === undefined) {
+    const { engine, clock, segmentBytes } = options;
+    const log = await CommitLog.openInMemory({ engine, clock, segmentBytes });
+    return log ?? new MemoryStore(options.clock);
+  }
   const { segmentBytes, ...rest } = options;
   return CommitLog.open(join(dir, 'log'), segmentBytes === undefined ? rest : { ...rest, segmentBytes });
 }

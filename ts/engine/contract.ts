@@ -311,6 +311,12 @@ export interface Engine {
   readonly name: EngineName;
   /** Opens (creating if needed), locks and recovers the commit log in `dir`. */
   openLog(dir: string, options: LogOpenOptions): Promise<LogCore>;
+  /**
+   * Opens a new, empty commit log whose segments live in anonymous memory: no directory, no lock,
+   * nothing durable, everything freed when it closes or the process ends. Engines without one leave
+   * it out.
+   */
+  openMemoryLog?(options: { segmentBytes: number; nowMs: number }): Promise<LogCore>;
   validatePattern(pattern: string, dialect: DialectName): Violation | null;
   validateLiteTopic(name: string, maxBytes: number): Violation | null;
   /** Compiles a pattern already known to be valid. */

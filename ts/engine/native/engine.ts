@@ -6,7 +6,7 @@
 import { DIALECTS } from '../../common/dialect.js';
 import type { Engine } from '../contract.js';
 import type { NativeBinding } from './binding.js';
-import { openNativeLog, toTypedError } from './log.js';
+import { openNativeLog, openNativeMemoryLog, toTypedError } from './log.js';
 import { nativeCompile, nativeExpand, toViolation } from './pattern.js';
 import { NativePatternIndexAdapter } from './pattern-index.js';
 import { NativeTopicTrieAdapter } from './trie.js';
@@ -15,6 +15,7 @@ export function createNativeEngine(binding: NativeBinding): Engine {
   return {
     name: 'native',
     openLog: (dir, options) => openNativeLog(binding, dir, options),
+    openMemoryLog: (options) => openNativeMemoryLog(binding, options),
     validatePattern: (pattern, dialect) => {
       try {
         return toViolation(binding.validatePattern(pattern, DIALECTS[dialect].id));

@@ -103,6 +103,14 @@ export async function openNativeLog(binding: NativeBinding, dir: string, options
   return new NativeLogAdapter(binding, handle);
 }
 
+export async function openNativeMemoryLog(
+  binding: NativeBinding,
+  options: { segmentBytes: number; nowMs: number },
+): Promise<LogCore> {
+  const handle = await typedAsync(() => binding.logOpenMemory(options.segmentBytes, options.nowMs));
+  return new NativeLogAdapter(binding, handle);
+}
+
 /**
  * LMQ names the adapter keeps handles for (see `NativeLogAdapter.lmqHandles`): past this, it forgets
  * them all, in the log too, and registers names again as batches and reads name them, so a workload
