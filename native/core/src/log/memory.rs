@@ -1,10 +1,12 @@
 //! A [`Storage`] whose files live in anonymous memory: a log opened on it is a log "in memory", with
-//! the same records, offsets, reads and limits as one on disk, its segments mapped as usual, and
-//! nothing on any file system. On Linux each file is a `memfd` (anonymous shared memory, freed when
-//! the last descriptor and mapping go: at close, or when the process dies, however it dies);
-//! elsewhere a file created in the temporary directory and unlinked at once, which the kernel frees
-//! the same way. Paths name entries of a table private to the storage, so no other process can reach
-//! the files: a log on it takes no lock, and a sync has nothing to make durable.
+//! the same records, offsets, reads and limits as one on disk, its segments mapped as usual. On
+//! Linux each file is a `memfd` (anonymous shared memory, on no file system, freed when the last
+//! descriptor and mapping go: at close, or when the process dies, however it dies); elsewhere, or
+//! where a sandbox refuses `memfd_create`, a file created in the temporary directory and unlinked
+//! at once (no name, so nobody else opens it, and the kernel frees it the same way; its pages may
+//! be written back to that file system's device under memory pressure). Paths name entries of a
+//! table private to the storage, so no other process can reach the files: a log on it takes no
+//! lock, and a sync has nothing to make durable.
 
 use super::storage::Storage;
 use memmap2::MmapRaw;
@@ -40,7 +42,8 @@ impl MemoryStorage {
     }
 }
 
-/// A new empty file in anonymous memory.
+/// A new empty file in anonymous memory: a `memfd` where the kernel allows one, else
+/// [`unlinked_file`].
 #[cfg(any(target_os = "linux", target_os = "android"))]
 fn anonymous_file() -> io::Result<File> {
     use std::os::fd::FromRawFd;
@@ -54,19 +57,27 @@ fn anonymous_file() -> io::Result<File> {
             libc::MFD_CLOEXEC,
         )
     };
-    let Ok(fd) = i32::try_from(fd) else {
-        return Err(io::Error::other("memfd_create returned an invalid descriptor"));
-    };
     if fd < 0 {
-        return Err(io::Error::last_os_error());
+        let error = io::Error::last_os_error();
+        // A kernel without the call, or a sandbox that refuses it.
+        return match error.raw_os_error() {
+            Some(libc::ENOSYS | libc::EPERM | libc::EACCES) => unlinked_file(),
+            _ => Err(error),
+        };
     }
+    let fd = i32::try_from(fd).map_err(|_| io::Error::other("memfd_create gave no descriptor"))?;
     // SAFETY: the descriptor is new and owned by nobody else, so the `File` may own it.
     Ok(unsafe { File::from_raw_fd(fd) })
 }
 
-/// A new empty file in anonymous memory: created in the temporary directory and unlinked at once.
 #[cfg(not(any(target_os = "linux", target_os = "android")))]
 fn anonymous_file() -> io::Result<File> {
+    unlinked_file()
+}
+
+/// A new empty file created in the temporary directory and unlinked at once: no other process can
+/// open it, and the kernel frees it with its last descriptor and mapping.
+fn unlinked_file() -> io::Result<File> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     loop {
@@ -177,5 +188,28 @@ impl Storage for MemoryStorage {
 
     fn sync_dir(&self, _dir: &Path) -> io::Result<()> {
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn both_kinds_of_anonymous_file_have_no_name_and_keep_what_is_written() {
+        for file in [anonymous_file(), unlinked_file()] {
+            let file = file.expect("file");
+            assert_eq!(
+                file.metadata().expect("metadata").nlink(),
+                0,
+                "no name in any directory"
+            );
+            file.set_len(8192).expect("size");
+            file.write_all_at(b"kept", 4096).expect("write");
+            let mut back = [0; 4];
+            file.read_exact_at(&mut back, 4096).expect("read");
+            assert_eq!(&back, b"kept");
+        }
     }
 }
