@@ -20,6 +20,7 @@
 //! every list.
 
 use super::edits::{push_piece, Entry, KeyMap, Piece};
+use super::pending::PendingEdit;
 use super::plan::{Plan, PLAN_LIST_END, PLAN_LIST_START};
 use super::{Links, Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
@@ -36,16 +37,22 @@ pub(super) const LISTED: u32 = 1 << 28;
 /// `Node::kept` below the flags: the node's key in its parent's key map.
 pub(super) const KEY_BITS: u32 = LISTED - 1;
 
-/// One kept list, and whether a plan handed it to the caller (which then holds a copy).
+/// One kept list, whether a plan handed it to the caller (which then holds a copy), and its edits
+/// since it was laid down while it keeps them (pending.rs).
 #[derive(Debug, Default)]
 pub(super) struct KeptList {
     pub(super) ids: Vec<u32>,
     pub(super) mirrored: bool,
+    pub(super) pending: Option<Vec<PendingEdit>>,
 }
 
 impl KeptList {
     pub(super) fn approximate_bytes(&self) -> usize {
         self.ids.capacity() * 4
+            + self
+                .pending
+                .as_ref()
+                .map_or(0, |p| p.capacity() * std::mem::size_of::<PendingEdit>())
     }
 }
 
@@ -246,9 +253,11 @@ impl TopicTrie {
         if let Some(plan) = plan.as_deref_mut() {
             plan.ops.push(PLAN_LIST_END);
         }
+        self.drop_pending_above(top);
         self.lists[index as usize] = KeptList {
             ids,
             mirrored: plan.is_some(),
+            pending: Some(Vec::new()),
         };
         self.holders.insert(top, index);
         self.nodes[top as usize].kept |= KEPT;
@@ -322,7 +331,7 @@ impl TopicTrie {
     }
 
     /// The first of `node`'s children placed since its block was laid down (they follow the others).
-    fn first_new_child(&self, node: u32) -> u32 {
+    pub(super) fn first_new_child(&self, node: u32) -> u32 {
         let first = self.links[node as usize].first_child;
         if first == NONE {
             return NONE;
