@@ -268,7 +268,6 @@ impl TopicTrie {
 
     /// Starts laying down `node`, whose old block is at `old`: its frame and its own name.
     fn enter(&mut self, node: u32, (old_list, old_offset): (u32, u32), out: &mut Output) -> Frame {
-        self.flush(out);
         let start = out.len();
         let names = self.nodes[node as usize].names;
         let record = self.edits.remove(&node).filter(|_| old_list != NONE);
@@ -321,7 +320,14 @@ impl TopicTrie {
         }
         self.nodes[node as usize].kept &= !CHANGED;
         let id = self.nodes[node as usize].name;
-        if id != NONE {
+        // A name the old block starts with is copied with the run it continues (the parent's
+        // copy up to this block, the block's first child's): taken on its own, every changed
+        // node with a name would cut the runs in two, one more piece each for the plan's reader
+        // to copy and for its rope to join.
+        if frame.old_at == 1 && id != NONE && self.lists[old_list as usize].ids[old_offset as usize] == id {
+            frame.old_at = 0;
+        } else if id != NONE {
+            self.flush(out);
             out.ids.push(id);
             if let Some(plan) = out.plan.as_deref_mut() {
                 self.name_into_plan(plan, id, Some(&out.path));

@@ -217,7 +217,6 @@ function frameAt(depth: number): Frame {
  * and its own name.
  */
 function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: number, out: Output, frame: Frame): void {
-  out.flush();
   const record = oldList === NONE ? undefined : trie.edits.get(node);
   trie.edits.delete(node);
   const map = trie.keyMaps.get(node);
@@ -248,7 +247,9 @@ function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: numb
   }
   trie.changed[node] = (trie.changed[node] as number) & ~CHANGED;
   const id = trie.nodeName[node] as number;
-  if (id !== NONE) out.name(id, trie.nodeText[node] as string);
+  // A name the old block starts with is copied with the run it continues (see the Rust `enter`).
+  if (frame.oldAt === 1 && id !== NONE && (trie.keptLists[oldList] as KeptList).ids[oldOffset] === id) frame.oldAt = 0;
+  else if (id !== NONE) out.name(id, trie.nodeText[node] as string);
 }
 
 /** The first of `node`'s children placed since its block was laid down (they follow the others). */
