@@ -168,4 +168,22 @@ describe.each(ENGINES)('%s engine: changed subtrees below a kept list', (engine)
     expect(trie.expand('t__**')).toEqual(t);
     expect(trie.expand('**')).toEqual([...t, 'u__x']);
   });
+
+  it('come out in walk order past the edits a large list keeps', () => {
+    const trie = new TopicTrie({ engine });
+    const model = new OrderModel();
+    const names = Array.from({ length: 40_000 }, (_, i) => `t__a__s${i % 200}__x${Math.floor(i / 200)}`);
+    trie.addMany(names, undefined, { order: 'given' });
+    for (const name of names) model.add(name);
+    expect(trie.expand('t__**')).toEqual(model.below('t'));
+    // More edits than any list keeps, checked on the way past them.
+    for (let y = 0; y < 4200; y++) {
+      const name = `t__a__s${y % 200}__y${y}`;
+      trie.add(name);
+      model.add(name);
+      if (y % 1000 === 999 || y > 4090) expect(trie.expand('t__a__s7__**')).toEqual(model.below('t__a__s7'));
+    }
+    expect(trie.expand('t__a__**')).toEqual(model.below('t__a'));
+    expect(trie.expand('t__**')).toEqual(model.below('t'));
+  });
 });

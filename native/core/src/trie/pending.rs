@@ -21,8 +21,8 @@
 //! A removed name that an edit inserted takes that edit back. Edits are kept only while they are
 //! complete: a lay-down below the holder gives a node a list of its own, whose edits then go there,
 //! so it drops the edits of every list above it; and a list's edits go when they outnumber an eighth
-//! of its names (at least `MIN_PENDING_EDITS`), which bounds their memory by the list's and their
-//! merge by the copy (the next expand lays the subtree down as before).
+//! of its names (at least `MIN_PENDING_EDITS`, at most `MAX_PENDING_EDITS`), which bounds their
+//! memory by the list's and a merge's scan of them (the next expand lays the subtree down as before).
 
 use super::plan::Plan;
 use super::snapshot::{IN_PARENT, KEPT};
@@ -30,6 +30,9 @@ use super::{TopicTrie, NONE, ROOT};
 
 /// Edits a list keeps however short it is.
 const MIN_PENDING_EDITS: usize = 64;
+/// Edits a list keeps however long it is: a merge below it scans them all, so this bounds what a
+/// small subtree's merge pays for the edits elsewhere under a large list.
+pub(super) const MAX_PENDING_EDITS: usize = 4096;
 /// `PendingEdit::order` above the depth: the kind of edit, in the order a merge takes the edits
 /// at one position (new children of blocks ending there, then names of nodes starting there, then
 /// the old name lying there).
@@ -117,7 +120,7 @@ impl TopicTrie {
 
     fn push_pending(&mut self, list: u32, edit: PendingEdit) {
         let kept = &mut self.lists[list as usize];
-        let limit = MIN_PENDING_EDITS.max(kept.ids.len() / 8);
+        let limit = (kept.ids.len() / 8).clamp(MIN_PENDING_EDITS, MAX_PENDING_EDITS);
         match kept.pending.as_mut() {
             Some(pending) if pending.len() < limit => pending.push(edit),
             _ => kept.pending = None,

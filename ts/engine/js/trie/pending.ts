@@ -15,7 +15,7 @@
  * A removed name that an edit inserted takes that edit back. Edits are kept only while complete: a
  * change recorded in a list drops the edits of the lists above it, as does a lay-down below them,
  * and a list drops its edits once they outnumber an eighth of its names (at least
- * `MIN_PENDING_EDITS`).
+ * `MIN_PENDING_EDITS`, at most `MAX_PENDING_EDITS`: a merge scans them all).
  */
 import type { RopeBuilder } from '../../../common/name-rope.js';
 import { CHANGED, IN_PARENT } from './edits.js';
@@ -25,6 +25,8 @@ import { NONE, ROOT } from './walk.js';
 
 /** Edits a list keeps however short it is. */
 const MIN_PENDING_EDITS = 64;
+/** Edits a list keeps however long it is: a merge below it scans them all (see the Rust `MAX_PENDING_EDITS`). */
+const MAX_PENDING_EDITS = 4096;
 /** `PendingEdit.order` is `kind * KIND_STEP + depth`: the kinds in the order a merge takes them at one place. */
 const KIND_STEP = 2 ** 30;
 const NEW_CHILDREN = 0;
@@ -86,7 +88,7 @@ function pendingList(trie: JsTopicTrie, node: number): { list: KeptList; offset:
 }
 
 function pushPending(list: KeptList, edit: PendingEdit): void {
-  const limit = Math.max(MIN_PENDING_EDITS, list.ids.length >>> 3);
+  const limit = Math.min(MAX_PENDING_EDITS, Math.max(MIN_PENDING_EDITS, list.ids.length >>> 3));
   if (list.pending !== undefined && list.pending.length < limit) list.pending.push(edit);
   else list.pending = undefined;
 }

@@ -8,6 +8,7 @@ use super::PlanReader;
 use crate::dialect::Dialect;
 use crate::limits::MAX_LITE_TOPIC_BYTES;
 use crate::test_rng::Rng;
+use crate::trie::pending::MAX_PENDING_EDITS;
 use crate::trie::{TopicTrie, NONE};
 
 fn random_name(rng: &mut Rng) -> String {
@@ -181,4 +182,24 @@ fn edits_at_one_place_merge_in_walk_order() {
     for prefix in ["t__a__s1", "t__a", "t"] {
         assert!(check_subtree(&mut trie, &mut reader, prefix), "{prefix}: merged");
     }
+}
+
+/// However large a list, it keeps at most `MAX_PENDING_EDITS` edits: past them, a subtree below it
+/// is laid down, not merged (a merge scans them all).
+#[test]
+fn large_lists_keep_a_bounded_number_of_edits() {
+    let mut trie = TopicTrie::new(Dialect::Lite, MAX_LITE_TOPIC_BYTES);
+    let mut reader = PlanReader::default();
+    for s in 0..200 {
+        for x in 0..200 {
+            trie.add(&format!("t__a__s{s}__x{x}"), None).unwrap();
+        }
+    }
+    reader.expand(&mut trie, "t__**");
+    for y in 0..MAX_PENDING_EDITS {
+        trie.add(&format!("t__a__s{}__y{y}", y % 200), None).unwrap();
+    }
+    assert!(check_subtree(&mut trie, &mut reader, "t__a"), "as many edits as a list keeps");
+    trie.add("t__a__s0__z", None).unwrap();
+    assert!(!check_subtree(&mut trie, &mut reader, "t__a"), "one more");
 }
