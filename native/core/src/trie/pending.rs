@@ -19,10 +19,14 @@
 //!   are some (anchors whose blocks end at the same place come deepest first).
 //!
 //! A removed name that an edit inserted takes that edit back. Edits are kept only while they are
-//! complete: a lay-down below the holder gives a node a list of its own, whose edits then go there,
-//! so it drops the edits of every list above it; and a list's edits go when they outnumber an eighth
-//! of its names (at least `MIN_PENDING_EDITS`, at most `MAX_PENDING_EDITS`), which bounds their
-//! memory by the list's and a merge's scan of them (the next expand lays the subtree down as before).
+//! complete: a change is an edit of the nearest list above it only, so it drops the edits of the
+//! lists above that one; a lay-down below the holder gives a node a list of its own, whose edits
+//! then go there, so it drops the edits of every list above it; and a list's edits go when they
+//! outnumber an eighth of its names (at least `MIN_PENDING_EDITS`, at most `MAX_PENDING_EDITS`),
+//! which bounds their memory by the list's and a merge's scan of them (the next expand lays the
+//! subtree down as before). A merge takes at most an eighth of its subtree's names in edits (at
+//! least `MIN_PENDING_EDITS`); past that the subtree is laid down once rather than merged again at
+//! every expand until its holder is laid down.
 
 use super::plan::Plan;
 use super::snapshot::{IN_PARENT, KEPT};
