@@ -199,7 +199,10 @@ fn large_lists_keep_a_bounded_number_of_edits() {
     for y in 0..MAX_PENDING_EDITS {
         trie.add(&format!("t__a__s{}__y{y}", y % 200), None).unwrap();
     }
-    assert!(check_subtree(&mut trie, &mut reader, "t__a"), "as many edits as a list keeps");
+    assert!(
+        check_subtree(&mut trie, &mut reader, "t__a"),
+        "as many edits as a list keeps"
+    );
     trie.add("t__a__s0__z", None).unwrap();
     assert!(!check_subtree(&mut trie, &mut reader, "t__a"), "one more");
 }
