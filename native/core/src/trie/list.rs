@@ -97,7 +97,7 @@ impl TopicTrie {
         frames.push((self.sorted_children(node), 0));
     }
 
-    fn child(&self, node: u32, segment: &str) -> u32 {
+    pub(super) fn child(&self, node: u32, segment: &str) -> u32 {
         match self.segments.get(segment) {
             Some(id) => self.children.get(&self.links, &self.edge_keys, node, id),
             None => NONE,

@@ -10,8 +10,9 @@
 //! enough scattered nodes, walks lay the nodes out again in depth-first order, a step after each
 //! walk (compact.rs), so a subtree is read from consecutive memory. A trailing wildcard reads a kept list of the
 //! subtree's ids instead, laid down by the first walk that takes the subtree and, after changes,
-//! rebuilt from the old list and the changes recorded since (snapshot.rs, edits.rs). Each name's last activity is also kept in an ordered set for
-//! `idle_since`. See docs/TRIE.md.
+//! rebuilt from the old list and the changes recorded since (snapshot.rs, edits.rs); a changed
+//! subtree below a list's holder is merged from that list and the edits it kept (pending.rs).
+//! Each name's last activity is also kept in an ordered set for `idle_since`. See docs/TRIE.md.
 
 #[cfg(test)]
 mod tests;
@@ -23,6 +24,7 @@ mod fresh;
 mod idle;
 mod list;
 mod nodes;
+mod pending;
 mod plan;
 mod snapshot;
 mod walk;
@@ -177,6 +179,8 @@ pub struct TopicTrie {
     next_frontier: Vec<u32>,
     /// Scratch of the one-segment wildcard: the children of each node of a group (walk.rs).
     sibling_chains: Vec<Vec<u32>>,
+    /// Scratch of `expand_into`: the pieces of a merged block (pending.rs).
+    merged: Vec<pending::Merged>,
 }
 
 impl TopicTrie {
@@ -214,6 +218,7 @@ impl TopicTrie {
             frontier: Vec::new(),
             next_frontier: Vec::new(),
             sibling_chains: Vec::new(),
+            merged: Vec::new(),
         }
     }
 
@@ -259,6 +264,7 @@ impl TopicTrie {
         // Before the name and the counts change: a node laid down records them as they were.
         self.mark_changed(node);
         let id = self.allocate_name(node, timestamp);
+        self.note_added(node, id);
         self.idle.insert((timestamp, id));
         self.adjust_counts(node, true);
         self.names += 1;
@@ -278,7 +284,9 @@ impl TopicTrie {
     /// or `None` if it was not stored.
     pub fn remove_id(&mut self, name: &str) -> Option<u32> {
         let id = self.id_of(name)?;
-        self.mark_changed(self.name_nodes[id as usize]);
+        let node = self.name_nodes[id as usize];
+        self.mark_changed(node);
+        self.note_removed(node, id);
         self.idle.remove((self.last_active[id as usize], id));
         let node = self.free_name(id);
         self.adjust_counts(node, false);

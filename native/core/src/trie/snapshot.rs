@@ -20,6 +20,7 @@
 //! every list.
 
 use super::edits::{push_piece, Entry, KeyMap, Piece};
+use super::pending::PendingEdit;
 use super::plan::{Plan, PLAN_LIST_END, PLAN_LIST_START};
 use super::{Links, Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
@@ -36,16 +37,22 @@ pub(super) const LISTED: u32 = 1 << 28;
 /// `Node::kept` below the flags: the node's key in its parent's key map.
 pub(super) const KEY_BITS: u32 = LISTED - 1;
 
-/// One kept list, and whether a plan handed it to the caller (which then holds a copy).
+/// One kept list, whether a plan handed it to the caller (which then holds a copy), and its edits
+/// since it was laid down while it keeps them (pending.rs).
 #[derive(Debug, Default)]
 pub(super) struct KeptList {
     pub(super) ids: Vec<u32>,
     pub(super) mirrored: bool,
+    pub(super) pending: Option<Vec<PendingEdit>>,
 }
 
 impl KeptList {
     pub(super) fn approximate_bytes(&self) -> usize {
         self.ids.capacity() * 4
+            + self
+                .pending
+                .as_ref()
+                .map_or(0, |p| p.capacity() * std::mem::size_of::<PendingEdit>())
     }
 }
 
@@ -246,9 +253,11 @@ impl TopicTrie {
         if let Some(plan) = plan.as_deref_mut() {
             plan.ops.push(PLAN_LIST_END);
         }
+        self.drop_pending_above(top);
         self.lists[index as usize] = KeptList {
             ids,
             mirrored: plan.is_some(),
+            pending: Some(Vec::new()),
         };
         self.holders.insert(top, index);
         self.nodes[top as usize].kept |= KEPT;
@@ -259,7 +268,6 @@ impl TopicTrie {
 
     /// Starts laying down `node`, whose old block is at `old`: its frame and its own name.
     fn enter(&mut self, node: u32, (old_list, old_offset): (u32, u32), out: &mut Output) -> Frame {
-        self.flush(out);
         let start = out.len();
         let names = self.nodes[node as usize].names;
         let record = self.edits.remove(&node).filter(|_| old_list != NONE);
@@ -312,7 +320,14 @@ impl TopicTrie {
         }
         self.nodes[node as usize].kept &= !CHANGED;
         let id = self.nodes[node as usize].name;
-        if id != NONE {
+        // A name the old block starts with is copied with the run it continues (the parent's
+        // copy up to this block, the block's first child's): taken on its own, every changed
+        // node with a name would cut the runs in two, one more piece each for the plan's reader
+        // to copy and for its rope to join.
+        if frame.old_at == 1 && id != NONE && self.lists[old_list as usize].ids[old_offset as usize] == id {
+            frame.old_at = 0;
+        } else if id != NONE {
+            self.flush(out);
             out.ids.push(id);
             if let Some(plan) = out.plan.as_deref_mut() {
                 self.name_into_plan(plan, id, Some(&out.path));
@@ -322,7 +337,7 @@ impl TopicTrie {
     }
 
     /// The first of `node`'s children placed since its block was laid down (they follow the others).
-    fn first_new_child(&self, node: u32) -> u32 {
+    pub(super) fn first_new_child(&self, node: u32) -> u32 {
         let first = self.links[node as usize].first_child;
         if first == NONE {
             return NONE;

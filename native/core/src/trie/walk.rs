@@ -10,6 +10,7 @@
 //! walks identically, so both give the same order for the same history; callers should treat it as
 //! unspecified.
 
+use super::pending::Merged;
 use super::plan::{Plan, NAMES_BY_ID_MIN, PLAN_COPY};
 use super::{Links, Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
@@ -43,9 +44,24 @@ impl TopicTrie {
             match found {
                 Found::Name(id) => out.push(id),
                 Found::Block { node, skip } => {
-                    let (list, offset) = self.block_of(node, None);
-                    let count = self.nodes[node as usize].names - skip;
-                    out.extend_from_slice(self.list_ids(list, offset + skip, count));
+                    let mut merged = std::mem::take(&mut self.merged);
+                    if let Some(list) = self.merged_block(node, &mut merged) {
+                        let from = out.len();
+                        for piece in &merged {
+                            match *piece {
+                                Merged::Run { offset, count } => {
+                                    out.extend_from_slice(self.list_ids(list, offset, count))
+                                }
+                                Merged::Name(id) => out.push(id),
+                            }
+                        }
+                        out.drain(from..from + skip as usize);
+                    } else {
+                        let (list, offset) = self.block_of(node, None);
+                        let count = self.nodes[node as usize].names - skip;
+                        out.extend_from_slice(self.list_ids(list, offset + skip, count));
+                    }
+                    self.merged = merged;
                 }
             }
         }
@@ -76,12 +92,23 @@ impl TopicTrie {
         }
         // The lists first (laying down one block frees only lists inside its own subtree, so the
         // places found stay valid), then the answer, so that names' texts come in operation order.
+        // A changed block below a list the caller holds is merged from that list and its edits
+        // (pending.rs), as the answer's runs and names, nothing laid down.
         let mut places = Vec::with_capacity(found.len());
+        let mut merges = Vec::new();
         for item in &found {
             if let Found::Block { node, .. } = *item {
-                places.push(self.plan_block(node, plan));
+                let mut merged = Vec::new();
+                match self.merged_block(node, &mut merged) {
+                    Some(list) if self.lists[list as usize].mirrored => {
+                        places.push((list, NONE));
+                        merges.push(merged);
+                    }
+                    _ => places.push(self.plan_block(node, plan)),
+                }
             }
         }
+        let mut merges = merges.into_iter();
         let mut places = places.into_iter();
         let mut count = 0;
         for item in found {
@@ -93,7 +120,12 @@ impl TopicTrie {
                 Found::Block { node, skip } => {
                     let (list, offset) = places.next().expect("a place per block");
                     let names = self.nodes[node as usize].names - skip;
-                    plan.ops.extend([PLAN_COPY, list, offset + skip, names]);
+                    if offset == NONE {
+                        let merged = merges.next().expect("a merge per merged block");
+                        self.merged_into_plan(plan, list, &merged, skip);
+                    } else {
+                        plan.ops.extend([PLAN_COPY, list, offset + skip, names]);
+                    }
                     count += names as usize;
                 }
             }

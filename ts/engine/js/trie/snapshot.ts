@@ -22,6 +22,7 @@
  */
 import { type NameRope, RopeBuilder } from '../../../common/name-rope.js';
 import { CHANGED, childPosition, type Entry, IN_PARENT, KEY_LIMIT, KeyMap, pushPiece } from './edits.js';
+import { dropPendingAbove, type PendingEdit } from './pending.js';
 import type { JsTopicTrie } from './trie.js';
 import { NONE } from './walk.js';
 
@@ -29,6 +30,8 @@ import { NONE } from './walk.js';
 export interface KeptList {
   texts: NameRope;
   ids: Int32Array;
+  /** Its edits since it was laid down, while it keeps them (pending.ts). */
+  pending: PendingEdit[] | undefined;
 }
 
 /** Where a node's block lies: in list `list` of `trie.keptLists`, from `offset`. */
@@ -42,7 +45,7 @@ interface Location {
  * ancestor) holding one, at the sum of the positions on the way up; `NONE` for a node never laid
  * down. Valid for an unchanged node; for a changed one, its old block.
  */
-function locate(trie: JsTopicTrie, node: number): Location {
+export function locate(trie: JsTopicTrie, node: number): Location {
   const { kept, changed, parent } = trie;
   let offset = 0;
   let at = node;
@@ -178,7 +181,8 @@ function layDown(trie: JsTopicTrie, top: number): void {
     throw new Error(`trie: laid down ${out.at} names where the counts say ${size}`);
   }
   for (const list of out.freed) trie.freeKeptList(list);
-  kept[top] = trie.keepList({ texts, ids: out.ids });
+  dropPendingAbove(trie, top);
+  kept[top] = trie.keepList({ texts, ids: out.ids, pending: [] });
 }
 
 /** The frames of `layDown` by depth, reused (lay-downs never nest): the first one visits every node. */
@@ -213,7 +217,6 @@ function frameAt(depth: number): Frame {
  * and its own name.
  */
 function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: number, out: Output, frame: Frame): void {
-  out.flush();
   const record = oldList === NONE ? undefined : trie.edits.get(node);
   trie.edits.delete(node);
   const map = trie.keyMaps.get(node);
@@ -244,11 +247,13 @@ function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: numb
   }
   trie.changed[node] = (trie.changed[node] as number) & ~CHANGED;
   const id = trie.nodeName[node] as number;
-  if (id !== NONE) out.name(id, trie.nodeText[node] as string);
+  // A name the old block starts with is copied with the run it continues (see the Rust `enter`).
+  if (frame.oldAt === 1 && id !== NONE && (trie.keptLists[oldList] as KeptList).ids[oldOffset] === id) frame.oldAt = 0;
+  else if (id !== NONE) out.name(id, trie.nodeText[node] as string);
 }
 
 /** The first of `node`'s children placed since its block was laid down (they follow the others). */
-function firstNewChild(trie: JsTopicTrie, node: number): number {
+export function firstNewChild(trie: JsTopicTrie, node: number): number {
   const { firstChild, prevSibling, changed } = trie;
   const first = firstChild[node] as number;
   if (first === NONE) return NONE;

@@ -20,6 +20,7 @@ import { CHANGED, type Edits, forgetEdits, type KeyMap, markChanged } from './ed
 import { IdleSet } from './idle.js';
 import { listNames } from './list.js';
 import { linkLast, unlink } from './nodes.js';
+import { noteAdded, noteRemoved } from './pending.js';
 import type { KeptList } from './snapshot.js';
 import { childBySegment, countMatches, expandIdsInto, expandNames, NONE, ROOT, SCANNED_CHILDREN } from './walk.js';
 
@@ -73,7 +74,7 @@ export class JsTopicTrie implements TopicTrieCore {
   /** Per node: the text of the name ending there, `undefined` for a prefix that is not a name. */
   nodeText: (string | undefined)[] = [undefined];
   /** Per name id: its terminal node (`NONE` for a free id) and last activity. */
-  private nameNodes: number[] = [];
+  nameNodes: number[] = [];
   private lastActive: number[] = [];
   private freeNames: number[] = [];
   segments = new Interner();
@@ -282,6 +283,7 @@ export class JsTopicTrie implements TopicTrieCore {
     // Before the name and the counts change: a node laid down records them as they were.
     markChanged(this, node);
     const id = this.allocateName(node, name, timestamp);
+    noteAdded(this, node, id);
     this.idle.insert(timestamp, id, name);
     this.adjustCounts(node, 1);
     this.nameCount++;
@@ -304,6 +306,7 @@ export class JsTopicTrie implements TopicTrieCore {
     if (id === NONE) return false;
     const node = this.nameNodes[id] as number;
     markChanged(this, node);
+    noteRemoved(this, node, id);
     this.idle.remove(this.lastActive[id] as number, id);
     this.nodeName[node] = NONE;
     this.nodeText[node] = undefined;

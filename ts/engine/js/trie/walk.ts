@@ -10,6 +10,7 @@
 import { validatePattern } from '../../../common/dialect.js';
 import { RopeBuilder } from '../../../common/name-rope.js';
 import { afterWalk } from './compact.js';
+import { mergedBlock, mergedIdsTo, mergedTextsTo } from './pending.js';
 import { blockOf, type KeptList } from './snapshot.js';
 import type { JsTopicTrie } from './trie.js';
 
@@ -150,8 +151,12 @@ export function nextAfterSubtree(trie: JsTopicTrie, from: number, top: number): 
  */
 function restBlock(trie: JsTopicTrie, node: number): { list: KeptList; from: number; to: number } {
   const { list, offset } = blockOf(trie, node);
-  const ownName = trie.dialect.name !== 'mqtt' && trie.isName(node) ? 1 : 0;
-  return { list, from: offset + ownName, to: offset + (trie.names[node] as number) };
+  return { list, from: offset + ownNameSkipped(trie, node), to: offset + (trie.names[node] as number) };
+}
+
+/** 1 when a trailing wildcard at `node` leaves out its own name (all but MQTT's `#`), else 0. */
+function ownNameSkipped(trie: JsTopicTrie, node: number): number {
+  return trie.dialect.name !== 'mqtt' && trie.isName(node) ? 1 : 0;
 }
 
 /** Whether the names under `node` are taken child by child: MQTT's root, whose `$` children a wildcard skips. */
@@ -173,6 +178,11 @@ export function expandIdsInto(trie: JsTopicTrie, pattern: string, out: Uint32Arr
   const { nodeName, firstChild, nextSibling } = trie;
   let at = 0;
   const copy = (node: number): void => {
+    const merged = mergedBlock(trie, node);
+    if (merged !== undefined) {
+      at = mergedIdsTo(merged.list, merged.pieces, ownNameSkipped(trie, node), target, at);
+      return;
+    }
     const { list, from, to } = restBlock(trie, node);
     target.set(list.ids.subarray(from, to), at);
     at += to - from;
@@ -230,6 +240,13 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
   }
   const out = new RopeBuilder('answer');
   const copy = (node: number): void => {
+    // A changed block below a kept list's holder is merged from that list and its edits
+    // (pending.ts), nothing laid down.
+    const merged = mergedBlock(trie, node);
+    if (merged !== undefined) {
+      mergedTextsTo(trie, merged.list, merged.pieces, ownNameSkipped(trie, node), out);
+      return;
+    }
     const { list, from, to } = restBlock(trie, node);
     list.texts.copyTo(out, from, to - from);
   };

@@ -1,6 +1,7 @@
 //! The trie's unit cases; model.rs holds the random operation sequences against a brute-force model.
 
 mod model;
+mod pending;
 
 use super::list::compare_segments;
 use super::plan::Plan;
