@@ -6,27 +6,40 @@
 import { cpSync, existsSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { StoreRecord } from '../ts/broker/store.js';
 import { crc32c } from '../ts/common/crc32c.js';
 import { type CommitLog, LogCorruptError, MIN_SEGMENT_BYTES, UnsupportedFormatError } from '../ts/index.js';
 import { ENGINES, WRITER_READER_PAIRS } from './engines.js';
 import { checkpointDirectory, checkpointReversed } from './log-checkpoint-file.js';
 import { bodyFor, flipByte, ManualClock, openLog, segmentFiles, tempDir } from './log-helpers.js';
 
+/** Per LMQ name, the keeper a broker's store would hand with its records (`LmqKeeper`). */
+const keepers = new Map<string, { storeState: object | undefined }>();
+function keeperOf(lmq: string): { storeState: object | undefined } {
+  const kept = keepers.get(lmq);
+  if (kept !== undefined) return kept;
+  const keeper = { storeState: undefined };
+  keepers.set(lmq, keeper);
+  return keeper;
+}
+
 /** Writes the same varied history with any engine: rolls, multi-LMQ records, a deletion. */
 async function writeHistory(log: CommitLog, clock: ManualClock, from: number, to: number): Promise<void> {
   for (let n = from; n < to; n++) {
     clock.advance(7);
     const lmq = `t${n % 5}`;
-    await log.append([
-      {
-        lmqs: n % 3 === 0 ? [lmq, 'audit'] : [lmq],
-        // Some bodies as strings (UTF-8 on disk), with characters outside ASCII.
-        body: n % 7 === 1 ? `body ${n} of ${lmq}: ü€𝄞` : bodyFor(lmq, n, 100 + (n % 9) * 40),
-        key: n % 2 === 0 ? `k${n}` : undefined,
-        tag: n % 4 === 0 ? 'tagged' : undefined,
-        properties: n % 5 === 0 ? { n: String(n), ключ: 'значение' } : undefined,
-      },
-    ]);
+    // The broker's store gives each record its lite topic's keeper: on the native engine those that
+    // carry only a body go the engine's way for bodies (the same bytes, checked below).
+    const record: StoreRecord = {
+      keepers: [keeperOf(lmq)],
+      lmqs: n % 3 === 0 ? [lmq, 'audit'] : [lmq],
+      // Some bodies as strings (UTF-8 on disk), with characters outside ASCII.
+      body: n % 7 === 1 ? `body ${n} of ${lmq}: ü€𝄞` : bodyFor(lmq, n, 100 + (n % 9) * 40),
+      key: n % 2 === 0 ? `k${n}` : undefined,
+      tag: n % 4 === 0 ? 'tagged' : undefined,
+      properties: n % 5 === 0 ? { n: String(n), ключ: 'значение' } : undefined,
+    };
+    await log.append([record]);
     if (n === from + 20) await log.deleteLmq('t1');
   }
 }

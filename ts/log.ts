@@ -111,8 +111,9 @@ type KeptRecord = AppendRecord & { keepers?: readonly ({ storeState: object | un
 /**
  * `records` as a body-only batch (record i to `lmqs[i]`, its keeper `keepers[i]`), when every record
  * is one that `appendBodies` stores as `append` would and that `append` would accept: an object with
- * one LMQ (a well-formed name without NUL, short enough for any encoding of it) and a body, no key,
- * tag, properties or born timestamp, small enough for a segment however its name encodes. Else
+ * one LMQ (a well-formed name without NUL, short enough for any encoding of it), its keeper and a
+ * body, no key, tag, properties or born timestamp, small enough for a segment however its name
+ * encodes. Else
  * undefined: `append` encodes the records (and says what is wrong with a bad one). The bodies are
  * laid out back to back in the buffer `room(bytes)` gives.
  */
@@ -125,7 +126,7 @@ function asBodyBatch(
   const count = records.length;
   const lmqs = new Array<string>(count);
   const bodyEnds = new Uint32Array(count);
-  let keepers: ({ storeState: object | undefined } | undefined)[] | undefined;
+  const keepers = new Array<{ storeState: object | undefined }>(count);
   let total = 0;
   for (let i = 0; i < count; i++) {
     const record = records[i] as KeptRecord;
@@ -149,11 +150,11 @@ function asBodyBatch(
     lmqs[i] = name;
     total += bytes;
     bodyEnds[i] = total;
+    // Only records that carry a keeper (the broker's): a handle is worth registering for an LMQ
+    // whose keeper holds it for the next send, not for any name a caller appends to once.
     const keeper = record.keepers?.[0];
-    if (keeper !== undefined && keeper !== null && typeof keeper === 'object') {
-      keepers ??= new Array(count).fill(undefined);
-      keepers[i] = keeper;
-    }
+    if (keeper === undefined || keeper === null || typeof keeper !== 'object') return undefined;
+    keepers[i] = keeper;
   }
   const bodies = room(total);
   let at = 0;
