@@ -78,6 +78,7 @@ fn anonymous_file() -> io::Result<File> {
 /// A new empty file created in the temporary directory and unlinked at once: no other process can
 /// open it, and the kernel frees it with its last descriptor and mapping.
 fn unlinked_file() -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
     use std::sync::atomic::{AtomicU64, Ordering};
     static NEXT: AtomicU64 = AtomicU64::new(0);
     loop {
@@ -87,10 +88,12 @@ fn unlinked_file() -> io::Result<File> {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let path = std::env::temp_dir().join(name);
+        // Readable by this user only, for the moment it has a name.
         match std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .create_new(true)
+            .mode(0o600)
             .open(&path)
         {
             Ok(file) => {

@@ -197,8 +197,9 @@ impl Segment {
     /// file to punch with [`release_from`] (a copy of its descriptor), so the caller may do it
     /// without the log's lock.
     pub fn release_records(&mut self) -> io::Result<File> {
+        let file = self.file.try_clone()?;
         self.released = true;
-        self.file.try_clone()
+        Ok(file)
     }
 
     pub fn base(&self) -> u64 {
