@@ -113,9 +113,8 @@ type KeptRecord = AppendRecord & { keepers?: readonly ({ storeState: object | un
  * is one that `appendBodies` stores as `append` would and that `append` would accept: an object with
  * one LMQ (a well-formed name without NUL, short enough for any encoding of it), its keeper and a
  * body, no key, tag, properties or born timestamp, small enough for a segment however its name
- * encodes. Else
- * undefined: `append` encodes the records (and says what is wrong with a bad one). The bodies are
- * laid out back to back in the buffer `room(bytes)` gives.
+ * encodes. Else undefined: `append` encodes the records (and says what is wrong with a bad one).
+ * The bodies are laid out back to back in the buffer `room(bytes)` gives.
  */
 function asBodyBatch(
   records: readonly KeptRecord[],
@@ -131,6 +130,10 @@ function asBodyBatch(
   for (let i = 0; i < count; i++) {
     const record = records[i] as KeptRecord;
     if (record === null || typeof record !== 'object') return undefined;
+    // Only records that carry a keeper (the broker's): a handle is worth registering for an LMQ
+    // whose keeper holds it for the next send, not for any name a caller appends to once.
+    const keeper = record.keepers?.[0];
+    if (keeper === undefined || keeper === null || typeof keeper !== 'object') return undefined;
     const { lmqs: names, body } = record;
     if (!Array.isArray(names) || names.length !== 1) return undefined;
     if (
@@ -150,10 +153,6 @@ function asBodyBatch(
     lmqs[i] = name;
     total += bytes;
     bodyEnds[i] = total;
-    // Only records that carry a keeper (the broker's): a handle is worth registering for an LMQ
-    // whose keeper holds it for the next send, not for any name a caller appends to once.
-    const keeper = record.keepers?.[0];
-    if (keeper === undefined || keeper === null || typeof keeper !== 'object') return undefined;
     keepers[i] = keeper;
   }
   const bodies = room(total);

@@ -22,7 +22,7 @@ import {
  * What a caller keeps for one LMQ and hands to the store with its name (the broker's
  * `LiteTopicInfo`): a store may keep its own state of the LMQ there and find it again without
  * looking the name up in a map of every LMQ. The memory store keeps the LMQ's queue there; the
- * commit log, on the native engine, the LMQ's handle for its reads (`ReadRequest.keeper`). The state
+ * commit log, on the native engine, the LMQ's handle for its reads and appends. The state
  * is checked on every use (its store, its LMQ, not deleted), so a stale one costs a lookup, never a
  * wrong answer.
  */

@@ -165,6 +165,11 @@ class HeldHandle {
   ) {}
 }
 
+/** The error for a name no LMQ can have (`resolveHandles` found it), in a batch of bodies. */
+function badLmqName(value: unknown): InvalidArgumentError {
+  return new InvalidArgumentError('an LMQ name must be a well-formed string without NUL characters', { value });
+}
+
 export class NativeLogAdapter implements LogCore {
   /** Where `logRead` puts its record count and first offset; reads are synchronous, so one serves all. */
   private readonly readMeta = new Float64Array(2);
@@ -295,9 +300,7 @@ export class NativeLogAdapter implements LogCore {
       if (refused >= 0) {
         // The names marked looked up above were not: the table is looked up again next time.
         this.lastLmqs = undefined;
-        throw new InvalidArgumentError('an LMQ name must be a well-formed string without NUL characters', {
-          value: lmqs[indexes[refused] as number],
-        });
+        throw badLmqName(lmqs[indexes[refused] as number]);
       }
       for (let k = 0; k < indexes.length; k++) resolvedHandles[indexes[k] as number] = found[k] as number;
     }
@@ -365,9 +368,7 @@ export class NativeLogAdapter implements LogCore {
       tableHandles,
     );
     if (refused >= 0) {
-      throw new InvalidArgumentError('an LMQ name must be a well-formed string without NUL characters', {
-        value: lmqs[refused],
-      });
+      throw badLmqName(lmqs[refused]);
     }
     for (let i = 0; i < count; i++) recordHandles[i] = tableHandles[lmqIndex[i] as number] as number;
     return recordHandles;
