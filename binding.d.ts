@@ -257,6 +257,13 @@ export declare function patternIndexSize(handle: ExternalObject<'PatternIndex'>)
 export declare function patternIndexStats(handle: ExternalObject<'PatternIndex'>): Array<number>
 
 /**
+ * Fills in the CRC-32C of every frame in `bytes[start, end)` (`litetopic_core::hash::seal_frames`:
+ * u32 length, u32 checksum, payload, back to back) and returns how many there were; -1 when the
+ * range is outside `bytes` or a frame runs past `end` (the frames before it are sealed).
+ */
+export declare function sealFrames(bytes: Uint8Array, start: number, end: number): number
+
+/**
  * The name's id; -1 for an invalid lite name, -2 for an invalid MQTT or NATS topic (the caller
  * builds the typed error). Timestamps arrive validated: integers from 0.
  */

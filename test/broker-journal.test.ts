@@ -20,6 +20,8 @@ import {
 import { type JournalFile, type JournalStorage, nodeJournalStorage } from '../ts/broker/journal-storage.js';
 import { decodeRecords, journalRecorder, replay, type StateRecord } from '../ts/broker/persist.js';
 import { encodeHot, isNameRecord } from '../ts/broker/snapshot.js';
+import { sealFrames } from '../ts/common/crc32c.js';
+import { getEngine } from '../ts/engine/load.js';
 import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
 import { ManualClock } from './broker-helpers.js';
 import { ENGINES } from './engines.js';
@@ -608,11 +610,13 @@ describe.each(ENGINES)('%s engine', (engine) => {
   });
 });
 
-// The journal itself holds no engine state: it is the same code under both engines, tested once.
-describe('state journal', () => {
+// The journal itself holds no engine state: it is the same code under both engines, tested once,
+// but for the engine's `sealFrames`, which fills in the checksums of what it writes.
+describe.each(ENGINES)('state journal sealed by the %s engine', (engine) => {
   it('writes records built in place and framed ones in the order appended, across chunk boundaries', async () => {
     const path = join(tempDir(), STATE_FILE);
-    const { journal } = await StateJournal.open(path, { flush: 'sync' });
+    const seal = getEngine(engine).sealFrames;
+    const { journal } = await StateJournal.open(path, { flush: 'sync', seal });
     const recorder = journalRecorder(journal);
     const expected: unknown[] = [];
     const long = 'x'.repeat(3000);
@@ -641,6 +645,31 @@ describe('state journal', () => {
     await journal.close();
     const { records } = decodeJournal(readFileSync(path), path);
     expect(decodeRecords(records)).toEqual(expected);
+  });
+});
+
+describe('state journal', () => {
+  it('fails for good, INTERNAL_ERROR, when a run of records it built in place will not seal', async () => {
+    const path = join(tempDir(), STATE_FILE);
+    const reported: unknown[] = [];
+    let refuse = false;
+    const seal = (bytes: Uint8Array, start: number, end: number) => (refuse ? -1 : sealFrames(bytes, start, end));
+    const { journal } = await StateJournal.open(path, {
+      flush: 'sync',
+      seal,
+      report: (error) => reported.push(error),
+    });
+    const recorder = journalRecorder(journal);
+    recorder.record(['start', 'g', 'a', 0]);
+    await recorder.durable();
+    refuse = true;
+    recorder.record(['ack', 'g', 'a', 1]);
+    await expect(recorder.durable()).rejects.toMatchObject({ code: 'INTERNAL_ERROR' });
+    expect(reported).toEqual([expect.objectContaining({ code: 'INTERNAL_ERROR' })]);
+    expect(() => recorder.check()).toThrow(expect.objectContaining({ code: 'INTERNAL_ERROR' }));
+    await journal.close().catch(() => undefined);
+    const { records } = decodeJournal(readFileSync(path), path);
+    expect(decodeRecords(records)).toEqual([['start', 'g', 'a', 0]]);
   });
 
   it('numbers names afresh after a reopen, each number named again before its first use', async () => {

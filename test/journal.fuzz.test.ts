@@ -47,7 +47,7 @@ function validRecords(): (StateRecord | Uint8Array)[] {
   const name = (id: number, text: string) => encodeNames([[id, text]]);
   const numbered = (kind: 'start' | 'ack' | 'deliver', group: number, lite: number, value: number | number[]) => {
     const out = Buffer.alloc(hotByIdBytes(value));
-    writeHotById(out, 0, kind, group, lite, value);
+    writeHotById(new DataView(out.buffer, out.byteOffset, out.length), 0, kind, group, lite, value);
     return out;
   };
   return [

@@ -283,7 +283,8 @@ export class Broker extends EventEmitter {
 
   static async open(options: BrokerOptions = {}): Promise<Broker> {
     if (options === null || typeof options !== 'object') throw new InvalidArgumentError('options must be an object');
-    const engine = getEngine(options.engine).name;
+    const engineImpl = getEngine(options.engine);
+    const engine = engineImpl.name;
     const clock = options.clock ?? systemClock;
     if (typeof clock.now !== 'function') throw new InvalidArgumentError('clock must have a now() method');
     const timers = options.timers ?? (clock === systemClock ? 'system' : 'manual');
@@ -347,7 +348,13 @@ export class Broker extends EventEmitter {
         const read = await readLocked(journalPath, stateStorage, guessing);
         const opened = await StateJournal.open(
           journalPath,
-          { flush, compactBytes: options.stateCompactBytes, storage: stateStorage, report },
+          {
+            flush,
+            compactBytes: options.stateCompactBytes,
+            storage: stateStorage,
+            report,
+            seal: (bytes, start, end) => engineImpl.sealFrames(bytes, start, end),
+          },
           read.contents,
         );
         journal = opened.journal;

@@ -165,8 +165,8 @@ function appendHot(
   value: number | readonly number[],
 ): void {
   if (groupId >= 0 && liteId >= 0) {
-    const { buffer, at } = journal.claim(hotByIdBytes(value));
-    writeHotById(buffer, at, kind, groupId, liteId, value);
+    const { view, at } = journal.claim(hotByIdBytes(value));
+    writeHotById(view, at, kind, groupId, liteId, value);
     journal.commit();
     return;
   }

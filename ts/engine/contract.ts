@@ -327,4 +327,11 @@ export interface Engine {
   createPatternIndex(dialect: DialectName): PatternIndexCore;
   /** `maxNameBytes` bounds lite names only (MQTT has its own limit, NATS none). */
   createTopicTrie(dialect: DialectName, maxNameBytes: number): TopicTrieCore;
+  /**
+   * Fills in the CRC-32C of every frame in `bytes[start, end)`: frames back to back, each a u32
+   * payload length, four bytes for the payload's CRC-32C (written here), then the payload, all
+   * little-endian (the broker's state journal seals each run of records it writes so). Returns how
+   * many frames it sealed, or -1 when the range is outside `bytes` or a frame runs past `end`.
+   */
+  sealFrames(bytes: Uint8Array, start: number, end: number): number;
 }

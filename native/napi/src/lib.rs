@@ -78,6 +78,20 @@ pub(crate) fn out_slice<'a>(out: &'a mut napi::bindgen_prelude::Uint32ArraySlice
     unsafe { out.as_mut() }
 }
 
+/// Fills in the CRC-32C of every frame in `bytes[start, end)` (`litetopic_core::hash::seal_frames`:
+/// u32 length, u32 checksum, payload, back to back) and returns how many there were; -1 when the
+/// range is outside `bytes` or a frame runs past `end` (the frames before it are sealed).
+#[napi(catch_unwind)]
+pub fn seal_frames(mut bytes: napi::bindgen_prelude::Uint8ArraySlice, start: u32, end: u32) -> i32 {
+    // SAFETY: as in `out_slice`: the caller's array, written only during this synchronous call.
+    let bytes = unsafe { bytes.as_mut() };
+    bytes
+        .get_mut(start as usize..end as usize)
+        .and_then(litetopic_core::hash::seal_frames)
+        .and_then(|count| i32::try_from(count).ok())
+        .unwrap_or(-1)
+}
+
 pub(crate) fn dialect(id: u32) -> Result<Dialect> {
     Dialect::from_id(id).ok_or_else(|| Error::new(Status::InvalidArg, format!("unknown dialect id {id}")))
 }

@@ -1,5 +1,6 @@
 /** The pure-TypeScript engine: the same contract as the native one, with no native code at all. */
 
+import { sealFrames } from '../../common/crc32c.js';
 import { DIALECTS, isValidTopic, validateLiteTopic, validatePattern } from '../../common/dialect.js';
 import type { CompiledMatcher, DialectName, Engine } from '../contract.js';
 import { openJsLog } from './log/log.js';
@@ -44,4 +45,5 @@ export const jsEngine: Engine = {
   expand,
   createPatternIndex: (dialect) => new JsPatternIndex(DIALECTS[dialect]),
   createTopicTrie: (dialect, maxNameBytes) => new JsTopicTrie(dialect, maxNameBytes),
+  sealFrames,
 };

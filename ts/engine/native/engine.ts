@@ -41,5 +41,12 @@ export function createNativeEngine(binding: NativeBinding): Engine {
     expand: (patterns, candidates, dialect) => nativeExpand(binding, patterns, candidates, dialect),
     createPatternIndex: (dialect) => new NativePatternIndexAdapter(binding, dialect),
     createTopicTrie: (dialect, maxNameBytes) => new NativeTopicTrieAdapter(binding, dialect, maxNameBytes),
+    sealFrames: (bytes, start, end) => {
+      try {
+        return binding.sealFrames(bytes, start, end);
+      } catch (error) {
+        throw toTypedError(error);
+      }
+    },
   };
 }
