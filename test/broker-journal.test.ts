@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  ASYNC_PENDING_MAX_BYTES,
+  ASYNC_PENDING_MAX_MS,
   decodeJournal,
   encodeRecord,
   JOURNAL_HEADER_BYTES,
@@ -28,6 +30,8 @@ import { ENGINES } from './engines.js';
 import { type CrashView, type FaultMode, FaultyJournalStorage, PowerLossStorage } from './journal-storage-helpers.js';
 
 const STATE_FILE = 'broker-state';
+/** A lite topic's progress as the journal's hot records need it. */
+const LITE = { liteTopic: 'lite', journalName: -1, journalFile: -1 };
 const INVISIBLE_MS = 10_000;
 const GROUP = { bindTopic: 'agents', wildcard: true };
 const opened: Broker[] = [];
@@ -649,6 +653,44 @@ describe.each(ENGINES)('state journal sealed by the %s engine', (engine) => {
 });
 
 describe('state journal', () => {
+  it("under flush 'async', a caller that never yields still has its records written, 64 KiB behind at most", async () => {
+    const path = join(tempDir(), STATE_FILE);
+    const { journal } = await StateJournal.open(path, { flush: 'async' });
+    const recorder = journalRecorder(journal);
+    const count = 20_000; // records of 26 bytes: 520 KB, eight times the bound
+    for (let i = 0; i < count; i++) {
+      recorder.hot('ack', { name: 'g', journalName: -1, journalFile: -1 }, LITE, i);
+      await recorder.settle(); // resolves in a microtask unless the bound makes it wait for a write
+    }
+    // Read before anything else lets the writer run: only the waits above did.
+    const written = readFileSync(path).length;
+    expect(written).toBeGreaterThan(JOURNAL_HEADER_BYTES + count * 26 - 2 * ASYNC_PENDING_MAX_BYTES);
+    await journal.close();
+  });
+
+  it("under flush 'async', settle waits for the write once records waited past the time bound", async () => {
+    const path = join(tempDir(), STATE_FILE);
+    const { journal } = await StateJournal.open(path, { flush: 'async' });
+    const recorder = journalRecorder(journal);
+    const group = { name: 'g', journalName: -1, journalFile: -1 };
+    recorder.hot('ack', group, LITE, 0); // taken by the writer at once
+    recorder.hot('ack', group, LITE, 1); // waits while that write runs
+    const until = performance.now() + ASYNC_PENDING_MAX_MS + 5;
+    while (performance.now() < until); // no yield: the write's completion cannot run
+    const waits: boolean[] = [];
+    for (let i = 0; i < 16; i++) {
+      let settled = false;
+      void recorder.settle().then(() => {
+        settled = true;
+      });
+      await Promise.resolve();
+      await Promise.resolve();
+      waits.push(!settled);
+    }
+    expect(waits).toContain(true);
+    await journal.close();
+  });
+
   it('fails for good, INTERNAL_ERROR, when a run of records it built in place will not seal', async () => {
     const path = join(tempDir(), STATE_FILE);
     const reported: unknown[] = [];
