@@ -109,10 +109,13 @@ export function encodeRecord(record: unknown): Buffer {
   return bytes;
 }
 
-/** Fills in the frame header of `bytes`, whose payload was written after `RECORD_HEADER_BYTES`. */
-export function sealRecord(bytes: Buffer): Buffer {
+/**
+ * Fills in the length of `bytes`, a record whose payload was written after `RECORD_HEADER_BYTES`;
+ * its checksum is left to the journal, which fills it in as it writes the record (a compaction's
+ * records, with the engine's `sealFrames`).
+ */
+export function frameRecord(bytes: Buffer): Buffer {
   bytes.writeUInt32LE(bytes.length - RECORD_HEADER_BYTES, 0);
-  bytes.writeUInt32LE(crc32c(bytes, RECORD_HEADER_BYTES), 4);
   return bytes;
 }
 
@@ -160,8 +163,15 @@ async function writeRecords(file: JournalFile, records: readonly Uint8Array[], f
 function* newFileRecords(
   snapshot: Iterable<Uint8Array>,
   kept: ReadonlyMap<string, number> | undefined,
+  seal: (bytes: Uint8Array, start: number, end: number) => number,
 ): Generator<Uint8Array, void, undefined> {
-  yield* snapshot;
+  const sealed = (record: Uint8Array) => {
+    if (seal(record, 0, record.length) !== 1) {
+      throw new InternalError('the broker state journal framed a record of its compaction wrongly');
+    }
+    return record;
+  };
+  for (const record of snapshot) yield sealed(record);
   if (kept === undefined) return;
   // Names added once the iteration below ended (while its last record was written) are named by
   // another pass over those past the ones named.
@@ -174,10 +184,10 @@ function* newFileRecords(
       entries.push([id, name]);
       named++;
       if (entries.length < NAMES_PER_RECORD) continue;
-      yield sealRecord(encodeNames(entries, RECORD_HEADER_BYTES));
+      yield sealed(frameRecord(encodeNames(entries, RECORD_HEADER_BYTES)));
       entries = [];
     }
-    if (entries.length > 0) yield sealRecord(encodeNames(entries, RECORD_HEADER_BYTES));
+    if (entries.length > 0) yield sealed(frameRecord(encodeNames(entries, RECORD_HEADER_BYTES)));
   }
 }
 
@@ -432,7 +442,8 @@ export class StateJournal {
   private readonly seal: (bytes: Uint8Array, start: number, end: number) => number;
   private readonly timer: NodeJS.Timeout | undefined;
   /**
-   * Every record describing the current state, framed (`encodeRecord`, `sealRecord`), for
+   * Every record describing the current state, framed (`encodeRecord`, or `frameRecord`, whose
+   * checksum the journal fills in as it writes the new file), for
    * compaction; set by the broker after restore. It hands every group and progress it writes to
    * `names.carry`, so their numbers hold in the new file.
    */
@@ -545,7 +556,7 @@ export class StateJournal {
   }
 
   /**
-   * Queues a record framed by the caller (`sealRecord`). Once the journal failed or closed the
+   * Queues a record framed and sealed by the caller (`encodeRecord`). Once the journal failed or closed the
    * record is not written, and waiting for it rejects (`durable`, `settle`).
    */
   appendFramed(bytes: Buffer): void {
@@ -848,7 +859,7 @@ export class StateJournal {
     };
     this.takeChunk();
     const compaction: Compaction = {
-      records: newFileRecords(snapshot(carrier), kept),
+      records: newFileRecords(snapshot(carrier), kept, this.seal),
       file: undefined,
       size: JOURNAL_HEADER_BYTES,
       window: [],

@@ -9,12 +9,12 @@
 import { LogCorruptError } from '../errors.js';
 import {
   encodeRecord,
+  frameRecord,
   type JournalNamed,
   type NameCarrier,
   RECORD_HEADER_BYTES,
   SETTLED,
   type StateJournal,
-  sealRecord,
 } from './journal.js';
 import { KeySharedProgress, newProgress } from './key-shared-progress.js';
 import type { TopicProgress } from './progress.js';
@@ -459,7 +459,7 @@ function recordKind(item: unknown): string {
 /**
  * The records that describe the current state (what compaction writes), framed: epoch, topics and
  * groups as JSON records, every group's progress as binary batches (snapshot.ts) framed in place,
- * which replay as `progress` records would. Made one record at a time: a compaction takes them
+ * which replay as `progress` records would (their checksums left to the journal: `frameRecord`). Made one record at a time: a compaction takes them
  * across event-loop turns while the state goes on changing, each progress written as it is when
  * its batch is made (`progressBatches`), and `names` carries each group and progress it writes.
  */
@@ -487,7 +487,7 @@ export function* snapshot(
             if (lite === undefined || !names.carry(lite, progress.liteTopic)) names.carry(progress, progress.liteTopic);
           };
     for (const batch of progressBatches(group.name, group.progress, RECORD_HEADER_BYTES, SNAPSHOT_BATCH_BYTES, carry)) {
-      yield sealRecord(batch);
+      yield frameRecord(batch);
     }
   }
 }
