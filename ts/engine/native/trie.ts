@@ -195,13 +195,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
       }
       // One run of a list held already: its copy is the answer.
       if (length === 4 && plan[PLAN_HEADER] === PLAN_COPY) {
-        const answer = new RopeBuilder('answer');
-        (this.lists[plan[PLAN_HEADER + 1] as number] as NameRope).copyTo(
-          answer,
-          plan[PLAN_HEADER + 2] as number,
-          count,
-        );
-        return answer.toArray();
+        return (this.lists[plan[PLAN_HEADER + 1] as number] as NameRope).slice(plan[PLAN_HEADER + 2] as number, count);
       }
       return this.replay(plan, end, text, count);
     } catch (error) {
