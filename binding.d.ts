@@ -264,17 +264,20 @@ export declare function patternIndexStats(handle: ExternalObject<'PatternIndex'>
 export declare function sealFrames(bytes: Uint8Array, start: number, end: number): number
 
 /**
- * The name's id; -1 for an invalid lite name, -2 for an invalid MQTT or NATS topic (the caller
- * builds the typed error). Timestamps arrive validated: integers from 0.
+ * The name's id, plus `KEEP_NAME` when the caller is to keep the name's text as handed out
+ * (`TopicTrie::add_for_plan`); -1 for an invalid lite name, -2 for an invalid MQTT or NATS topic
+ * (the caller builds the typed error). Timestamps arrive validated: integers from 0.
  */
 export declare function topicTrieAdd(handle: ExternalObject<'TopicTrie'>, name: string, timestampMs?: number | undefined | null): number
 
 /**
  * Adds each of the NUL-joined `names` in order, as `topic_trie_add` does, with the last activity
- * `timestamps_ms[i]` (none where it is negative), and writes its id into `out[i]`. Returns -1 when
- * every name was added, else the index of the first invalid one: the names before it stay added.
+ * `timestamps_ms[i]` (none where it is negative), writes its id into `out[i]` and into `keep[i]`
+ * 1 when the caller is to keep its text as handed out, else 0 (`TopicTrie::add_for_plan`).
+ * Returns -1 when every name was added, else the index of the first invalid one: the names before
+ * it stay added.
  */
-export declare function topicTrieAddJoined(handle: ExternalObject<'TopicTrie'>, names: string, timestampsMs: Float64Array, out: Uint32Array): number
+export declare function topicTrieAddJoined(handle: ExternalObject<'TopicTrie'>, names: string, timestampsMs: Float64Array, out: Uint32Array, keep: Uint8Array): number
 
 export declare function topicTrieClear(handle: ExternalObject<'TopicTrie'>): void
 

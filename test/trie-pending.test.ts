@@ -169,6 +169,29 @@ describe.each(ENGINES)('%s engine: changed subtrees below a kept list', (engine)
     expect(trie.expand('**')).toEqual([...t, 'u__x']);
   });
 
+  it('come out with their own texts when added in batches below a list, in either order', () => {
+    const trie = new TopicTrie({ engine });
+    const model = new OrderModel();
+    const random = generator(41);
+    const first = Array.from({ length: 200 }, (_, i) => `t__a${i % 4}__s${i % 13}__x${i}`);
+    trie.addMany(first, undefined, { order: 'given' });
+    for (const name of first) model.add(name);
+    expect(trie.expand('t__**')).toEqual(model.below('t'));
+    for (let round = 0; round < 40; round++) {
+      // New sessions and names in old ones, below the list `t` holds.
+      const batch = Array.from({ length: 1 + random(6) }, () => `t__a${random(4)}__s${random(20)}__y${random(50)}`);
+      const bySegments = round % 2 === 1;
+      trie.addMany(batch, undefined, { order: bySegments ? 'segments' : 'given' });
+      // In segment order the trie adds them sorted segment by segment (a separator sorts first).
+      const key = (name: string) => name.replaceAll('__', '\0');
+      const added = bySegments ? [...batch].sort((x, y) => (key(x) < key(y) ? -1 : key(x) > key(y) ? 1 : 0)) : batch;
+      for (const name of added) model.add(name);
+      const agent = `t__a${random(4)}`;
+      expect(trie.expand(`${agent}__**`)).toEqual(model.below(agent));
+      if (round % 3 === 2) expect(trie.expand('t__**')).toEqual(model.below('t'));
+    }
+  });
+
   it('come out in walk order past the edits a large list keeps', () => {
     const trie = new TopicTrie({ engine });
     const model = new OrderModel();

@@ -44,17 +44,39 @@ export class NameRope {
     }
   }
 
-  /** Appends names `[from, from + count)` to `builder`: whole chunks shared, the ends sliced. */
-  copyTo(builder: RopeBuilder, from: number, count: number): void {
-    if (count === 0) return;
-    const { chunks, starts } = this;
+  /** The chunk holding name `at`. */
+  private chunkAt(at: number): number {
+    const { starts } = this;
     let low = 0;
     let high = starts.length - 1;
     while (low < high) {
       const mid = (low + high + 1) >>> 1;
-      if ((starts[mid] as number) <= from) low = mid;
+      if ((starts[mid] as number) <= at) low = mid;
       else high = mid - 1;
     }
+    return low;
+  }
+
+  /**
+   * Names `[from, from + count)` as a new array: one `slice` when they lie in one chunk (a small
+   * answer, which a builder would cost more than the copy), else through a builder.
+   */
+  slice(from: number, count: number): string[] {
+    if (count === 0) return [];
+    const at = this.chunkAt(from);
+    const chunk = this.chunks[at] as string[];
+    const start = from - (this.starts[at] as number);
+    if (start + count <= chunk.length) return chunk.slice(start, start + count);
+    const answer = new RopeBuilder('answer');
+    this.copyTo(answer, from, count);
+    return answer.toArray();
+  }
+
+  /** Appends names `[from, from + count)` to `builder`: whole chunks shared, the ends sliced. */
+  copyTo(builder: RopeBuilder, from: number, count: number): void {
+    if (count === 0) return;
+    const { chunks, starts } = this;
+    const low = this.chunkAt(from);
     const to = from + count;
     for (let c = low; c < chunks.length; c++) {
       const start = starts[c] as number;

@@ -7,7 +7,7 @@
 use crate::dialect;
 use crate::guard::{guard_handle, panic_point, Failed};
 use litetopic_core::{ErrorCode, Plan, TopicTrie};
-use napi::bindgen_prelude::{External, Float64ArraySlice, Uint32ArraySlice};
+use napi::bindgen_prelude::{External, Float64ArraySlice, Uint32ArraySlice, Uint8ArraySlice};
 use napi::{Env, JsString, Result};
 use napi_derive::napi;
 use std::cell::RefCell;
@@ -62,8 +62,13 @@ pub fn topic_trie_new(dialect_id: u32, max_name_bytes: u32) -> Result<External<T
     .and_then(|result| result)
 }
 
-/// The name's id; -1 for an invalid lite name, -2 for an invalid MQTT or NATS topic (the caller
-/// builds the typed error). Timestamps arrive validated: integers from 0.
+/// Added to the id `topic_trie_add` returns when the caller is to keep the name's text as if a plan
+/// had handed it out (`TopicTrie::add_for_plan`); ids are below it.
+const KEEP_NAME: i64 = 1 << 32;
+
+/// The name's id, plus `KEEP_NAME` when the caller is to keep the name's text as handed out
+/// (`TopicTrie::add_for_plan`); -1 for an invalid lite name, -2 for an invalid MQTT or NATS topic
+/// (the caller builds the typed error). Timestamps arrive validated: integers from 0.
 #[napi(catch_unwind)]
 pub fn topic_trie_add(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
@@ -74,9 +79,9 @@ pub fn topic_trie_add(
         match handle
             .trie
             .borrow_mut()
-            .add(&name, timestamp_ms.map(|t| t as u64))
+            .add_for_plan(&name, timestamp_ms.map(|t| t as u64))
         {
-            Ok(id) => i64::from(id),
+            Ok((id, keep)) => i64::from(id) + if keep { KEEP_NAME } else { 0 },
             Err(ErrorCode::InvalidLiteTopic) => -1,
             Err(_) => -2,
         }
@@ -126,17 +131,23 @@ pub fn topic_trie_size(
 }
 
 /// Adds each of the NUL-joined `names` in order, as `topic_trie_add` does, with the last activity
-/// `timestamps_ms[i]` (none where it is negative), and writes its id into `out[i]`. Returns -1 when
-/// every name was added, else the index of the first invalid one: the names before it stay added.
+/// `timestamps_ms[i]` (none where it is negative), writes its id into `out[i]` and into `keep[i]`
+/// 1 when the caller is to keep its text as handed out, else 0 (`TopicTrie::add_for_plan`).
+/// Returns -1 when every name was added, else the index of the first invalid one: the names before
+/// it stay added.
 #[napi(catch_unwind)]
 pub fn topic_trie_add_joined(
     #[napi(ts_arg_type = "ExternalObject<'TopicTrie'>")] handle: &External<TopicTrieHandle>,
     names: String,
     timestamps_ms: Float64ArraySlice,
     mut out: Uint32ArraySlice,
+    mut keep: Uint8ArraySlice,
 ) -> Result<i64> {
     guard_handle(Some(&handle.failed), "topic trie", || {
         let out = crate::out_slice(&mut out);
+        // SAFETY: as in `crate::out_slice`: a caller-owned array written during this synchronous
+        // call only.
+        let keep = unsafe { keep.as_mut() };
         let timestamps: &[f64] = &timestamps_ms;
         let mut trie = handle.trie.borrow_mut();
         for (index, name) in names.split('\0').enumerate() {
@@ -145,10 +156,13 @@ pub fn topic_trie_add_joined(
                 .copied()
                 .filter(|t| *t >= 0.0)
                 .map(|t| t as u64);
-            match trie.add(name, timestamp) {
-                Ok(id) => {
+            match trie.add_for_plan(name, timestamp) {
+                Ok((id, kept)) => {
                     if let Some(slot) = out.get_mut(index) {
                         *slot = id;
+                    }
+                    if let Some(slot) = keep.get_mut(index) {
+                        *slot = u8::from(kept);
                     }
                 }
                 Err(_) => return index as i64,

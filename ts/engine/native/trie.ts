@@ -30,6 +30,12 @@ const PLAN_LIST_END = 4;
 const PLAN_FREE = 5;
 const PLAN_NAMES_BY_ID = 6;
 
+/**
+ * Added to the id `topicTrieAdd` returns when the adapter is to keep the name as handed out: a new
+ * name below a list the adapter holds, which the next expand of that list takes (native/napi/src/trie.rs).
+ */
+const KEEP_NAME = 2 ** 32;
+
 /** Kept names per page of `namePages`: a power of two, so an id splits by shift and mask. */
 const NAME_PAGE_BITS = 12;
 const NAME_PAGE_SIZE = 1 << NAME_PAGE_BITS;
@@ -66,8 +72,9 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
   private namePages: (string | undefined)[][] = [];
   /** Copies of the trie's kept lists, by index. */
   private lists: (NameRope | undefined)[] = [];
-  /** Reused by `addAll`. */
+  /** Reused by `addAll`: the ids, and 1 for each name to keep as handed out (see `add`). */
   private ids = new Uint32Array(INITIAL_BATCH_IDS);
+  private keepFlags = new Uint8Array(INITIAL_BATCH_IDS);
 
   constructor(
     private readonly binding: NativeBinding,
@@ -83,7 +90,12 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
 
   add(name: string, timestampMs: number | undefined): number {
     try {
-      return this.binding.topicTrieAdd(this.handle, name, timestampMs);
+      const added = this.binding.topicTrieAdd(this.handle, name, timestampMs);
+      if (added < KEEP_NAME) return added;
+      // Kept now, so that the plan that takes it names it by id rather than rebuilding its text.
+      const id = added - KEEP_NAME;
+      this.keep(id, name);
+      return id;
     } catch (error) {
       throw toTypedError(error);
     }
@@ -116,21 +128,34 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
     const count = invalid < 0 ? names.length : invalid;
     if (count > 0) {
       const ids = this.batchIds(count);
+      const keep = this.keepFlags;
       let failed: number;
       try {
-        failed = this.binding.topicTrieAddJoined(this.handle, names.slice(0, count).join('\0'), timestampsMs, ids);
+        failed = this.binding.topicTrieAddJoined(
+          this.handle,
+          names.slice(0, count).join('\0'),
+          timestampsMs,
+          ids,
+          keep,
+        );
       } catch (error) {
         throw toTypedError(error);
       }
-      for (let i = 0; i < (failed < 0 ? count : failed); i++) out[i] = ids[i] as number;
+      for (let i = 0; i < (failed < 0 ? count : failed); i++) {
+        out[i] = ids[i] as number;
+        if (keep[i] === 1) this.keep(ids[i] as number, names[i] as string);
+      }
       if (failed >= 0) return failed;
     }
     return invalid;
   }
 
-  /** The reused id array of the batch calls, with room for `count` ids. */
+  /** The reused id array of the batch calls, with room for `count` ids (and `keepFlags` as long). */
   private batchIds(count: number): Uint32Array {
-    if (this.ids.length < count) this.ids = new Uint32Array(Math.max(count, 2 * this.ids.length));
+    if (this.ids.length < count) {
+      this.ids = new Uint32Array(Math.max(count, 2 * this.ids.length));
+      this.keepFlags = new Uint8Array(this.ids.length);
+    }
     return this.ids;
   }
 
@@ -170,13 +195,7 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
       }
       // One run of a list held already: its copy is the answer.
       if (length === 4 && plan[PLAN_HEADER] === PLAN_COPY) {
-        const answer = new RopeBuilder('answer');
-        (this.lists[plan[PLAN_HEADER + 1] as number] as NameRope).copyTo(
-          answer,
-          plan[PLAN_HEADER + 2] as number,
-          count,
-        );
-        return answer.toArray();
+        return (this.lists[plan[PLAN_HEADER + 1] as number] as NameRope).slice(plan[PLAN_HEADER + 2] as number, count);
       }
       return this.replay(plan, end, text, count);
     } catch (error) {

@@ -14,9 +14,10 @@
 //! - a name at a node of the list that was not a name then: insert it where its node's old block
 //!   starts (a node's own name leads its block; ancestors whose blocks start there come first);
 //! - a name at a node placed since: its nearest ancestor that was laid down (the *anchor*) gains
-//!   new children after its old ones, so the names go where the anchor's old block ends; a merge
-//!   walks the anchor's new children (the only nodes it visits) and the edit only says that there
-//!   are some (anchors whose blocks end at the same place come deepest first).
+//!   new children after its old ones, so the names go where the anchor's old block ends (anchors
+//!   whose blocks end at the same place come deepest first). The edits naming one anchor are the
+//!   names its new children hold; a merge takes the name of an anchor's only edit as it is, and
+//!   walks the new children of an anchor with more (the only nodes it visits) for their order.
 //!
 //! A removed name that an edit inserted takes that edit back. Edits are kept only while they are
 //! complete: a change is an edit of the nearest list above it only, so it drops the edits of the
@@ -93,7 +94,7 @@ impl TopicTrie {
     }
 
     /// The nearest ancestor of `node` (itself included) that was laid down; `NONE` when none was.
-    fn anchor(&self, mut node: u32) -> u32 {
+    pub(super) fn anchor(&self, mut node: u32) -> u32 {
         while !self.is_laid_down(node) {
             if node == ROOT {
                 return NONE;
@@ -241,7 +242,7 @@ impl TopicTrie {
         out.clear();
         let mut at = start;
         let mut walked = None;
-        for edit in &edits {
+        for (i, edit) in edits.iter().enumerate() {
             if edit.at > at {
                 out.push(Merged::Run {
                     offset: at,
@@ -254,6 +255,19 @@ impl TopicTrie {
                 OWN_NAME => out.push(Merged::Name(edit.id)),
                 // One walk per anchor, however many names it gained.
                 _ if walked == Some((edit.at, edit.order)) => {}
+                // An anchor that gained one name: its new children hold that name only (every
+                // name added below them made an edit naming the anchor, and a name removed took its
+                // edit back), so the walk, a few cache misses a node, is left out.
+                _ if edits
+                    .get(i + 1)
+                    .is_none_or(|next| (next.at, next.order) != (edit.at, edit.order)) =>
+                {
+                    debug_assert!(
+                        self.is_only_new_name(edit.id),
+                        "trie: an anchor's one edit names all it gained"
+                    );
+                    out.push(Merged::Name(edit.id));
+                }
                 _ => {
                     walked = Some((edit.at, edit.order));
                     let anchor = self.anchor(self.name_nodes[edit.id as usize]);
@@ -268,6 +282,14 @@ impl TopicTrie {
             });
         }
         Some(list)
+    }
+
+    /// Whether the name `id` is all that the children of its anchor placed since its last
+    /// lay-down hold.
+    fn is_only_new_name(&self, id: u32) -> bool {
+        let mut names = Vec::new();
+        self.new_children_names(self.anchor(self.name_nodes[id as usize]), &mut names);
+        matches!(names[..], [Merged::Name(only)] if only == id)
     }
 
     /// Appends the names below the children of `anchor` placed since its last lay-down, depth first.

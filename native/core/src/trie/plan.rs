@@ -6,7 +6,8 @@
 //! and creates a string only for a name it has never had.
 
 use super::snapshot::KeptList;
-use super::TopicTrie;
+use super::{TopicTrie, NONE};
+use crate::error::ErrorCode;
 
 /// Id vectors of freed lists kept for reuse (`TopicTrie::take_ids`): a walk lays down at most a
 /// few lists (one per top it takes whole), so a few spares cover the next walk's.
@@ -75,6 +76,35 @@ impl Plan {
 }
 
 impl TopicTrie {
+    /// [`add`](Self::add) for a caller of plans, saying whether the caller is to keep the name's
+    /// text from now on as if a plan had handed it out: true for a new name below a list the
+    /// caller holds. The next expand of that list's subtree takes the name (a merge of the list's
+    /// edits, or a lay-down), and a plan would otherwise rebuild its text from its parents, whose
+    /// nodes and segments were last read many changes before (a few cache misses a level), where
+    /// the caller has the text at hand now. Names below no such list are not kept: nothing says
+    /// they will be asked for.
+    pub fn add_for_plan(&mut self, name: &str, timestamp_ms: Option<u64>) -> Result<(u32, bool), ErrorCode> {
+        let names = self.names;
+        let id = self.add(name, timestamp_ms)?;
+        if self.names == names {
+            return Ok((id, false));
+        }
+        let anchor = self.anchor(self.name_nodes[id as usize]);
+        if anchor == NONE {
+            return Ok((id, false));
+        }
+        let (list, _) = self.locate(anchor);
+        if list == NONE || !self.lists[list as usize].mirrored {
+            return Ok((id, false));
+        }
+        let word = id as usize / 64;
+        if word >= self.handed.len() {
+            self.handed.resize(word + 1, 0);
+        }
+        self.handed[word] |= 1u64 << (id % 64);
+        Ok((id, true))
+    }
+
     /// Adds the name with id `id` to `plan`: by id when handed out before, else with its text
     /// (`path` when given, else rebuilt from its parents).
     pub(super) fn name_into_plan(&mut self, plan: &mut Plan, id: u32, path: Option<&str>) {

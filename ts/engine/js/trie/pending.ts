@@ -10,8 +10,9 @@
  * Places are positions in the old list. A change makes one of three edits: a removed name that the
  * list holds (skip its position); a name at a node of the list that was not a name then (inserted
  * where the node's old block starts, ancestors starting there first); a name at a node placed since
- * (its nearest laid-down ancestor, the anchor, gains new children after its old ones: the edit says
- * so, and a merge walks the anchor's new children; anchors ending at one place come deepest first).
+ * (its nearest laid-down ancestor, the anchor, gains new children after its old ones; anchors ending
+ * at one place come deepest first): a merge takes the name of an anchor's only such edit as it is,
+ * and walks the new children of an anchor with more for their order.
  * A removed name that an edit inserted takes that edit back. Edits are kept only while complete: a
  * change recorded in a list drops the edits of the lists above it, as does a lay-down below them,
  * and a list drops its edits once they outnumber an eighth of its names (at least
@@ -177,7 +178,8 @@ export function mergedBlock(trie: JsTopicTrie, node: number): { list: KeptList; 
   let at = start;
   let walkedAt = NONE;
   let walkedOrder = NONE;
-  for (const edit of edits) {
+  for (let i = 0; i < edits.length; i++) {
+    const edit = edits[i] as PendingEdit;
     if (edit.at > at) {
       pieces.push(at, edit.at - at);
       at = edit.at;
@@ -186,6 +188,14 @@ export function mergedBlock(trie: JsTopicTrie, node: number): { list: KeptList; 
     if (kind === REMOVED) at++;
     else if (kind === OWN_NAME) pieces.push(edit.id, NONE);
     else if (edit.at !== walkedAt || edit.order !== walkedOrder) {
+      const next = edits[i + 1];
+      if (next === undefined || next.at !== edit.at || next.order !== edit.order) {
+        // An anchor that gained one name: its new children hold that name only (every name added
+        // below them made an edit naming the anchor, and a name removed took its edit back), so
+        // the walk is left out.
+        pieces.push(edit.id, NONE);
+        continue;
+      }
       // One walk per anchor, however many names it gained.
       walkedAt = edit.at;
       walkedOrder = edit.order;
