@@ -45,7 +45,7 @@ function configFor(quick: boolean): BrokerBenchConfig {
   const common = { seed: SEED, bodyBytes: 128, sendBatch: 100, maxLagMessages: 10_000, pacedBatch: 32, loadShare: 0.5 };
   return quick
     ? { ...common, quick, topics: 10_000, messages: 20_000, pacedSeconds: 1, rounds: 1 }
-    : { ...common, quick, topics: 100_000, messages: 150_000, pacedSeconds: 5, rounds: 3 };
+    : { ...common, quick, topics: 100_000, messages: 150_000, pacedSeconds: 5, rounds: 5 };
 }
 
 const caseName = (c: { engine: EngineName; store: StoreKind }) => `${c.engine} ${c.store}`;
