@@ -171,6 +171,41 @@ describe.each(ENGINES)('%s engine', (engine) => {
     expect(next?.offsets).toEqual([reopened.maxOffset('lmq0') - 1]);
   });
 
+  it('asks for the next segment at the write that uses the spare, before the last preparation has settled', async () => {
+    const log = await openLog(tempDir(), engine, { segmentBytes: MIN_SEGMENT_BYTES });
+    const core = (log as unknown as { core: { spareReady: boolean; prepareSegment(nowMs: number): Promise<void> } })
+      .core;
+    const spareMade = async () => {
+      while (!core.spareReady) await new Promise((resolve) => setImmediate(resolve));
+    };
+    await spareMade();
+    // Appends awaited back to back give the event loop no turn, so a preparation that is over in
+    // the engine may not have settled its promise yet when a write uses the spare it made. Its
+    // promises are held here until the end, as such a writer holds them.
+    const prepare = core.prepareSegment.bind(core);
+    const held: (() => void)[] = [];
+    let asked = 0;
+    core.prepareSegment = (nowMs) => {
+      asked++;
+      const done = prepare(nowMs);
+      return new Promise((resolve, reject) => held.push(() => done.then(resolve, reject)));
+    };
+    // Two records of 1,500 bytes fill a segment: every other append uses the spare.
+    const body = 'x'.repeat(1500);
+    let used = 0;
+    for (let i = 0; used < 3; i++) {
+      await log.append([{ lmqs: ['q'], body: `${i}${body}` }]);
+      if (core.spareReady) continue;
+      used++;
+      expect(asked).toBe(used);
+      // The engine prepares the next spare; its promise stays held.
+      await spareMade();
+    }
+    for (const release of held) release();
+    expect(log.maxOffset('q')).toBeGreaterThanOrEqual(5);
+    await log.close();
+  });
+
   it('reads several LMQs in one readMany as read does one by one, in request order', async () => {
     const dir = tempDir();
     const log = await openLog(dir, engine, { segmentBytes: MIN_SEGMENT_BYTES, flush: 'sync' });

@@ -351,6 +351,8 @@ export class CommitLog {
   /** A sync asked for while another runs, started once the microtasks queued then have run. */
   private nextSync: Promise<number> | undefined;
   private preparing: Promise<void> | undefined;
+  /** The engine had a spare segment ready after the last write (see `afterWrite`). */
+  private spareSeen = false;
   private checkpointing: Promise<void> | undefined;
   /** A log in memory giving back the segments of deleted LMQs (see `reclaim`), and whether again after. */
   private reclaiming: Promise<void> | undefined;
@@ -866,7 +868,12 @@ export class CommitLog {
   }
 
   private afterWrite(pending: PendingWrite): void {
-    if (!this.core.spareReady) void this.prepareSpare();
+    const ready = this.core.spareReady;
+    // A spare ready at the last write and missing now was used: the preparation that made it is
+    // over, even while its promise waits for a turn of the event loop that appends awaited back to
+    // back never give. The next one starts now, not at the append that finds no spare.
+    if (!ready) void this.prepareSpare(this.spareSeen);
+    this.spareSeen = ready;
     this.bytesSinceCheckpoint += pending.bytes;
     this.checkpointIfDue();
   }
@@ -883,9 +890,12 @@ export class CommitLog {
     }
   }
 
-  /** Starts preparing a spare segment unless one is ready or on its way; resolves when it is. */
-  private prepareSpare(): Promise<void> {
-    if (this.preparing === undefined) {
+  /**
+   * Starts preparing a spare segment unless one is ready or on its way (`used`: the last one made
+   * was used, so none is, whatever `preparing` holds); resolves when it is.
+   */
+  private prepareSpare(used = false): Promise<void> {
+    if (this.preparing === undefined || used) {
       const work: Promise<void> = this.core.prepareSegment(this.options.clock.now()).finally(() => {
         if (this.preparing === work) this.preparing = undefined;
       });
