@@ -16,6 +16,9 @@ use rustc_hash::FxHashMap;
 const REMEMBERED_WALKS: usize = 64;
 /// Nodes a remembered walk reaches at most: a walk reaching more costs its answer, not its walk.
 const REMEMBERED_FRONTIER_NODES: usize = 64;
+/// Longest pattern remembered, in UTF-8 bytes, so that the remembered texts stay small whatever
+/// patterns callers send (only MQTT bounds a pattern's length).
+const REMEMBERED_PATTERN_BYTES: usize = 256;
 
 /// What a walk reached: the nodes and whether the pattern ends with a trailing wildcard, and the
 /// nodes visited on the way (counted for compaction as if the walk ran again).
@@ -46,7 +49,7 @@ impl TopicTrie {
     /// Remembers the walk of `pattern` just done (`last_walk_visited` its visits), when it reached
     /// few enough nodes.
     pub(super) fn remember_walk(&mut self, pattern: &str, frontier: &[u32], rest: bool) {
-        if frontier.len() > REMEMBERED_FRONTIER_NODES {
+        if frontier.len() > REMEMBERED_FRONTIER_NODES || pattern.len() > REMEMBERED_PATTERN_BYTES {
             return;
         }
         let walks = &mut self.remembered.by_pattern;
@@ -61,6 +64,12 @@ impl TopicTrie {
                 visited: self.last_walk_visited,
             },
         );
+    }
+
+    /// How many walks are remembered.
+    #[cfg(test)]
+    pub(super) fn remembered_walks(&self) -> usize {
+        self.remembered.by_pattern.len()
     }
 
     /// Forgets every remembered walk: a node was placed, freed or moved.

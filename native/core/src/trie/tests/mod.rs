@@ -373,6 +373,13 @@ fn remembered_walks_follow_node_changes() {
     assert_eq!(expand(&mut trie, "t3__*"), before);
     assert_eq!(first, before.len());
     assert_eq!(expand(&mut trie, "a__b__*"), ["a__b__d", "a__b__e"]);
+    // A long pattern is walked every time, not remembered.
+    let long = format!("a__{}__*", "x".repeat(300));
+    let remembered = trie.remembered_walks();
+    assert_eq!(trie.count(&long).unwrap(), 0);
+    assert_eq!(trie.remembered_walks(), remembered);
+    assert_eq!(trie.count("z__*__c").unwrap(), 1);
+    assert_eq!(trie.remembered_walks(), remembered + 1);
 }
 
 #[test]
