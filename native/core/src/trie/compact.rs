@@ -242,6 +242,7 @@ impl TopicTrie {
     /// it (parent, siblings, children), its edge, its name's node, its records and its list.
     /// Returns the work done: one, and one per child relinked.
     fn move_node(&mut self, from: u32, to: u32) -> usize {
+        self.forget_walks();
         let n = self.nodes[from as usize];
         let l = self.links[from as usize];
         let next = self.next_siblings[from as usize];

@@ -26,6 +26,7 @@ mod list;
 mod nodes;
 mod pending;
 mod plan;
+mod remembered;
 mod snapshot;
 mod walk;
 
@@ -40,6 +41,7 @@ use idle::IdleSet;
 pub use plan::{
     Plan, PLAN_COPY, PLAN_FREE, PLAN_LIST_END, PLAN_LIST_START, PLAN_NAME, PLAN_NAMES_BY_ID, PLAN_NEW_NAME,
 };
+use remembered::RememberedWalks;
 use rustc_hash::FxHashMap;
 use snapshot::KeptList;
 
@@ -181,6 +183,8 @@ pub struct TopicTrie {
     sibling_chains: Vec<Vec<u32>>,
     /// Scratch of `expand_into`: the pieces of a merged block (pending.rs).
     merged: Vec<pending::Merged>,
+    /// The nodes the last patterns' walks reached, while no node changes (remembered.rs).
+    remembered: RememberedWalks,
 }
 
 impl TopicTrie {
@@ -219,6 +223,7 @@ impl TopicTrie {
             next_frontier: Vec::new(),
             sibling_chains: Vec::new(),
             merged: Vec::new(),
+            remembered: RememberedWalks::default(),
         }
     }
 

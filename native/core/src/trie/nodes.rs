@@ -60,6 +60,7 @@ impl TopicTrie {
                 return child;
             }
         }
+        self.forget_walks();
         let id = self.segments.acquire(segment);
         let links = Links::new(parent, id);
         let key = self.next_edge_key;
@@ -126,6 +127,7 @@ impl TopicTrie {
     pub(super) fn prune(&mut self, mut node: u32) {
         while node != ROOT && self.nodes[node as usize].names == 0 {
             let Links { parent, segment, .. } = self.links[node as usize];
+            self.forget_walks();
             self.forget_edits(node);
             self.before_freeing_node(node);
             self.children.remove(&self.links, &self.edge_keys, node);

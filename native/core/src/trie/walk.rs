@@ -15,7 +15,6 @@ use super::plan::{Plan, NAMES_BY_ID_MIN, PLAN_COPY};
 use super::{Links, Node, TopicTrie, NONE, ROOT};
 use crate::dialect::Dialect;
 use crate::error::Violation;
-use crate::pattern::{tokenize, Token};
 use crate::prefetch::prefetch;
 
 /// Children of a node scanned for a literal segment before the edge table is asked: most nodes
@@ -165,15 +164,24 @@ impl TopicTrie {
     }
 
     /// Validates `pattern` and follows its tokens down from the root, counting the nodes it visits
-    /// for compaction (compact.rs: the public walks call `after_walk` once their answer is out).
+    /// for compaction (compact.rs: the public walks call `after_walk` once their answer is out);
+    /// a pattern walked since the nodes last changed is looked up instead (remembered.rs).
     /// Returns the nodes the tokens before a trailing
     /// wildcard reach, in walk order, and whether the pattern ends with one (whose names are then
     /// those below the returned nodes); otherwise the returned nodes are the matches, names or not.
     /// The caller puts the vector back into `self.frontier` when done, so walks do not allocate.
     fn reach(&mut self, pattern: &str) -> Result<(Vec<u32>, bool), Violation> {
+        let mut frontier = std::mem::take(&mut self.frontier);
+        if let Some(rest) = self.remembered_walk(pattern, &mut frontier) {
+            return Ok((frontier, rest));
+        }
+        self.frontier = frontier;
         self.dialect.validate_pattern(pattern)?;
         self.last_walk_visited = 0;
-        let tokens = tokenize(pattern, self.dialect);
+        // The segments are read straight from the pattern: a token list would allocate a string
+        // per literal on every walk.
+        let one = self.dialect.one_wildcard();
+        let rest_wildcard = self.dialect.rest_wildcard();
         let mut frontier = std::mem::take(&mut self.frontier);
         let mut next = std::mem::take(&mut self.next_frontier);
         frontier.clear();
@@ -181,29 +189,28 @@ impl TopicTrie {
             frontier.push(ROOT);
         }
         let mut rest = false;
-        for token in &tokens {
+        for token in self.dialect.split(pattern) {
             next.clear();
-            match token {
-                Token::Literal(text) => {
-                    let Some(segment) = self.segments.get(text) else {
-                        frontier.clear();
-                        break;
-                    };
-                    for (at, &node) in frontier.iter().enumerate() {
-                        if let Some(&ahead) = frontier.get(at + LITERAL_LOOKAHEAD) {
-                            prefetch((&self.links[ahead as usize] as *const Links).cast());
-                        }
-                        let child = self.child_by_segment(node, segment);
-                        if child != NONE {
-                            next.push(child);
-                        }
-                    }
-                }
-                Token::One => self.push_all_children_reversed(&frontier, &mut next),
-                Token::Rest => {
-                    // Always the last token.
-                    rest = true;
+            if token == rest_wildcard {
+                // Always the last segment (the pattern was validated).
+                rest = true;
+                break;
+            }
+            if token == one {
+                self.push_all_children_reversed(&frontier, &mut next);
+            } else {
+                let Some(segment) = self.segments.get(token) else {
+                    frontier.clear();
                     break;
+                };
+                for (at, &node) in frontier.iter().enumerate() {
+                    if let Some(&ahead) = frontier.get(at + LITERAL_LOOKAHEAD) {
+                        prefetch((&self.links[ahead as usize] as *const Links).cast());
+                    }
+                    let child = self.child_by_segment(node, segment);
+                    if child != NONE {
+                        next.push(child);
+                    }
                 }
             }
             std::mem::swap(&mut frontier, &mut next);
@@ -213,6 +220,7 @@ impl TopicTrie {
             }
         }
         self.next_frontier = next;
+        self.remember_walk(pattern, &frontier, rest);
         Ok((frontier, rest))
     }
 

@@ -335,6 +335,53 @@ fn expand_writes_names_in_walk_order() {
 /// Kept lists under changes: names removed and added inside and beside subtrees laid down by
 /// earlier walks, whole subtrees emptied, a prefix that stays as a node for its children, explicit
 /// compactions between them; one plan reader follows along throughout, as the native adapter does.
+/// A walk remembered by pattern (remembered.rs) follows every change of nodes: a child placed or
+/// freed below the nodes it reached, a literal that had no node, and nodes moved by compaction.
+#[test]
+fn remembered_walks_follow_node_changes() {
+    let mut trie = lite();
+    for name in ["a__b__c", "a__b__d", "z__b__c"] {
+        trie.add(name, None).unwrap();
+    }
+    let count = |trie: &mut TopicTrie, pattern: &str| trie.count(pattern).unwrap();
+    assert_eq!(expand(&mut trie, "a__b__*"), ["a__b__c", "a__b__d"]);
+    assert_eq!(expand(&mut trie, "a__x__*"), Vec::<String>::new());
+    assert_eq!(count(&mut trie, "*__b__c"), 2);
+    // A child placed below a remembered frontier, and a literal that now has a node.
+    trie.add("a__b__e", None).unwrap();
+    trie.add("a__x__y", None).unwrap();
+    trie.add("m__b__c", None).unwrap();
+    assert_eq!(expand(&mut trie, "a__b__*"), ["a__b__c", "a__b__d", "a__b__e"]);
+    assert_eq!(expand(&mut trie, "a__x__*"), ["a__x__y"]);
+    assert_eq!(count(&mut trie, "*__b__c"), 3);
+    // Freed nodes.
+    assert!(trie.remove("a__b__c"));
+    assert!(trie.remove("m__b__c"));
+    assert_eq!(expand(&mut trie, "a__b__*"), ["a__b__d", "a__b__e"]);
+    assert_eq!(count(&mut trie, "*__b__c"), 1);
+    // A name at a node that stays (no node change): the remembered walk reads the node afresh.
+    trie.add("a__b", None).unwrap();
+    assert_eq!(expand(&mut trie, "a__*"), ["a__b"]);
+    // Nodes moved: names added out of walk order, then laid out again.
+    for i in 0..200 {
+        trie.add(&format!("t{}__s{}", i % 7, i), None).unwrap();
+    }
+    let before = expand(&mut trie, "t3__*");
+    let first = expand(&mut trie, "t3__*").len();
+    trie.compact();
+    assert!(trie.is_laid_out_depth_first());
+    assert_eq!(expand(&mut trie, "t3__*"), before);
+    assert_eq!(first, before.len());
+    assert_eq!(expand(&mut trie, "a__b__*"), ["a__b__d", "a__b__e"]);
+    // A long pattern is walked every time, not remembered.
+    let long = format!("a__{}__*", "x".repeat(300));
+    let remembered = trie.remembered_walks();
+    assert_eq!(trie.count(&long).unwrap(), 0);
+    assert_eq!(trie.remembered_walks(), remembered);
+    assert_eq!(trie.count("z__*__c").unwrap(), 1);
+    assert_eq!(trie.remembered_walks(), remembered + 1);
+}
+
 #[test]
 fn kept_lists_follow_changes() {
     let mut trie = lite();
