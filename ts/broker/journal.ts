@@ -13,7 +13,7 @@
  * through `report`); a failed compaction before its rename leaves the old file current and in use.
  */
 import { dirname } from 'node:path';
-import { crc32c, sealFrames } from '../common/crc32c.js';
+import { crc32c, FRAME_HEADER_BYTES, sealFrames } from '../common/crc32c.js';
 import {
   ClosedError,
   InternalError,
@@ -49,8 +49,8 @@ const READABLE_VERSIONS: readonly number[] = [3, 4];
 /** Where the header holds the version. */
 const VERSION_AT = 8;
 export const JOURNAL_HEADER_BYTES = 16;
-/** Per record: u32 payload length, u32 CRC-32C of the payload. */
-export const RECORD_HEADER_BYTES = 8;
+/** Per record: u32 payload length, u32 CRC-32C of the payload (a frame, as `sealFrames` fills in). */
+export const RECORD_HEADER_BYTES = FRAME_HEADER_BYTES;
 /** Largest payload accepted on read; a longer length is a torn or corrupt tail. */
 export const MAX_JOURNAL_RECORD_BYTES = 64 * 1024 * 1024;
 /**
@@ -556,8 +556,8 @@ export class StateJournal {
   }
 
   /**
-   * Queues a record framed and sealed by the caller (`encodeRecord`). Once the journal failed or closed the
-   * record is not written, and waiting for it rejects (`durable`, `settle`).
+   * Queues a record framed and sealed by the caller (`encodeRecord`). Once the journal failed or
+   * closed the record is not written, and waiting for it rejects (`durable`, `settle`).
    */
   appendFramed(bytes: Buffer): void {
     this.appended++;

@@ -458,10 +458,11 @@ function recordKind(item: unknown): string {
 
 /**
  * The records that describe the current state (what compaction writes), framed: epoch, topics and
- * groups as JSON records, every group's progress as binary batches (snapshot.ts) framed in place,
- * which replay as `progress` records would (their checksums left to the journal: `frameRecord`). Made one record at a time: a compaction takes them
- * across event-loop turns while the state goes on changing, each progress written as it is when
- * its batch is made (`progressBatches`), and `names` carries each group and progress it writes.
+ * groups as JSON records, every group's progress as binary batches (snapshot.ts) framed in place
+ * (their checksums left to the journal: `frameRecord`), which replay as `progress` records would.
+ * Made one record at a time: a compaction takes them across event-loop turns while the state goes
+ * on changing, each progress written as it is when its batch is made (`progressBatches`), and
+ * `names` carries each group and progress it writes.
  */
 export function* snapshot(
   epoch: string,
