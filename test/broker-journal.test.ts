@@ -22,7 +22,7 @@ import {
 import { type JournalFile, type JournalStorage, nodeJournalStorage } from '../ts/broker/journal-storage.js';
 import { decodeRecords, journalRecorder, replay, type StateRecord } from '../ts/broker/persist.js';
 import { encodeHot, isNameRecord } from '../ts/broker/snapshot.js';
-import { sealFrames } from '../ts/common/crc32c.js';
+import { sealFrames } from '../ts/common/frames.js';
 import { getEngine } from '../ts/engine/load.js';
 import { Broker, type BrokerOptions, type EngineName } from '../ts/index.js';
 import { ManualClock } from './broker-helpers.js';

@@ -13,7 +13,8 @@
  * through `report`); a failed compaction before its rename leaves the old file current and in use.
  */
 import { dirname } from 'node:path';
-import { crc32c, FRAME_HEADER_BYTES, sealFrames } from '../common/crc32c.js';
+import { crc32c } from '../common/crc32c.js';
+import { FRAME_HEADER_BYTES, sealFrames } from '../common/frames.js';
 import {
   ClosedError,
   InternalError,

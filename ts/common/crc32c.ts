@@ -108,35 +108,3 @@ function byWords(bytes: Uint8Array, start: number, end: number, c: number): numb
   }
   return byBytes(bytes, i + 16 * steps, end, c);
 }
-
-/** Bytes before a frame's payload: its u32 length, then the u32 CRC-32C of the payload (`sealFrames`). */
-export const FRAME_HEADER_BYTES = 8;
-
-/**
- * Fills in the checksum of every frame in `bytes[start, end)`, which holds frames back to back: a
- * u32 payload length (little-endian), four bytes for the CRC-32C of the payload (written here,
- * little-endian), then the payload. Returns how many frames it sealed, or -1 when the range is
- * outside `bytes` or a frame runs past `end` (the frames before it are sealed).
- */
-export function sealFrames(bytes: Uint8Array, start: number, end: number): number {
-  if (start < 0 || end > bytes.length || start > end) return -1;
-  let count = 0;
-  for (let at = start; at < end; count++) {
-    if (at + FRAME_HEADER_BYTES > end) return -1;
-    const length =
-      ((bytes[at] as number) |
-        ((bytes[at + 1] as number) << 8) |
-        ((bytes[at + 2] as number) << 16) |
-        ((bytes[at + 3] as number) << 24)) >>>
-      0;
-    const payloadEnd = at + FRAME_HEADER_BYTES + length;
-    if (payloadEnd > end) return -1;
-    const crc = crc32c(bytes, at + FRAME_HEADER_BYTES, payloadEnd);
-    bytes[at + 4] = crc & 0xff;
-    bytes[at + 5] = (crc >>> 8) & 0xff;
-    bytes[at + 6] = (crc >>> 16) & 0xff;
-    bytes[at + 7] = crc >>> 24;
-    at = payloadEnd;
-  }
-  return count;
-}

@@ -1,7 +1,8 @@
 //! The two hashes of the on-disk format (docs/FORMAT.md): CRC-32C for record, header and checkpoint
 //! checksums, MurmurHash3 x86 32-bit (seed 0) for the key and tag hashes of index entries. Both are
-//! mirrored by `ts/common/crc32c.ts` and `ts/common/murmur3.ts`; the test vectors below are the
-//! ones FORMAT.md states.
+//! mirrored by `ts/common/crc32c.ts` and `ts/common/murmur3.ts` (and `seal_frames`, which checksums
+//! the state journal's frames, by `ts/common/frames.ts`); the test vectors below are the ones
+//! FORMAT.md states.
 
 /// CRC-32C (Castagnoli) of `bytes`, hardware accelerated where the CPU has it.
 #[inline]

@@ -1,7 +1,7 @@
 /** The pure-TypeScript engine: the same contract as the native one, with no native code at all. */
 
-import { sealFrames } from '../../common/crc32c.js';
 import { DIALECTS, isValidTopic, validateLiteTopic, validatePattern } from '../../common/dialect.js';
+import { sealFrames } from '../../common/frames.js';
 import type { CompiledMatcher, DialectName, Engine } from '../contract.js';
 import { openJsLog } from './log/log.js';
 import { compile } from './pattern/pattern.js';
