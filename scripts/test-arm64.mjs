@@ -13,17 +13,17 @@
 //
 //   node scripts/test-arm64.mjs [<test file>...]
 //
-// It runs every test file but the SIGKILL loops (see KILL_LOOPS), or those named, against the native
-// engine alone: what differs by CPU is the native binary, while the js engine is the same TypeScript
-// everywhere and runs in full in `npm test`. Tests that run no native code at all (the js engine's
-// own parts, the command line's usage and help: `RUN_TESTS_WITHOUT_NATIVE` in test/engines.ts) are
-// left out; they took about two fifths of the emulated time. The property tests run a tenth of their
-// cases (scripts/arm64-fast-check.mjs), each still on every property. The run is watched for stalls
-// (see STALL_MS). Needs the binary (npm run build:prebuilds), dist/ (npm run build:ts) and
+// It runs every test file, or those named, against the native engine alone: what differs by CPU is
+// the native binary, while the js engine is the same TypeScript everywhere and runs in full in
+// `npm test`. Tests that run no native code at all (the js engine's own parts, the command line's
+// usage and help: `RUN_TESTS_WITHOUT_NATIVE` in test/engines.ts) are left out; they took about two
+// fifths of the emulated time. The property tests run a tenth of their cases
+// (scripts/arm64-fast-check.mjs), each still on every property. The run is watched for stalls (see
+// STALL_MS). Needs the binary (npm run build:prebuilds), dist/ (npm run build:ts) and
 // scripts/setup-cross.sh's packages.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve as resolvePath } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { problemsFor } from './inspect-binary.mjs';
 import { prebuildPathIn, TARGETS } from './prebuild-targets.mjs';
@@ -170,24 +170,15 @@ const BUDGET_MS = 25 * 60_000;
  * On arm64 hardware the kernel answers, as on x64.
  */
 const NOT_UNDER_QEMU = ['a live native owner refuses both engines; once killed, its lock is taken'];
-/**
- * Test files left out: loops that SIGKILL writer processes dozens of times and check what reopens.
- * What they test is the order in which the code writes and syncs, which the same Rust source keeps on
- * every CPU, and the kernel's page cache; an emulator keeps x64's memory order, so they learn nothing
- * here that `npm test` does not, while starting the most processes (the emulator's weak point) and
- * taking a third of the emulated time.
- */
-const KILL_LOOPS = ['broker-crash.test.ts', 'log-crash.test.ts', 'log-bodies-crash.test.ts'];
 const escaped = NOT_UNDER_QEMU.map((name) => name.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'));
-const named = process.argv.slice(2).map((file) => join(root, file));
-const all = named.length > 0 ? named : testFiles();
+const named = process.argv.slice(2).map((file) => resolvePath(root, file));
 const progress = join(cache, 'progress.jsonl');
 const seconds = (ms) => `${Math.round(ms / 1000)} s`;
 
-/** Every test file vitest would run (its `include`), less the kill loops. */
+/** Every test file vitest would run (its `include`). */
 function testFiles() {
   return readdirSync(join(root, 'test'), { recursive: true })
-    .filter((file) => file.endsWith('.test.ts') && !KILL_LOOPS.some((loop) => file.endsWith(loop)))
+    .filter((file) => file.endsWith('.test.ts'))
     .map((file) => join(root, 'test', file))
     .sort();
 }
@@ -229,8 +220,8 @@ function threads(group) {
 }
 
 /**
- * Runs vitest on `files` under the emulator; resolves to its exit code, or, when the watch stopped
- * it, to the files that had not ended.
+ * Runs vitest on `files` (all of them when none is named) under the emulator; resolves to its exit
+ * code, or, when the watch stopped it, to the files that had not ended.
  */
 function runTests(files) {
   rmSync(progress, { force: true });
@@ -267,7 +258,7 @@ function runTests(files) {
       process.kill(-vitest.pid, 'SIGKILL');
       // A run that is only slow would be as slow again.
       if (slow) fail('the emulated suite took too long');
-      resolve({ unfinished: files.filter((file) => !ended.has(file)) });
+      resolve({ unfinished: (files.length > 0 ? files : testFiles()).filter((file) => !ended.has(file)) });
     }, 5_000);
     vitest.on('exit', (code, signal) => {
       clearInterval(watch);
@@ -277,7 +268,7 @@ function runTests(files) {
   });
 }
 
-const first = await runTests(all);
+const first = await runTests(named);
 if (first.unfinished === undefined) process.exit(first.code);
 console.error(`test:arm64: running the ${first.unfinished.length} test file(s) that had not ended once more`);
 const again = await runTests(first.unfinished);
