@@ -183,18 +183,23 @@ function testFiles() {
     .sort();
 }
 
-/** What the progress reporter wrote: the tests and files still open (with their age) and those ended. */
+/**
+ * What the progress reporter wrote: the tests and files still open (with their age), the files that
+ * ended, and the tests and files that failed.
+ */
 function progressOf(now) {
   const open = new Map();
   const ended = new Set();
+  const failed = [];
   const lines = existsSync(progress) ? readFileSync(progress, 'utf8').split('\n') : [];
   for (const line of lines.filter(Boolean)) {
-    const { at, event, name } = JSON.parse(line);
+    const { at, event, name, state } = JSON.parse(line);
     if (event.endsWith('-start')) open.set(name, at);
     else open.delete(name);
     if (event === 'file-end') ended.add(name);
+    if (state === 'failed') failed.push(`  ${name}`);
   }
-  return { running: [...open].map(([name, at]) => `  ${name} (for ${seconds(now - at)})`), ended };
+  return { running: [...open].map(([name, at]) => `  ${name} (for ${seconds(now - at)})`), ended, failed };
 }
 
 /** Every thread of the processes in the run's process group: state and the kernel call it waits in. */
@@ -251,13 +256,14 @@ function runTests(files) {
         ? `the run took more than ${seconds(BUDGET_MS)}`
         : `no test started or ended for ${seconds(quiet)}`;
       clearInterval(watch);
-      const { running, ended } = progressOf(now);
+      const { running, ended, failed } = progressOf(now);
       console.error(`test:arm64: stopped: ${why}. Running then:\n${running.join('\n') || '  (none)'}`);
       console.error(`test:arm64: the emulated processes' threads:\n${threads(vitest.pid).join('\n')}`);
       vitest.removeAllListeners('exit');
       process.kill(-vitest.pid, 'SIGKILL');
-      // A run that is only slow would be as slow again.
+      // A run that is only slow would be as slow again; a failure stands whatever a rerun does.
       if (slow) fail('the emulated suite took too long');
+      if (failed.length > 0) fail(`the stopped run had failed:\n${failed.join('\n')}`);
       resolve({ unfinished: (files.length > 0 ? files : testFiles()).filter((file) => !ended.has(file)) });
     }, 5_000);
     vitest.on('exit', (code, signal) => {
@@ -270,6 +276,10 @@ function runTests(files) {
 
 const first = await runTests(named);
 if (first.unfinished === undefined) process.exit(first.code);
+if (first.unfinished.length === 0) {
+  console.error('test:arm64: every test file had ended, none failed: the emulator stalled on its way out');
+  process.exit(0);
+}
 console.error(`test:arm64: running the ${first.unfinished.length} test file(s) that had not ended once more`);
 const again = await runTests(first.unfinished);
 if (again.unfinished !== undefined) fail('the emulated suite stalled twice');
