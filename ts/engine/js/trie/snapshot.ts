@@ -22,7 +22,7 @@
  */
 import { type NameRope, RopeBuilder } from '../../../common/name-rope.js';
 import { CHANGED, childPosition, type Entry, IN_PARENT, KEY_LIMIT, KeyMap, pushPiece } from './edits.js';
-import { dropPendingAbove, type PendingEdit } from './pending.js';
+import { dropPendingAbove, PendingEdits } from './pending.js';
 import type { JsTopicTrie } from './trie.js';
 import { NONE } from './walk.js';
 
@@ -31,7 +31,7 @@ export interface KeptList {
   texts: NameRope;
   ids: Int32Array;
   /** Its edits since it was laid down, while it keeps them (pending.ts). */
-  pending: PendingEdit[] | undefined;
+  pending: PendingEdits | undefined;
 }
 
 /** Where a node's block lies: in list `list` of `trie.keptLists`, from `offset`. */
@@ -182,7 +182,7 @@ function layDown(trie: JsTopicTrie, top: number): void {
   }
   for (const list of out.freed) trie.freeKeptList(list);
   dropPendingAbove(trie, top);
-  kept[top] = trie.keepList({ texts, ids: out.ids, pending: [] });
+  kept[top] = trie.keepList({ texts, ids: out.ids, pending: new PendingEdits() });
 }
 
 /** The frames of `layDown` by depth, reused (lay-downs never nest): the first one visits every node. */
