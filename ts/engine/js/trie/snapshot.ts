@@ -89,6 +89,8 @@ interface Frame {
   nextKey: number;
   /** The rank of the frame's fresh pieces in its new key map (edits.ts). */
   freshRank: number;
+  /** The node's key map as it was laid down last (until `leave` replaces it). */
+  map: KeyMap | undefined;
 }
 
 /** Copies for one lay-down: texts into a rope, ids written in place, runs joined while they continue. */
@@ -207,6 +209,7 @@ function frameAt(depth: number): Frame {
       pieces: [],
       nextKey: 0,
       freshRank: 0,
+      map: undefined,
     });
   }
   return frames[depth] as Frame;
@@ -235,6 +238,7 @@ function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: numb
   frame.oldEnd = 0;
   frame.child = trie.firstChild[node] as number;
   frame.nextKey = nextKey;
+  frame.map = map;
   // Without a map the old block's positions are its children's keys, all of one rank.
   frame.freshRank = map !== undefined ? map.freshRank : 1;
   if (byRecord && record !== undefined) {
@@ -272,14 +276,14 @@ function nextStep(trie: JsTopicTrie, frame: Frame, out: Output): number {
   if (frame.byRecord) {
     while (frame.nextEntry < frame.entries.length) {
       const entry = frame.entries[frame.nextEntry++] as Entry;
-      copyOld(trie, frame, entry.at, out);
+      copyOld(frame, entry.at, out);
       frame.oldAt = entry.at + entry.size;
       if (entry.node !== NONE) {
         frame.childOldAt = entry.at;
         return entry.node;
       }
     }
-    copyOld(trie, frame, frame.oldEnd, out);
+    copyOld(frame, frame.oldEnd, out);
     frame.oldAt = frame.oldEnd;
   }
   const child = frame.child;
@@ -289,11 +293,11 @@ function nextStep(trie: JsTopicTrie, frame: Frame, out: Output): number {
 }
 
 /** Copies positions `[frame.oldAt, to)` of the frame's old block, and maps their keys. */
-function copyOld(trie: JsTopicTrie, frame: Frame, to: number, out: Output): void {
+function copyOld(frame: Frame, to: number, out: Output): void {
   const from = frame.oldAt;
   if (to <= from) return;
   const at = out.length() - frame.start;
-  const map = trie.keyMaps.get(frame.node);
+  const map = frame.map;
   if (map !== undefined) map.moved(from, to, at, frame.pieces);
   else pushPiece(frame.pieces, from, at, to - from, 0);
   out.copy(frame.oldList, frame.oldOffset + from, to - from);
