@@ -21,7 +21,7 @@
  * their nodes and keeps every list.
  */
 import { type NameRope, RopeBuilder } from '../../../common/name-rope.js';
-import { CHANGED, childPosition, type Entry, IN_PARENT, KEY_LIMIT, KeyMap, pushPiece } from './edits.js';
+import { CHANGED, childPosition, type Edits, type Entry, IN_PARENT, KEY_LIMIT, KeyMap, pushPiece } from './edits.js';
 import { dropPendingAbove, PendingEdits } from './pending.js';
 import type { JsTopicTrie } from './trie.js';
 import { NONE } from './walk.js';
@@ -247,13 +247,29 @@ function enter(trie: JsTopicTrie, node: number, oldList: number, oldOffset: numb
     frame.entries = record.children.sort((a, b) => a.at - b.at);
     frame.oldAt = record.oldNamed ? 1 : 0;
     frame.oldEnd = record.oldNames;
-    frame.child = firstNewChild(trie, node);
+    frame.child = gainedChildren(trie, node, record) ? firstNewChild(trie, node) : NONE;
   }
   trie.changed[node] = (trie.changed[node] as number) & ~CHANGED;
   const id = trie.nodeName[node] as number;
   // A name the old block starts with is copied with the run it continues (see the Rust `enter`).
   if (frame.oldAt === 1 && id !== NONE && (trie.keptLists[oldList] as KeptList).ids[oldOffset] === id) frame.oldAt = 0;
   else if (id !== NONE) out.name(id, trie.nodeText[node] as string);
+}
+
+/**
+ * Whether `node`, laid down from `record`, has children placed since, from the counts: its names
+ * now less its own, those of its recorded children now and those of its other old children (as
+ * they were: unrecorded, so unchanged) are the names of the new children, and a node holds names.
+ * The recorded children's counts are read by the lay-down anyway; the new children's links, read
+ * only to find them, lie apart from the rest and cost two cache misses a node.
+ */
+function gainedChildren(trie: JsTopicTrie, node: number, record: Edits): boolean {
+  const { names, nodeName } = trie;
+  let known = ((nodeName[node] as number) !== NONE ? 1 : 0) + record.oldNames - (record.oldNamed ? 1 : 0);
+  for (const entry of record.children) {
+    known += entry.node === NONE ? -entry.size : (names[entry.node] as number) - entry.size;
+  }
+  return (names[node] as number) !== known;
 }
 
 /** The first of `node`'s children placed since its block was laid down (they follow the others). */
