@@ -24,8 +24,8 @@
 //! lists above that one; a lay-down below the holder gives a node a list of its own, whose edits
 //! then go there, so it drops the edits of every list above it; and a list's edits go when they
 //! outnumber an eighth of its names (at least `MIN_PENDING_EDITS`, at most `MAX_PENDING_EDITS`),
-//! which bounds their memory by the list's and a merge's scan of them (the next expand lays the
-//! subtree down as before). A merge takes at most an eighth of its subtree's names in edits (at
+//! which bounds their memory by the list's (the next expand lays the subtree down as before). A
+//! list keeps its edits sorted by place, so a merge reads only those inside its subtree's range. A merge takes at most an eighth of its subtree's names in edits (at
 //! least `MIN_PENDING_EDITS`); past that the subtree is laid down once rather than merged again at
 //! every expand until its holder is laid down.
 
@@ -35,8 +35,8 @@ use super::{TopicTrie, NONE, ROOT};
 
 /// Edits a list keeps however short it is.
 const MIN_PENDING_EDITS: usize = 64;
-/// Edits a list keeps however long it is: a merge below it scans them all, so this bounds what a
-/// small subtree's merge pays for the edits elsewhere under a large list.
+/// Edits a list keeps however long it is: an edit inserted in order moves those after it, and a
+/// name removed is looked for among them.
 pub(super) const MAX_PENDING_EDITS: usize = 4096;
 /// `PendingEdit::order` above the depth: the kind of edit, in the order a merge takes the edits
 /// at one position (new children of blocks ending there, then names of nodes starting there, then
@@ -127,7 +127,12 @@ impl TopicTrie {
         let kept = &mut self.lists[list as usize];
         let limit = (kept.ids.len() / 8).clamp(MIN_PENDING_EDITS, MAX_PENDING_EDITS);
         match kept.pending.as_mut() {
-            Some(pending) if pending.len() < limit => pending.push(edit),
+            Some(pending) if pending.len() < limit => {
+                // Kept sorted by place and order, so that a merge finds its edits by a binary search.
+                let key = (edit.at, edit.order);
+                let index = pending.partition_point(|e| (e.at, e.order) <= key);
+                pending.insert(index, edit);
+            }
             _ => kept.pending = None,
         }
     }
@@ -174,7 +179,7 @@ impl TopicTrie {
         let pending = self.lists[list as usize].pending.as_mut().expect("pending edits");
         // A name added since: its edit goes back.
         if let Some(at) = pending.iter().rposition(|e| e.id == id && e.kind() != REMOVED) {
-            pending.swap_remove(at);
+            pending.remove(at);
             return;
         }
         // Else the list holds it, at the start of its node's old block.
@@ -221,16 +226,18 @@ impl TopicTrie {
         let end = start + self.edits.get(&node)?.old_names;
         let depth = self.depth(node);
         let pending = self.lists[list as usize].pending.as_ref().expect("pending edits");
-        let mut edits: Vec<PendingEdit> = pending
+        // The edits that may belong to the block lie at places from its start to its end, in order.
+        let first = pending.partition_point(|e| e.at < start);
+        let last = pending.partition_point(|e| e.at <= end);
+        let inside = |e: &PendingEdit| match e.kind() {
+            REMOVED => e.at < end,
+            _ if e.at > start && e.at < end => true,
+            OWN_NAME => e.at == start && e.depth() >= depth,
+            _ => e.at == end && e.depth() >= depth,
+        };
+        let edits: Vec<PendingEdit> = pending[first..last]
             .iter()
-            .filter(|e| {
-                let inside = e.at > start && e.at < end;
-                match e.kind() {
-                    REMOVED => e.at >= start && e.at < end,
-                    OWN_NAME => inside || (e.at == start && e.depth() >= depth),
-                    _ => inside || (e.at == end && e.depth() >= depth),
-                }
-            })
+            .filter(|e| inside(e))
             .copied()
             .collect();
         // Past an eighth of the names, laying the block down (once) costs less than merging them
@@ -238,7 +245,6 @@ impl TopicTrie {
         if edits.len() > MIN_PENDING_EDITS.max((end - start) as usize / 8) {
             return None;
         }
-        edits.sort_unstable_by_key(|e| (e.at, e.order));
         out.clear();
         let mut at = start;
         let mut walked = None;
@@ -282,6 +288,19 @@ impl TopicTrie {
             });
         }
         Some(list)
+    }
+
+    /// Whether every list's edits are sorted by place and order, as merges find them (tests).
+    #[cfg(test)]
+    pub(super) fn pending_sorted(&self) -> bool {
+        self.lists
+            .iter()
+            .filter_map(|list| list.pending.as_ref())
+            .all(|pending| {
+                pending
+                    .windows(2)
+                    .all(|pair| (pair[0].at, pair[0].order) <= (pair[1].at, pair[1].order))
+            })
     }
 
     /// Whether the name `id` is all that the children of its anchor placed since its last

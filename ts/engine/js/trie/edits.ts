@@ -44,6 +44,12 @@ export interface Edits {
 
 /** Numbers per piece in a key map's flat array: key, position, length, rank. */
 const PIECE = 4;
+/**
+ * The counts by rank of the `KeyMap` being built, shared by every map (one is built at a time) and
+ * grown as needed: a lay-down builds a map per changed node it visits, and an array of its own for
+ * each cost an allocation apiece.
+ */
+let rankStarts = new Int32Array(64);
 
 /**
  * Where the blocks of a node's children start, by key: pieces `[key, at, len, rank]` flat, in
@@ -68,9 +74,11 @@ export class KeyMap {
     ranks: number,
   ) {
     const count = pieces.length / PIECE;
-    const starts = new Int32Array(ranks + 2);
+    if (rankStarts.length < ranks + 2) rankStarts = new Int32Array(Math.max(ranks + 2, 2 * rankStarts.length));
+    const starts = rankStarts;
+    starts.fill(0, 0, ranks + 2);
     for (let p = 3; p < pieces.length; p += PIECE) (starts[(pieces[p] as number) + 1] as number)++;
-    for (let r = 1; r < starts.length; r++) starts[r] = (starts[r] as number) + (starts[r - 1] as number);
+    for (let r = 1; r < ranks + 2; r++) starts[r] = (starts[r] as number) + (starts[r - 1] as number);
     const byKey = new Int32Array(count);
     for (let i = 0; i < count; i++) {
       const rank = pieces[i * PIECE + 3] as number;

@@ -244,7 +244,7 @@ export function expandNames(trie: JsTopicTrie, pattern: string): string[] | null
     // (pending.ts), nothing laid down.
     const merged = mergedBlock(trie, node);
     if (merged !== undefined) {
-      mergedTextsTo(trie, merged.list, merged.pieces, ownNameSkipped(trie, node), out);
+      mergedTextsTo(merged, ownNameSkipped(trie, node), out);
       return;
     }
     const { list, from, to } = restBlock(trie, node);

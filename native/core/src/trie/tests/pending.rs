@@ -59,6 +59,7 @@ fn check_subtree(trie: &mut TopicTrie, reader: &mut PlanReader, prefix: &str) ->
     let merged = changed && trie.is_changed(node);
     assert_eq!(reader.expand(trie, &pattern), expected, "{pattern}: plan");
     trie.check_blocks().unwrap();
+    assert!(trie.pending_sorted(), "{pattern}: edits out of order");
     merged
 }
 
@@ -185,7 +186,7 @@ fn edits_at_one_place_merge_in_walk_order() {
 }
 
 /// However large a list, it keeps at most `MAX_PENDING_EDITS` edits: past them, a subtree below it
-/// is laid down, not merged (a merge scans them all).
+/// is laid down, not merged (an insert moves the edits after it, a removal looks among them).
 #[test]
 fn large_lists_keep_a_bounded_number_of_edits() {
     let mut trie = TopicTrie::new(Dialect::Lite, MAX_LITE_TOPIC_BYTES);
