@@ -295,20 +295,22 @@ export class NativeTopicTrieAdapter implements TopicTrieCore {
    * the runs each waited for its miss alone, where loads one after another overlap.
    */
   private mergedAnswer(plan: Uint32Array, end: number, count: number): string[] | undefined {
-    const pages = this.namePages;
     const names: string[] = [];
+    let runs = 0;
     for (let p = PLAN_HEADER; p < end; ) {
       const operation = plan[p];
       if (operation === PLAN_NAME) {
-        const id = plan[p + 1] as number;
-        names.push((pages[id >>> NAME_PAGE_BITS] as (string | undefined)[])[id & NAME_PAGE_MASK] as string);
+        names.push(this.nameById(plan[p + 1] as number));
         p += 2;
       } else if (operation === PLAN_COPY) {
+        runs++;
         p += 4;
       } else {
         return undefined;
       }
     }
+    // Names only (a pattern without a trailing wildcard): they are the answer, in order.
+    if (runs === 0) return names.length === count ? names : undefined;
     const { lists } = this;
     const answer = new RopeBuilder('answer');
     let nextName = 0;

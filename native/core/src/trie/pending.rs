@@ -25,9 +25,10 @@
 //! then go there, so it drops the edits of every list above it; and a list's edits go when they
 //! outnumber an eighth of its names (at least `MIN_PENDING_EDITS`, at most `MAX_PENDING_EDITS`),
 //! which bounds their memory by the list's (the next expand lays the subtree down as before). A
-//! list keeps its edits sorted by place, so a merge reads only those inside its subtree's range. A merge takes at most an eighth of its subtree's names in edits (at
-//! least `MIN_PENDING_EDITS`); past that the subtree is laid down once rather than merged again at
-//! every expand until its holder is laid down.
+//! list keeps its edits sorted by place, so a merge reads only those inside its subtree's range.
+//! A merge takes at most an eighth of its subtree's names in edits (at least `MIN_PENDING_EDITS`);
+//! past that the subtree is laid down once rather than merged again at every expand until its
+//! holder is laid down.
 
 use super::plan::Plan;
 use super::snapshot::{IN_PARENT, KEPT};

@@ -63,14 +63,8 @@ export class PendingEdits {
   /** Inserts an edit after those with a lower or equal place and order. */
   insert(at: number, order: number, id: number, text: string | undefined): void {
     if (this.length === this.at.length) this.grow();
-    let low = 0;
-    let high = this.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      const midAt = this.at[mid] as number;
-      if (midAt < at || (midAt === at && (this.order[mid] as number) <= order)) low = mid + 1;
-      else high = mid;
-    }
+    // Orders are integers: after every edit at or below (at, order) is at (at, order + 1).
+    const low = this.firstFrom(at, order + 1);
     const end = this.length;
     this.at.copyWithin(low + 1, low, end);
     this.order.copyWithin(low + 1, low, end);
@@ -105,13 +99,14 @@ export class PendingEdits {
     return -1;
   }
 
-  /** The index of the first edit whose place is at least `at`. */
-  firstFrom(at: number): number {
+  /** The index of the first edit whose place and order are at least `at` and `order` (any order by default). */
+  firstFrom(at: number, order = 0): number {
     let low = 0;
     let high = this.length;
     while (low < high) {
       const mid = (low + high) >>> 1;
-      if ((this.at[mid] as number) < at) low = mid + 1;
+      const midAt = this.at[mid] as number;
+      if (midAt < at || (midAt === at && (this.order[mid] as number) < order)) low = mid + 1;
       else high = mid;
     }
     return low;
