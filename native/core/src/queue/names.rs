@@ -2,14 +2,16 @@
 //! table of ids (linear probing) over them. A million names then cost their bytes and a few bytes of
 //! table each, rather than an allocation and a map slot of their own each. Ids of removed names are
 //! reused; the buffer is compacted once removed names fill half of it.
+//!
+//! A slot holds its id in its low bits and, in the bits the ids do not need, bits of its name's
+//! hash: a probe passes a slot of another name without reading that name (two cache misses, its
+//! reference and its bytes, and a comparison), which a lookup of a new name did a few times.
 
 use rustc_hash::FxHasher;
 use std::hash::Hasher;
 
 /// A table slot that never held an id.
 const EMPTY: u32 = 0;
-/// A table slot whose id was removed: lookups probe past it, inserts may reuse it.
-const REMOVED: u32 = u32::MAX;
 /// Bits of a name's packed reference that hold its length (names are at most 1,024 bytes).
 const LENGTH_BITS: u32 = 11;
 /// The packed reference of an id that names nothing (freed).
@@ -27,9 +29,12 @@ pub struct NameTable {
     refs: Vec<u64>,
     /// Ids freed by removal, reused first.
     free: Vec<u32>,
-    /// Open addressing over ids: EMPTY, REMOVED, or id + 1. At most five in eight are used, so
-    /// probes stay short.
+    /// Open addressing over ids: EMPTY, removed (`id_mask`), or a tag (`tag`) above id + 1. At most
+    /// five in eight are used, so probes stay short.
     slots: Vec<u32>,
+    /// Bits of a slot that hold id + 1, set when the table is sized so that every id given before
+    /// the next resize fits below `id_mask`; the bits above hold the tag.
+    id_bits: u32,
     /// Slots that are not EMPTY (live and removed).
     used: usize,
     live: usize,
@@ -68,36 +73,52 @@ impl NameTable {
         (hash >> 32) as usize & (self.slots.len() - 1)
     }
 
+    /// The slot bits that hold id + 1; all of them set marks a removed id.
+    fn id_mask(&self) -> u32 {
+        ((1u64 << self.id_bits) - 1) as u32
+    }
+
+    /// The hash bits a slot keeps above its id: the low half of the hash without the bits the id
+    /// takes (the high half picks the home slot).
+    fn tag(&self, hash: u64) -> u32 {
+        (hash as u32) & !self.id_mask()
+    }
+
     /// The table slot holding `name`, if it is there.
     fn find(&self, name: &[u8]) -> Option<usize> {
         if self.slots.is_empty() {
             return None;
         }
         let mask = self.slots.len() - 1;
-        let mut at = self.home(hash(name));
+        let id_mask = self.id_mask();
+        let hash = hash(name);
+        let tag = self.tag(hash);
+        let mut at = self.home(hash);
         loop {
-            match self.slots[at] {
-                EMPTY => return None,
-                REMOVED => {}
-                id => {
-                    if self.name(id - 1) == name {
-                        return Some(at);
-                    }
-                }
+            let slot = self.slots[at];
+            if slot == EMPTY {
+                return None;
+            }
+            if slot != id_mask && slot & !id_mask == tag && self.name((slot & id_mask) - 1) == name {
+                return Some(at);
             }
             at = (at + 1) & mask;
         }
     }
 
     pub fn get(&self, name: &[u8]) -> Option<u32> {
-        self.find(name).map(|at| self.slots[at] - 1)
+        self.find(name).map(|at| (self.slots[at] & self.id_mask()) - 1)
     }
 
     /// Adds a name that is not in the table; returns its id.
     pub fn insert(&mut self, name: &[u8]) -> u32 {
         debug_assert!(self.get(name).is_none(), "a name inserted twice");
         debug_assert!(name.len() < 1 << LENGTH_BITS, "a name longer than a name can be");
-        if (self.used + 1) * 8 > self.slots.len() * 5 {
+        // The second test cannot hold between resizes (`rehash` leaves room for every id given
+        // until the next one), but a slot must never take an id its bits cannot hold.
+        if (self.used + 1) * 8 > self.slots.len() * 5
+            || self.refs.len() as u64 + 2 >= u64::from(self.id_mask())
+        {
             self.rehash();
         }
         let packed = ((self.bytes.len() as u64) << LENGTH_BITS) | name.len() as u64;
@@ -120,25 +141,27 @@ impl NameTable {
     /// Puts `id` in the first free slot from its home (the table has room).
     fn place(&mut self, hash: u64, id: u32) {
         let mask = self.slots.len() - 1;
+        let id_mask = self.id_mask();
         let mut at = self.home(hash);
         loop {
-            match self.slots[at] {
-                EMPTY => {
-                    self.used += 1;
-                    break;
-                }
-                REMOVED => break,
-                _ => at = (at + 1) & mask,
+            let slot = self.slots[at];
+            if slot == EMPTY {
+                self.used += 1;
+                break;
             }
+            if slot == id_mask {
+                break;
+            }
+            at = (at + 1) & mask;
         }
-        self.slots[at] = id + 1;
+        self.slots[at] = self.tag(hash) | (id + 1);
     }
 
     /// Removes a name; returns the id it had.
     pub fn remove(&mut self, name: &[u8]) -> Option<u32> {
         let at = self.find(name)?;
-        let id = self.slots[at] - 1;
-        self.slots[at] = REMOVED;
+        let id = (self.slots[at] & self.id_mask()) - 1;
+        self.slots[at] = self.id_mask();
         self.garbage += name.len();
         self.refs[id as usize] = FREE;
         self.free.push(id);
@@ -157,6 +180,10 @@ impl NameTable {
         }
         self.slots = vec![EMPTY; size];
         self.used = 0;
+        // Room for every id an insert may give before the next resize (at most one per slot:
+        // fresh ids follow `refs`), for id + 1, and for the removed mark above them.
+        let most = self.refs.len() as u64 + size as u64 + 2;
+        self.id_bits = (u64::BITS - most.leading_zeros()).min(u32::BITS);
         for id in 0..self.refs.len() as u32 {
             if self.is_live(id) {
                 self.place(hash(self.name(id)), id);

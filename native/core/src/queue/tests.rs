@@ -167,3 +167,51 @@ fn an_idle_queue_is_a_few_words() {
         std::mem::size_of::<ConsumeQueue>()
     );
 }
+
+/// The name table against a map, through growth, removals that leave many ids free (a small table
+/// then holds large ids, so fewer bits are left for the hash tag) and reuse: every lookup, of names
+/// there and not, agrees.
+#[test]
+fn name_table_agrees_with_a_map_through_growth_and_removals() {
+    use super::names::NameTable;
+    use crate::test_rng::Rng;
+    use std::collections::HashMap;
+    let mut rng = Rng(0x5eed_7a61);
+    let mut table = NameTable::default();
+    let mut model: HashMap<Vec<u8>, u32> = HashMap::new();
+    let name = |i: usize| format!("%LMQ%$agents$tenant{}__session{i}", i % 13).into_bytes();
+    for round in 0..6 {
+        // Grow to a few thousand names, then remove nearly all of them.
+        for _ in 0..4_000 {
+            let n = name(rng.below(20_000));
+            if !model.contains_key(&n) {
+                let id = table.insert(&n);
+                assert!(model.values().all(|&other| other != id), "id {id} given twice");
+                model.insert(n, id);
+            }
+        }
+        let keep = if round % 2 == 0 { 10 } else { 500 };
+        let mut names: Vec<Vec<u8>> = model.keys().cloned().collect();
+        names.sort();
+        for n in names.iter().skip(keep) {
+            assert_eq!(
+                table.remove(n),
+                model.remove(n),
+                "remove {}",
+                String::from_utf8_lossy(n)
+            );
+        }
+        assert_eq!(table.len(), model.len());
+        for i in 0..20_000 {
+            let n = name(i);
+            assert_eq!(
+                table.get(&n),
+                model.get(&n).copied(),
+                "lookup {i} in round {round}"
+            );
+        }
+        for (n, &id) in &model {
+            assert_eq!(table.name(id), n.as_slice());
+        }
+    }
+}
