@@ -129,7 +129,7 @@ export function bodiesOf(read: LogReadResult, into?: Uint8Array): BodyReadResult
   const starts = new Uint32Array(count);
   const lengths = new Uint32Array(count);
   let total = 0;
-  let at = 0;
+  let at = read.bytesAt;
   for (let i = 0; i < count; i++) {
     const lmqCount = readU16(bytes, at + 14);
     let p = at + RECORD_HEADER_BYTES + 8 * lmqCount;
@@ -147,11 +147,15 @@ export function bodiesOf(read: LogReadResult, into?: Uint8Array): BodyReadResult
   const layout = into === undefined ? undefined : bodiesLayout(into, count, total);
   let bodies: Buffer;
   let bodyEnds: Uint32Array;
-  let positions = read.positions;
+  let positions =
+    read.positionsAt === 0 && read.positions.length === count
+      ? read.positions
+      : read.positions.subarray(read.positionsAt, read.positionsAt + count);
   if (into !== undefined && layout !== undefined) {
     const memory = into.buffer as ArrayBuffer;
+    const given = positions;
     positions = new Float64Array(memory, layout.start, count);
-    positions.set(read.positions);
+    positions.set(given);
     bodyEnds = new Uint32Array(memory, layout.endsAt, count);
     bodies = bufferView(memory, layout.bodiesAt, total);
   } else {

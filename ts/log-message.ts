@@ -47,8 +47,9 @@ export function decodeMessages(lmq: string, result: LogReadResult): StoredMessag
   const base = source.byteOffset;
   const bytes = Buffer.isBuffer(source) ? source : Buffer.from(arrayBuffer, base, source.byteLength);
   const positions = result.positions;
+  const positionsAt = result.positionsAt;
   const firstOffset = result.firstOffset;
-  let at = 0;
+  let at = result.bytesAt;
   for (let i = 0; i < count; i++) {
     const size = readRecordSize(bytes, at);
     const flags = bytes[at + 13] as number;
@@ -80,7 +81,7 @@ export function decodeMessages(lmq: string, result: LogReadResult): StoredMessag
     messages[i] = {
       lmq,
       offset: firstOffset + i,
-      position: positions[i] as number,
+      position: positions[positionsAt + i] as number,
       storeTimestamp: readU64(bytes, at + 16),
       bornTimestamp: readU64(bytes, at + 24),
       key,

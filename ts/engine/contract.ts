@@ -149,12 +149,19 @@ export interface BodyBatch {
 
 /** What a read returns: the records' bytes back to back, already checked, and where they came from. */
 export interface LogReadResult {
-  /** Records as stored (docs/FORMAT.md), back to back; decoded lazily by ts/log.ts. */
+  /**
+   * Records as stored (docs/FORMAT.md), back to back from `bytesAt`; decoded lazily by ts/log.ts.
+   * The results of one `readMany` may share one view (each from its own `bytesAt`): a view per LMQ
+   * of every POP costs more than the decoding of its one or two records.
+   */
   bytes: Uint8Array;
+  /** Where in `bytes` the first record starts. */
+  bytesAt: number;
   /** Offset of the first record (reads start at the LMQ's minimum when asked below it). */
   firstOffset: number;
-  /** The position of each record. */
+  /** The position of record i is `positions[positionsAt + i]` (shared as `bytes` may be). */
   positions: Float64Array;
+  positionsAt: number;
   count: number;
 }
 

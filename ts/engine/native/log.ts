@@ -507,26 +507,31 @@ export class NativeLogAdapter implements LogCore {
     }
     if (result === null) return requests.map((r) => this.read(r.lmq, r.fromOffset, r.maxNum));
     let records = 0;
-    for (let i = 0; i < count; i++) records += meta[3 * i] as number;
+    let total = 0;
+    for (let i = 0; i < count; i++) {
+      records += meta[3 * i] as number;
+      total += meta[3 * i + 2] as number;
+    }
     const { buffer, recordsAt, positions } = splitRead(result, records);
+    // One view of every record and one of every position, shared by the results (each from its own
+    // start): two views per LMQ of every POP cost more than the decoding of its record or two. Made
+    // directly: `Buffer.from` checks and dispatches on its arguments.
+    const bytes = bufferView(buffer, recordsAt, total);
     const out = new Array<LogReadResult>(count);
-    const positionsBuffer = positions.buffer;
-    const positionsAt = positions.byteOffset;
     let position = 0;
-    let at = recordsAt;
+    let at = 0;
     for (let i = 0; i < count; i++) {
       const n = meta[3 * i] as number;
-      const bytes = meta[3 * i + 2] as number;
-      // Views made directly: `Buffer.from` and `subarray` check and dispatch on their arguments,
-      // which costs more than the view, once per LMQ of every POP.
       out[i] = {
-        bytes: bufferView(buffer, at, bytes),
-        positions: new Float64Array(positionsBuffer, positionsAt + position * POSITION_BYTES, n),
+        bytes,
+        bytesAt: at,
+        positions,
+        positionsAt: position,
         firstOffset: meta[3 * i + 1] as number,
         count: n,
       };
       position += n;
-      at += bytes;
+      at += meta[3 * i + 2] as number;
     }
     return out;
   }
@@ -544,7 +549,9 @@ export class NativeLogAdapter implements LogCore {
     const { buffer, recordsAt, positions } = splitRead(result, count);
     return {
       bytes: Buffer.from(buffer, recordsAt, result.byteLength - (recordsAt - byteOffsetOf(result))),
+      bytesAt: 0,
       positions,
+      positionsAt: 0,
       firstOffset: meta[1] as number,
       count,
     };

@@ -63,7 +63,8 @@ export function readQueue(
   const first = queue === undefined ? fromOffset : Math.max(fromOffset, queue.min);
   const count = queue === undefined ? 0 : Math.max(0, Math.min(maxNum, queue.next - first));
   const positions = new Float64Array(count);
-  if (queue === undefined || count === 0) return { bytes: EMPTY, firstOffset: first, positions, count: 0 };
+  if (queue === undefined || count === 0)
+    return { bytes: EMPTY, bytesAt: 0, firstOffset: first, positions, positionsAt: 0, count: 0 };
   const entries = queue.entries;
   let total = 0;
   for (let k = 0, slot = queue.slot(first); k < count; k++, slot += ENTRY_WORDS) {
@@ -94,7 +95,7 @@ export function readQueue(
     k = next;
   }
   verify(bytes, segments, lmq, queue, first, positions);
-  return { bytes, firstOffset: first, positions, count };
+  return { bytes, bytesAt: 0, firstOffset: first, positions, positionsAt: 0, count };
 }
 
 /** Checks every record read, and that it is the one the index says: this LMQ, this offset, this size. */
