@@ -10,6 +10,7 @@
  * a cost that grows with the active names around them; reading the texts next to the keys does not.
  */
 import { TRIE_IDLE_BLOCK_ENTRIES } from '../../../common/limits.js';
+import { firstPairFrom } from '../../../common/pair-search.js';
 
 /** One block: keys as parallel arrays, sorted by (timestamp, id), and each key's name. */
 interface Block {
@@ -26,15 +27,7 @@ function lastBelow(block: Block, timestamp: number, id: number): boolean {
 
 /** The first position in `block` whose key is not below (timestamp, id). */
 function positionIn(block: Block, timestamp: number, id: number): number {
-  let low = 0;
-  let high = block.ids.length;
-  while (low < high) {
-    const mid = (low + high) >>> 1;
-    const t = block.timestamps[mid] as number;
-    if (t < timestamp || (t === timestamp && (block.ids[mid] as number) < id)) low = mid + 1;
-    else high = mid;
-  }
-  return low;
+  return firstPairFrom(block.timestamps, block.ids, block.ids.length, timestamp, id);
 }
 
 export class IdleSet {

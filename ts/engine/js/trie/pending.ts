@@ -20,6 +20,7 @@
  * (`PendingEdits`), so a merge reads only those inside its subtree's range.
  */
 import type { RopeBuilder } from '../../../common/name-rope.js';
+import { firstPairFrom } from '../../../common/pair-search.js';
 import { CHANGED, IN_PARENT } from './edits.js';
 import { firstNewChild, type KeptList, locate } from './snapshot.js';
 import type { JsTopicTrie } from './trie.js';
@@ -101,15 +102,7 @@ export class PendingEdits {
 
   /** The index of the first edit whose place and order are at least `at` and `order` (any order by default). */
   firstFrom(at: number, order = 0): number {
-    let low = 0;
-    let high = this.length;
-    while (low < high) {
-      const mid = (low + high) >>> 1;
-      const midAt = this.at[mid] as number;
-      if (midAt < at || (midAt === at && (this.order[mid] as number) < order)) low = mid + 1;
-      else high = mid;
-    }
-    return low;
+    return firstPairFrom(this.at, this.order, this.length, at, order);
   }
 
   private grow(): void {
