@@ -95,7 +95,7 @@ export class PendingEdits {
   addedAt(id: number): number {
     const { ids, order } = this;
     for (let i = this.length - 1; i >= 0; i--) {
-      if (ids[i] === id && Math.floor((order[i] as number) / KIND_STEP) !== REMOVED) return i;
+      if (ids[i] === id && kindOf(order[i] as number) !== REMOVED) return i;
     }
     return -1;
   }
