@@ -905,6 +905,56 @@ describe('state journal', () => {
     ]);
   });
 
+  it('a close during a compaction that carries records written meanwhile compacts once more: the file is the state as closed', async () => {
+    const path = join(tempDir(), STATE_FILE);
+    // The compaction's first slice waits at `gate`: records appended meanwhile are written in the
+    // next writer round, before its last slice, so they are its window.
+    let sliceWaits: () => void = () => undefined;
+    const waiting = new Promise<void>((resolve) => {
+      sliceWaits = resolve;
+    });
+    let open: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const storage: JournalStorage = {
+      ...nodeJournalStorage,
+      create: async (file) => {
+        const inner = await nodeJournalStorage.create(file);
+        return {
+          ...inner,
+          write: async (bytes, offset, length, position) => {
+            if (position > 0) {
+              sliceWaits();
+              await gate;
+            }
+            return inner.write(bytes, offset, length, position);
+          },
+          truncate: (length) => inner.truncate(length),
+          datasync: () => inner.datasync(),
+          close: () => inner.close(),
+        };
+      },
+    };
+    const { journal } = await StateJournal.open(path, { flush: 'sync', compactBytes: 50, storage });
+    // The state is `version`, which each snapshot writes after a slice of its own.
+    let version = 0;
+    journal.snapshot = function* () {
+      yield encodeRecord(['epoch', 'e'.repeat(1024 * 1024)]);
+      yield encodeRecord(['epoch', `state ${version}`]);
+    };
+    journal.append(['epoch', 'x'.repeat(100)]); // past compactBytes once written: the compaction begins
+    await waiting;
+    for (let i = 0; i < 3; i++) journal.append(['epoch', `v${++version}`]);
+    const closed = journal.close();
+    open();
+    await closed;
+    // The first compaction carried v1..v3 after its snapshot; the close's own holds the state only.
+    expect(journal.compactions).toBe(2);
+    const records = decodeRecords(decodeJournal(readFileSync(path), path).records);
+    expect(records.map((r) => (r as unknown[])[1]).filter((v) => (v as string).length < 100)).toEqual(['state 3']);
+  });
+
   it('compacts when the file is twice the state, counting what the state grew by since the last compaction', async () => {
     const path = join(tempDir(), STATE_FILE);
     const { journal } = await StateJournal.open(path, { flush: 'sync', compactBytes: 100 });

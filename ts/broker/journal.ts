@@ -712,16 +712,32 @@ export class StateJournal {
   private async shutdown(): Promise<void> {
     if (this.timer !== undefined) clearInterval(this.timer);
     try {
-      // Rounds until one ends with nothing left: a record appended while a round runs gets another.
-      // One under way already leaves the file compact.
-      this.compactOnNextRound = this.snapshot !== undefined && this.compaction === undefined;
-      do await this.wait(true);
-      while (this.synced < this.appended);
+      // The close compacts: with none under way it begins one; one under way carries every record
+      // appended since it began (its window), so when it carried any and replaced the file, one
+      // more writes the state as it now is. A compaction that failed is not tried again here.
+      const underWay = this.compaction;
+      const done = this.compactionsDone;
+      this.compactOnNextRound = this.snapshot !== undefined && underWay === undefined;
+      await this.drain();
+      if (underWay !== undefined && underWay.window.length > 0 && this.compactionsDone > done) {
+        this.compactOnNextRound = true;
+        await this.drain();
+      }
     } finally {
       this.closed = true;
       await this.running?.catch(ignore);
       await this.file.close().catch(ignore);
     }
+  }
+
+  /**
+   * Rounds until one ends with nothing left (a record appended while a round runs gets another),
+   * then the end of the writer loop: a compaction under way ends there.
+   */
+  private async drain(): Promise<void> {
+    do await this.wait(true);
+    while (this.synced < this.appended);
+    await this.running;
   }
 
   /** A waiter for everything appended so far to be written, and with `sync` synced, however much is already. */
