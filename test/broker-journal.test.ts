@@ -244,6 +244,32 @@ function failing(name: 'create' | 'rename', code: string): JournalStorage {
   return { ...nodeJournalStorage, [name]: () => Promise.reject(error) };
 }
 
+/**
+ * The node storage, but each write to a file it opens (`open`: the current file) or creates
+ * (`create`: a compaction's new file) first awaits what `before` returns for the write's position.
+ */
+function delayingWrites(
+  files: 'open' | 'create',
+  before: (position: number) => Promise<void> | undefined,
+): JournalStorage {
+  return {
+    ...nodeJournalStorage,
+    [files]: async (file: string) => {
+      const inner = await nodeJournalStorage[files](file);
+      return {
+        ...inner,
+        write: async (bytes: Uint8Array, offset: number, length: number, position: number) => {
+          await before(position);
+          return inner.write(bytes, offset, length, position);
+        },
+        truncate: (length: number) => inner.truncate(length),
+        datasync: () => inner.datasync(),
+        close: () => inner.close(),
+      };
+    },
+  };
+}
+
 /** The start of every record of a journal file, and its end. */
 function recordStarts(bytes: Buffer): number[] {
   const starts: number[] = [];
@@ -849,22 +875,7 @@ describe('state journal', () => {
     // Writes to the current file wait while `hold` is set: records appended meanwhile are still
     // pending when the compaction the write made due begins.
     let hold: Promise<void> | undefined;
-    const storage: JournalStorage = {
-      ...nodeJournalStorage,
-      open: async (file) => {
-        const inner = await nodeJournalStorage.open(file);
-        return {
-          ...inner,
-          write: async (bytes, offset, length, position) => {
-            await hold;
-            return inner.write(bytes, offset, length, position);
-          },
-          truncate: (length) => inner.truncate(length),
-          datasync: () => inner.datasync(),
-          close: () => inner.close(),
-        };
-      },
-    };
+    const storage = delayingWrites('open', () => hold);
     const { journal } = await StateJournal.open(path, { flush: 'sync', compactBytes: 50, storage });
     const recorder = journalRecorder(journal);
     const named = (name: string) => ({ name, liteTopic: name, journalName: -1, journalFile: -1 });
@@ -917,25 +928,11 @@ describe('state journal', () => {
     const gate = new Promise<void>((resolve) => {
       open = resolve;
     });
-    const storage: JournalStorage = {
-      ...nodeJournalStorage,
-      create: async (file) => {
-        const inner = await nodeJournalStorage.create(file);
-        return {
-          ...inner,
-          write: async (bytes, offset, length, position) => {
-            if (position > 0) {
-              sliceWaits();
-              await gate;
-            }
-            return inner.write(bytes, offset, length, position);
-          },
-          truncate: (length) => inner.truncate(length),
-          datasync: () => inner.datasync(),
-          close: () => inner.close(),
-        };
-      },
-    };
+    const storage = delayingWrites('create', (position) => {
+      if (position === 0) return undefined; // the header
+      sliceWaits();
+      return gate;
+    });
     const { journal } = await StateJournal.open(path, { flush: 'sync', compactBytes: 50, storage });
     // The state is `version`, which each snapshot writes after a slice of its own.
     let version = 0;
